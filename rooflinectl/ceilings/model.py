@@ -1,0 +1,61 @@
+"""The ceilings a roofline is drawn against: memory roofs and one compute roof per precision.
+
+A roof is a value with its unit in the name and a source ("spec", "spec-clock-scaled",
+"measured", "estimate") so no chart or table shows a number without saying where it came from.
+Compute roofs are keyed "<unit>.<precision>", unit being "tensor" (tensor cores) or "simt"
+(CUDA cores, or a CPU's vector units): e.g. "tensor.bf16", "simt.fp32".
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Roof:
+    value: float  # bytes/s for memory roofs, FLOP/s for compute roofs
+    source: str  # spec | spec-clock-scaled | measured | estimate
+    note: str = ""
+
+
+@dataclass
+class Ceilings:
+    device_name: str
+    device_kind: str  # "cuda" or "cpu"
+    memory_bytes_per_s: dict[str, Roof] = field(default_factory=dict)  # "dram", "l2", "l1"
+    compute_flops_per_s: dict[str, Roof] = field(default_factory=dict)  # "tensor.bf16", ...
+    kernel_floor_s: Roof = field(default_factory=lambda: Roof(2e-6, "estimate"))
+    details: dict[str, Any] = field(default_factory=dict)  # clocks, SMs, what was read or not
+
+    def dram(self) -> Roof:
+        return self.memory_bytes_per_s["dram"]
+
+    def compute_roof(self, unit: str, precision: str) -> Roof | None:
+        """The roof for work of one precision on one unit, or the nearest sensible stand-in.
+
+        Integer and bool element-wise work and half-precision SIMT math are held against the
+        fp32 SIMT roof (their arithmetic runs in 32-bit lanes); a tensor precision the device
+        lacks has no roof (None).
+        """
+        roofs = self.compute_flops_per_s
+        key = f"{unit}.{precision}"
+        if key in roofs:
+            return roofs[key]
+        if unit == "simt" and precision not in ("fp64",):
+            return roofs.get("simt.fp32")
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Ceilings:
+        return cls(
+            device_name=str(data["device_name"]),
+            device_kind=str(data["device_kind"]),
+            memory_bytes_per_s={k: Roof(**v) for k, v in data.get("memory_bytes_per_s", {}).items()},
+            compute_flops_per_s={k: Roof(**v) for k, v in data.get("compute_flops_per_s", {}).items()},
+            kernel_floor_s=Roof(**data["kernel_floor_s"]) if "kernel_floor_s" in data else Roof(2e-6, "estimate"),
+            details=dict(data.get("details", {})),
+        )

@@ -1,0 +1,121 @@
+"""Reading and writing the profile file: data only (JSON), versioned, written atomically.
+
+Layout (schema_version 1):
+  {"format": "rooflinectl-profile", "schema_version": 1,
+   "metadata": {...},      # tool/library versions, command, device, completed, clocks, ...
+   "ceilings": {...},      # Ceilings.to_dict(): the roofs used, each with its source
+   "summary": {...},       # whole-run figures: kernel time, GPU idle time, unknown share, ...
+   "kernels": {"columns": [...], "rows": [[...], ...]}}
+Loading never runs code: json.load and a DataFrame built from lists.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.errors import ProfileFileError
+from rooflinectl.schema import KERNEL_COLUMNS, SCHEMA_VERSION
+
+FORMAT_NAME = "rooflinectl-profile"
+DEFAULT_PROFILE_PATH = "rooflinectl.profile.json"
+
+
+@dataclass
+class ProfileData:
+    """What a profile file holds, in memory."""
+
+    kernels: pd.DataFrame
+    ceilings: Ceilings
+    metadata: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _jsonable(value: Any) -> Any:
+    """NaN and inf are not JSON: store them as null so any JSON reader can load the file."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        return _jsonable(value.item())
+    return value
+
+
+def to_json_dict(data: ProfileData) -> dict[str, Any]:
+    columns = list(data.kernels.columns)
+    rows = [[_jsonable(v) for v in row] for row in data.kernels.itertuples(index=False, name=None)]
+    return {
+        "format": FORMAT_NAME,
+        "schema_version": SCHEMA_VERSION,
+        "metadata": data.metadata,
+        "ceilings": data.ceilings.to_dict(),
+        "summary": {k: _jsonable(v) for k, v in data.summary.items()},
+        "kernels": {"columns": columns, "rows": rows},
+    }
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write text to path through a temp file in the same folder and a rename: never half a file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_profile(data: ProfileData, path: str | os.PathLike[str]) -> None:
+    write_atomic(path, json.dumps(to_json_dict(data), indent=1, allow_nan=False))
+
+
+def load_profile(path: str | os.PathLike[str]) -> ProfileData:
+    """Load a profile file; any problem becomes one ProfileFileError sentence."""
+    p = Path(path)
+    if not p.exists():
+        raise ProfileFileError(f"No profile file at {p}; run `rooflinectl profile SCRIPT` first.")
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProfileFileError(f"{p} is not a readable rooflinectl profile ({exc.__class__.__name__}).") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
+        raise ProfileFileError(f"{p} is not a rooflinectl profile file.")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ProfileFileError(
+            f"{p} has profile schema version {version}; this rooflinectl reads version {SCHEMA_VERSION}."
+        )
+    try:
+        table = raw["kernels"]
+        kernels = pd.DataFrame(table["rows"], columns=table["columns"])
+        ceilings = Ceilings.from_dict(raw["ceilings"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProfileFileError(f"{p} is a damaged rooflinectl profile (missing {exc}).") from None
+    kernels = _coerce_types(kernels)
+    return ProfileData(kernels=kernels, ceilings=ceilings, metadata=raw.get("metadata", {}), summary=raw.get("summary", {}))
+
+
+def _coerce_types(kernels: pd.DataFrame) -> pd.DataFrame:
+    """JSON null -> NaN for float columns, so arithmetic on a loaded table behaves as on a fresh one."""
+    for name, (kind, _) in KERNEL_COLUMNS.items():
+        if name not in kernels.columns:
+            continue
+        if kind == "float":
+            kernels[name] = pd.to_numeric(kernels[name], errors="coerce").astype(float)
+        elif kind == "int":
+            kernels[name] = pd.to_numeric(kernels[name], errors="coerce").fillna(0).astype(int)
+        elif kind == "bool":
+            kernels[name] = kernels[name].fillna(False).astype(bool)
+        else:
+            kernels[name] = kernels[name].fillna("").astype(str)
+    return kernels

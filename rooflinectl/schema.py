@@ -1,0 +1,48 @@
+"""The kernel-table contract: column names, units in the names, and their meaning.
+
+The profile file (see outputs/profile_file.py) stores this table; other tools and CI read it,
+so a column is added here once, documented, and never renamed without a schema bump.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+# name -> (dtype, meaning). Order is the order of the columns in files and tables.
+KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
+    "kernel": ("str", "GPU kernel name (CPU: the aten op that did the work)"),
+    "op": ("str", "the aten op (or Triton kernel) whose cost the kernel carries"),
+    "op_family": ("str", "gemm, conv, attention, elementwise, reduction, norm, softmax, copy, index, loss, other"),
+    "module": ("str", "nn.Module path active at launch, '' when none"),
+    "shapes": ("str", "input shapes of the op, e.g. '[64, 128] x [128, 256]'"),
+    "dtype": ("str", "dtype of the op's first floating input"),
+    "device": ("str", "cuda or cpu"),
+    "origin": ("str", "aten, triton, inductor, library or other: who wrote the kernel"),
+    "calls": ("int", "number of launches aggregated in this row"),
+    "time_s": ("float", "total kernel time of all calls, seconds"),
+    "flops": ("float", "total floating-point operations (FMA = 2) of all calls"),
+    "bytes": ("float", "total minimum DRAM traffic of all calls (inputs read once, outputs written once)"),
+    "intensity": ("float", "flops / bytes, FLOP per byte"),
+    "precision": ("str", "fp64, fp32, tf32, bf16, fp16, fp8, int8, int, bool: the math the roof follows"),
+    "unit": ("str", "tensor (tensor cores) or simt (CUDA cores / CPU vector units)"),
+    "achieved_flops_per_s": ("float", "flops / time_s"),
+    "achieved_bytes_per_s": ("float", "bytes / time_s"),
+    "attainable_flops_per_s": ("float", "min(peak[precision, unit], intensity x DRAM bandwidth)"),
+    "roof_time_s": ("float", "time the work would take at the roof: max(flops/peak, bytes/bandwidth)"),
+    "efficiency": ("float", "roof_time_s / time_s (= achieved / attainable); > 1 means the numbers are wrong"),
+    "bound": ("str", "memory, compute, latency or unknown"),
+    "headroom_s": ("float", "time_s - roof_time_s: what reaching the roof would save"),
+    "time_share": ("float", "time_s / total kernel time of the profile"),
+    "cost_source": ("str", "analytic, triton, inductor, ncu or none"),
+    "cost_note": ("str", "the formula used and its approximations"),
+    "blocks": ("float", "median thread blocks per launch (GPU), NaN when unknown"),
+    "threads_per_block": ("float", "median threads per block (GPU), NaN when unknown"),
+    "above_roof": ("bool", "efficiency above 1.05: a bug in the numbers, never a success"),
+    "rank": ("int", "process rank for multi-GPU runs (0 otherwise)"),
+}
+
+# Optional per-level bytes, present when hardware counters were read.
+COUNTER_COLUMNS = ("dram_bytes", "l2_bytes", "l1_bytes")
+
+BOUNDS = ("memory", "compute", "latency", "unknown")
+COST_SOURCES = ("analytic", "triton", "inductor", "ncu", "none")
