@@ -1,4 +1,4 @@
-from rooflinectl.cli import main
+from rooflinectl.cli.main import main
 
 if __name__ == "__main__":
     main(prog_name="rooflinectl")

@@ -46,3 +46,17 @@ COUNTER_COLUMNS = ("dram_bytes", "l2_bytes", "l1_bytes")
 
 BOUNDS = ("memory", "compute", "latency", "unknown")
 COST_SOURCES = ("analytic", "triton", "inductor", "ncu", "none")
+
+# Whole-run figures stored in the profile's "summary" (None where they do not apply).
+SUMMARY_KEYS: dict[str, str] = {
+    "total_kernel_time_s": "sum of time_s over all rows",
+    "known_cost_time_share": "share of kernel time whose cost is known (cost_source != none)",
+    "unknown_time_share": "1 - known_cost_time_share: time no formula covered, never counted as zero",
+    "window_s": "wall time of the counted window (regions, or the whole run), seconds",
+    "device_busy_s": "union of kernel intervals on the device, seconds",
+    "device_idle_s": "window_s - device_busy_s: time the device waited (launch overhead, host work)",
+    "launches": "number of kernel launches counted",
+    "short_launches": "launches shorter than 5 microseconds",
+    "launch_sequence": "row indices (position in the kernel table) in launch order, first 100000",
+    "iterations": "iterations profiled (function mode), else 1",
+}

@@ -1,0 +1,89 @@
+"""Place each kernel group against its roofs. Pure: DataFrame and Ceilings in, DataFrame out.
+
+attainable = min(peak[unit, precision], intensity x DRAM bandwidth)
+roof_time  = max(flops / peak, bytes / DRAM bandwidth): the time the work needs at the roof
+efficiency = roof_time / time  (the same as achieved / attainable, and defined for 0-FLOP copies)
+bound      = latency  when one call's roof time is under the device's kernel floor (the work is
+                      too small for any roof to matter: launch and latency dominate),
+             memory   when the bytes take longer than the FLOPs at the roofs,
+             compute  otherwise; unknown when the cost is not known.
+A point above its roof (efficiency > ABOVE_ROOF) is flagged: it means the counts are wrong.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from rooflinectl.ceilings.model import Ceilings
+
+ABOVE_ROOF = 1.05
+
+
+def _peak(ceilings: Ceilings, unit: str, precision: str) -> float:
+    roof = ceilings.compute_roof(unit, precision)
+    return roof.value if roof is not None else math.inf
+
+
+def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
+    """Add intensity, achieved, attainable, roof_time_s, efficiency, bound, headroom, share."""
+    out = table.copy()
+    bandwidth = ceilings.dram().value
+    floor_s = ceilings.kernel_floor_s.value
+    peaks = np.array([_peak(ceilings, u, p) for u, p in zip(out["unit"], out["precision"])], dtype=float)
+    flops = out["flops"].to_numpy(dtype=float)
+    nbytes = out["bytes"].to_numpy(dtype=float)
+    time_s = out["time_s"].to_numpy(dtype=float)
+    calls = out["calls"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = np.where(nbytes > 0, flops / nbytes, np.where(flops > 0, np.inf, 0.0))
+        compute_s = flops / peaks
+        memory_s = nbytes / bandwidth
+        roof_s = np.fmax(compute_s, memory_s)
+        out["intensity"] = intensity
+        out["achieved_flops_per_s"] = flops / time_s
+        out["achieved_bytes_per_s"] = nbytes / time_s
+        out["attainable_flops_per_s"] = np.fmin(peaks, intensity * bandwidth)
+        out["roof_time_s"] = roof_s
+        out["efficiency"] = roof_s / time_s
+        out["headroom_s"] = np.clip(time_s - roof_s, 0.0, None)
+    known = ~np.isnan(flops) & ~np.isnan(nbytes)
+    bound = np.where(memory_s >= compute_s, "memory", "compute").astype(object)
+    bound[(roof_s / np.maximum(calls, 1)) < floor_s] = "latency"
+    bound[~known] = "unknown"
+    out["bound"] = bound
+    total = float(np.nansum(time_s))
+    out["time_share"] = time_s / total if total > 0 else 0.0
+    out["above_roof"] = known & (out["efficiency"].to_numpy(dtype=float) > ABOVE_ROOF)
+    return out
+
+
+def summarise(table: pd.DataFrame, launches: pd.DataFrame, window_s: float, sequence: list[int],
+              iterations: int = 1) -> dict[str, object]:
+    """Whole-run figures (schema.SUMMARY_KEYS): known-cost share, device busy and idle time."""
+    total = float(table["time_s"].sum()) if len(table) else 0.0
+    known = float(table.loc[table["cost_source"] != "none", "time_s"].sum()) if len(table) else 0.0
+    busy_ns = 0
+    end = -1
+    for a, b in sorted(zip(launches["start_ns"], launches["end_ns"])):
+        if a >= end:
+            busy_ns += b - a
+            end = b
+        elif b > end:
+            busy_ns += b - end
+            end = b
+    busy_s = busy_ns / 1e9
+    return {
+        "total_kernel_time_s": total,
+        "known_cost_time_share": known / total if total > 0 else None,
+        "unknown_time_share": 1 - known / total if total > 0 else None,
+        "window_s": window_s,
+        "device_busy_s": busy_s,
+        "device_idle_s": max(window_s - busy_s, 0.0),
+        "launches": int(len(launches)),
+        "short_launches": int((launches["time_s"] < 5e-6).sum()) if len(launches) else 0,
+        "launch_sequence": sequence,
+        "iterations": iterations,
+    }

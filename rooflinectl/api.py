@@ -1,0 +1,65 @@
+"""The Python API: `rooflinectl.profile(fn, *args)` returns a Profile for notebooks and tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl.capture.runner import profile_calls
+from rooflinectl.capture.session import pick_device
+from rooflinectl.outputs.profile_file import ProfileData, load_profile, save_profile
+from rooflinectl.pipeline import profile_data
+
+
+@dataclass
+class Profile:
+    """A profile in memory: `.kernels` is the kernel table (schema.KERNEL_COLUMNS)."""
+
+    data: ProfileData
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        return self.data.kernels
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.data.summary
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.data.metadata
+
+    def save(self, path: str) -> None:
+        save_profile(self.data, path)
+
+    def plot(self, **options: Any) -> Any:
+        """The roofline chart as a matplotlib Figure (shown inline in Jupyter)."""
+        from rooflinectl.outputs.plot import plot_profile
+
+        return plot_profile(self.data, **options)
+
+    def advise(self, **options: Any) -> Any:
+        """The findings of the advice rules, most time saved first."""
+        from rooflinectl.outputs.advice import advise
+
+        return advise(self.data, **options)
+
+    def _repr_html_(self) -> str:
+        return self.kernels.head(15).to_html()
+
+
+def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, iters: int = 10, device: str = "auto",
+            **kwargs: Any) -> Profile:
+    """Call fn(*args, **kwargs) `warmup` times, then profile `iters` calls."""
+    device_kind = pick_device(device)
+    capture = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind)
+    name = getattr(fn, "__qualname__", repr(fn))
+    return Profile(profile_data(capture, command=[f"rooflinectl.profile({name})"], completed=True, exit_code=0))
+
+
+def load(path: str) -> Profile:
+    """Load a profile file (data only: loading never runs code)."""
+    return Profile(load_profile(path))

@@ -1,0 +1,78 @@
+"""Turn a recorded CPU op (RawOp) into the OpCall the cost model reads."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from rooflinectl.capture.trace import RawOp
+from rooflinectl.costs.tensors import PROFILER_DTYPES, TORCH_DTYPES, OpCall, TensorArg
+
+
+def parse_concrete(text: Any) -> Any:
+    """Concrete inputs arrive as strings ("1", "0.", "[0, 1]", "False"); "" means not recorded.
+
+    ast.literal_eval evaluates literals only: a profile never runs code.
+    """
+    if not isinstance(text, str):
+        return text
+    if text == "":
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _at(values: list[Any], i: int) -> Any:
+    return values[i] if i < len(values) else None
+
+
+def _tensor(dims: Any, strides: Any, dtype: tuple[str, int], storage: Any) -> TensorArg:
+    return TensorArg(
+        shape=tuple(int(n) for n in dims),
+        dtype=dtype[0],
+        itemsize=dtype[1],
+        strides=tuple(int(s) for s in strides) if isinstance(strides, list) and len(strides) == len(dims) else None,
+        storage=storage if isinstance(storage, int) and storage else None,
+    )
+
+
+def op_call(op: RawOp) -> OpCall:
+    """Positional inputs as TensorArg, list of TensorArg, parsed scalar/list, or None."""
+    args: list[Any] = []
+    fallback_dtype: tuple[str, int] | None = next(
+        (PROFILER_DTYPES[t] for t in op.input_types if t in PROFILER_DTYPES), None
+    )
+    for i, type_name in enumerate(op.input_types):
+        dims = _at(op.input_dims, i)
+        strides = _at(op.input_strides, i)
+        storage = _at(op.input_storages, i)
+        if type_name in PROFILER_DTYPES and isinstance(dims, list):
+            args.append(_tensor(dims, strides, PROFILER_DTYPES[type_name], storage))
+        elif type_name == "TensorList" and isinstance(dims, list):
+            names = _at(op.list_dtypes, i) or []
+            storages = storage if isinstance(storage, list) else []
+            items = []
+            for j, d in enumerate(dims):
+                if not isinstance(d, list):
+                    continue
+                dtype = TORCH_DTYPES.get(_at(names, j) or "", fallback_dtype or ("fp32", 4))
+                s = _at(strides, j) if isinstance(strides, list) else None
+                items.append(_tensor(d, s, dtype, _at(storages, j)))
+            args.append(items)
+        else:
+            args.append(parse_concrete(_at(op.concrete_inputs, i)))
+    return OpCall(name=op.name, args=tuple(args))
+
+
+def shapes_text(call: OpCall) -> str:
+    """The op's tensor input shapes, e.g. '[64, 128] x [128, 256]' (lists in parentheses)."""
+    parts = []
+    for a in call.args:
+        if isinstance(a, TensorArg):
+            parts.append(str(list(a.shape)))
+        elif isinstance(a, list) and a and all(isinstance(t, TensorArg) for t in a):
+            inner = ", ".join(str(list(t.shape)) for t in a[:4]) + (", ..." if len(a) > 4 else "")
+            parts.append(f"({inner})")
+    return " x ".join(parts)

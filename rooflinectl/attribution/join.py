@@ -1,0 +1,250 @@
+"""Join op costs to the kernels they launched: one record per kernel launch.
+
+Before: RawTrace ops (CPU ops and annotations, nested by time per thread) and kernels (each
+with the External id of the innermost CPU op active at its launch).
+After: a DataFrame, one row per launch (GPU) or per unit of CPU work, with its cost.
+
+Rules (the README repeats them):
+- GPU: a kernel carries the cost of the nearest op, itself or an enclosing one, that has a cost
+  formula (the innermost op that launched it, else its parent, ...). When one op launched
+  several kernels, its FLOPs and bytes are split among them in proportion to their durations
+  (each kernel then shows the op's intensity). A Triton kernel that declared its cost through
+  launch_metadata carries that cost instead (cost_source=triton).
+- CPU: the unit of work is the outermost op with a cost formula (its time includes the
+  children that do its work); an op without formula whose subtree has no costed op is counted
+  as unknown work, except metadata-only ops (views, allocations) which do no work.
+- Regions: when the run has `rooflinectl.region` blocks, only work that started inside one
+  (on any thread: backward ops run on autograd threads) is counted.
+- A kernel with no costed op above it keeps cost_source=none and NaN FLOPs/bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl.attribution.calls import op_call, shapes_text
+from rooflinectl.attribution.precision import unit_and_precision
+from rooflinectl.capture.region import MODULE_PREFIX, REGION_PREFIX
+from rooflinectl.capture.trace import RawOp, RawTrace
+from rooflinectl.costs import NO_WORK_OPS, OpCost, cost_of, lookup
+
+LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
+                  "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block", "unit",
+                  "precision", "start_ns", "end_ns"]
+
+
+@dataclass
+class Attributed:
+    launches: pd.DataFrame  # LAUNCH_COLUMNS, in launch order
+    window_s: float  # wall time of the counted window
+    regions: list[str]
+
+
+class _OpIndex:
+    """Parents, modules, regions and costs of the trace's ops, computed once."""
+
+    def __init__(self, trace: RawTrace) -> None:
+        self.ops = trace.ops
+        self.parent: list[int] = [-1] * len(self.ops)
+        self.children: list[list[int]] = [[] for _ in self.ops]
+        stack: list[int] = []
+        current_tid = None
+        for i, op in enumerate(self.ops):  # sorted by (tid, ts, -dur)
+            if op.tid != current_tid:
+                stack, current_tid = [], op.tid
+            while stack and self.ops[stack[-1]].end_ns <= op.ts_ns:
+                stack.pop()
+            if stack:
+                self.parent[i] = stack[-1]
+                self.children[stack[-1]].append(i)
+            stack.append(i)
+        self.by_external = {op.external_id: i for i, op in enumerate(self.ops) if op.external_id >= 0}
+        self.region_spans = _merge([(o.ts_ns, o.end_ns) for o in self.ops
+                                    if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)])
+        self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in self.ops
+                                    if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)})
+        self._costs: dict[int, tuple[OpCost | None, str]] = {}
+
+    def in_window(self, ts_ns: int) -> bool:
+        return not self.region_spans or any(a <= ts_ns <= b for a, b in self.region_spans)
+
+    def module(self, i: int) -> str:
+        while i >= 0:
+            op = self.ops[i]
+            if op.category == "user_annotation" and op.name.startswith(MODULE_PREFIX):
+                return op.name[len(MODULE_PREFIX):]
+            i = self.parent[i]
+        return ""
+
+    def cost(self, i: int) -> tuple[OpCost | None, str]:
+        if i not in self._costs:
+            op = self.ops[i]
+            if op.category != "cpu_op" or lookup(op.name) is None:
+                self._costs[i] = (None, "")
+            else:
+                call = op_call(op)
+                self._costs[i] = (cost_of(call), shapes_text(call))
+        return self._costs[i]
+
+    def costed_ancestor(self, i: int) -> int:
+        """Nearest op at or above i with a known cost, -1 if none."""
+        while i >= 0:
+            if self.ops[i].category == "cpu_op" and self.cost(i)[0] is not None:
+                return i
+            i = self.parent[i]
+        return -1
+
+    def innermost_cpu_op(self, i: int) -> int:
+        while i >= 0 and self.ops[i].category != "cpu_op":
+            i = self.parent[i]
+        return i
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
+    """Who wrote the kernel: triton (user Triton), inductor (torch.compile), library, aten, other."""
+    lowered = name.lower()
+    if name.startswith("triton_") or name.startswith("triton_poi") or name.startswith("triton_red"):
+        return "inductor"
+    if triton_declared:
+        return "triton"
+    if any(s in lowered for s in ("gemm", "cutlass", "cublas", "nvjet", "xmma", "cudnn", "flash", "fmha",
+                                   "sm90_", "sm80_", "ampere_", "hopper", "magma", "cusparse", "nccl")):
+        return "library"
+    if name.startswith("Memcpy") or name.startswith("Memset") or "at::native" in name or "at::" in name:
+        return "aten"
+    return "aten" if has_aten_op and "void" in name else ("other" if not has_aten_op else "aten")
+
+
+def _record(kernel: str, op: str, cost: OpCost | None, share: float, module: str, shapes: str, time_s: float,
+            device: str, origin: str, source: str, metadata: dict[str, Any], start_ns: int, end_ns: int,
+            blocks: float = math.nan, threads: float = math.nan, note: str = "",
+            dtype: str = "", family: str = "other") -> dict[str, Any]:
+    if cost is not None:
+        family, dtype, note = cost.family, cost.dtype, cost.note
+    unit, precision = unit_and_precision(family, dtype, device, metadata) if dtype else ("simt", "")
+    return {
+        "kernel": kernel, "op": op, "op_family": family, "module": module, "shapes": shapes, "dtype": dtype,
+        "device": device, "origin": origin, "time_s": time_s,
+        "flops": cost.flops * share if cost is not None else math.nan,
+        "bytes": cost.bytes * share if cost is not None else math.nan,
+        "cost_source": source if cost is not None else "none", "cost_note": note,
+        "blocks": blocks, "threads_per_block": threads, "unit": unit, "precision": precision,
+        "start_ns": start_ns, "end_ns": end_ns,
+    }
+
+
+def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> Attributed:
+    index = _OpIndex(trace)
+    if device_kind == "cuda":
+        records = _gpu_records(trace, index, metadata)
+    else:
+        records = _cpu_records(index, metadata)
+    launches = pd.DataFrame(records, columns=LAUNCH_COLUMNS)
+    if index.region_spans:
+        window_ns = sum(b - a for a, b in index.region_spans)
+    elif len(launches):
+        window_ns = int(launches["end_ns"].max() - launches["start_ns"].min())
+    else:
+        window_ns = 0
+    return Attributed(launches=launches, window_s=window_ns / 1e9, regions=index.region_names)
+
+
+def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    triton_queue: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
+    for launch in trace.triton_launches:
+        triton_queue[launch["name"]].append(launch)
+    pending: list[tuple[Any, int, int, dict[str, Any] | None]] = []  # kernel, launching op, costed op, triton
+    for k in trace.kernels:
+        op_i = index.by_external.get(k.external_id, -1)
+        ts = index.ops[op_i].ts_ns if op_i >= 0 else trace.launch_ts_ns.get(k.correlation, k.ts_ns)
+        declared = triton_queue[k.name].popleft() if k.category == "kernel" and triton_queue.get(k.name) else None
+        if not index.in_window(ts):
+            continue
+        costed = -1 if declared else index.costed_ancestor(op_i)
+        pending.append((k, op_i, costed, declared))
+    time_by_op: dict[int, int] = defaultdict(int)
+    for k, _, costed, _ in pending:
+        if costed >= 0:
+            time_by_op[costed] += k.dur_ns
+    records = []
+    for k, op_i, costed, declared in pending:
+        inner = index.innermost_cpu_op(op_i)
+        module = index.module(op_i)
+        blocks = float(math.prod(k.grid)) if k.grid else math.nan
+        threads = float(math.prod(k.block)) if k.block else math.nan
+        origin = kernel_origin(k.name, inner >= 0, declared is not None)
+        common = dict(module=module, time_s=k.dur_ns / 1e9, device="cuda", metadata=metadata,
+                      start_ns=k.ts_ns, end_ns=k.end_ns, blocks=blocks, threads=threads)
+        if declared is not None:
+            cost = _declared_cost(declared)
+            records.append(_record(k.name, k.name, cost, 1.0, shapes="", origin=origin, source="triton", **common))
+        elif costed >= 0:
+            cost, shapes = index.cost(costed)
+            total = time_by_op[costed]
+            share = k.dur_ns / total if total > 0 else 1.0
+            records.append(_record(k.name, index.ops[costed].name, cost, share, shapes=shapes, origin=origin,
+                                   source="analytic", **common))
+        else:
+            op_name = index.ops[inner].name if inner >= 0 else ""
+            records.append(_record(k.name, op_name, None, 0.0, shapes="", origin=origin, source="none",
+                                   note="no cost formula for this kernel's op", **common))
+    return records
+
+
+def _may_do_work(op: RawOp) -> bool:
+    """A CPU op without formula counts as unknown work unless it is a view, an allocation, or an
+    autograd bookkeeping node ("TBackward0", "autograd::engine::...") whose children do the work."""
+    return (op.category == "cpu_op" and "::" in op.name and not op.name.startswith("autograd::")
+            and op.name not in NO_WORK_OPS)
+
+
+def _declared_cost(declared: dict[str, Any]) -> OpCost | None:
+    if declared.get("bytes") is None:
+        return None
+    precision = declared.get("precision") or "fp32"
+    return OpCost(float(declared.get("flops") or 0.0), float(declared["bytes"]), "other", precision,
+                  "declared by the kernel's launch_metadata")
+
+
+def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+
+    def units(i: int) -> list[int]:
+        op = index.ops[i]
+        if op.category == "cpu_op" and index.cost(i)[0] is not None:
+            return [i]
+        found = [u for c in index.children[i] for u in units(c)]
+        if not found and _may_do_work(op):
+            return [i]
+        return found
+
+    roots = [i for i, p in enumerate(index.parent) if p == -1]
+    chosen = sorted((u for r in roots for u in units(r)), key=lambda u: index.ops[u].ts_ns)
+    for i in chosen:
+        op: RawOp = index.ops[i]
+        if not index.in_window(op.ts_ns):
+            continue
+        cost, shapes = index.cost(i)
+        common = dict(module=index.module(i), time_s=op.dur_ns / 1e9, device="cpu", metadata=metadata,
+                      start_ns=op.ts_ns, end_ns=op.end_ns)
+        if cost is not None:
+            records.append(_record(op.name, op.name, cost, 1.0, shapes=shapes, origin="aten", source="analytic", **common))
+        else:
+            records.append(_record(op.name, op.name, None, 0.0, shapes=shapes_text(op_call(op)), origin="aten",
+                                   source="none", note="no cost formula for this op", **common))
+    return records

@@ -1,0 +1,131 @@
+"""One profiling session: torch.profiler (CPU + CUDA activities), module scopes, Triton costs.
+
+The session knows nothing of rooflines: it yields raw events (capture/trace.py) and the facts
+about the run that later stages need (device, math modes, library versions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from rooflinectl.capture.modules import module_scopes
+from rooflinectl.capture.trace import RawTrace, from_chrome_trace
+from rooflinectl.capture.triton_hook import triton_launches
+
+
+@dataclass
+class Capture:
+    """What a session produced; `trace` is None until the session has ended."""
+
+    device_kind: str
+    trace: RawTrace | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def pick_device(requested: str = "auto") -> str:
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
+
+
+def run_metadata(device_kind: str) -> dict[str, Any]:
+    """Versions and math modes: the roof a GEMM is held to follows the mode it ran in."""
+    meta: dict[str, Any] = {
+        "device_kind": device_kind,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "platform": platform.platform(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "allow_tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+        "allow_tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+        "cpu_threads": torch.get_num_threads(),
+    }
+    triton = sys.modules.get("triton")
+    meta["triton"] = getattr(triton, "__version__", None)
+    if device_kind == "cuda":
+        meta["device_name"] = torch.cuda.get_device_name()
+        meta["device_index"] = torch.cuda.current_device()
+    else:
+        meta["device_name"] = platform.processor() or platform.machine()
+    return meta
+
+
+def _tensor_info(prof: torch.profiler.profile) -> dict[tuple[str, int], dict[str, Any]]:
+    """Storage pointers and tensor-list dtypes from the profiler's event tree (private API:
+    when it is missing, shared storage simply goes undetected)."""
+    info: dict[tuple[str, int], dict[str, Any]] = {}
+    try:
+        roots = prof.profiler.kineto_results.experimental_event_tree()
+    except Exception:  # noqa: BLE001 - optional, private API
+        return info
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        inputs = getattr(node.extra_fields, "inputs", None)
+        if inputs is None:
+            continue
+        storages: list[Any] = []
+        list_dtypes: list[Any] = []
+        for value in inputs:
+            if hasattr(value, "storage_data_ptr"):
+                storages.append(value.storage_data_ptr)
+                list_dtypes.append(None)
+            elif isinstance(value, list):
+                storages.append([getattr(t, "storage_data_ptr", None) for t in value])
+                list_dtypes.append([str(getattr(t, "dtype", "")).replace("torch.", "") for t in value])
+            else:
+                storages.append(None)
+                list_dtypes.append(None)
+        info[(node.name, int(round(node.start_time_ns / 1000)))] = {"storages": storages, "list_dtypes": list_dtypes}
+    return info
+
+
+def export_trace(prof: torch.profiler.profile) -> dict[str, Any]:
+    fd, path = tempfile.mkstemp(prefix="rooflinectl-trace-", suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    finally:
+        os.unlink(path)
+
+
+@contextmanager
+def profiling(device_kind: str) -> Iterator[Capture]:
+    """Profile the block; on exit (also on error) the capture holds what ran."""
+    capture = Capture(device_kind=device_kind, metadata=run_metadata(device_kind))
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device_kind == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    triton_sink: list[dict[str, Any]] = []
+    prof = torch.profiler.profile(activities=activities, record_shapes=True)
+    with ExitStack() as stack:
+        stack.enter_context(module_scopes())
+        stack.enter_context(triton_launches(triton_sink))
+        prof.start()
+        try:
+            yield capture
+        finally:
+            if device_kind == "cuda":
+                try:
+                    torch.cuda.synchronize()
+                except RuntimeError:
+                    pass  # a failed script may leave the device in an error state
+            prof.stop()
+            trace = from_chrome_trace(export_trace(prof), _tensor_info(prof))
+            trace.triton_launches = triton_sink
+            capture.trace = trace
+            capture.metadata.update(run_metadata(device_kind))

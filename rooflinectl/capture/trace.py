@@ -1,0 +1,170 @@
+"""Raw events of one profiled run, in our own small form, parsed from torch.profiler's trace.
+
+We read the Chrome-trace JSON that torch.profiler exports (stable across versions, the same
+file HTA and TensorBoard read) and keep what later stages need:
+- ops: CPU ops (`cpu_op`) and annotations (`user_annotation`: our regions and module scopes),
+  with input dims, strides, types, concrete values and, when the profiler's event tree gave them,
+  storage pointers and dtypes of tensor-list elements;
+- kernels: device activity (`kernel`, `gpu_memcpy`, `gpu_memset`) with the External id of the CPU
+  op active at launch (its innermost op), grid and block;
+- launches: runtime launch calls (`cuda_runtime`/`cuda_driver`) by correlation id, for timing.
+Times are integer nanoseconds from the trace's first event.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+OP_CATEGORIES = ("cpu_op", "user_annotation")
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+
+
+@dataclass
+class RawOp:
+    external_id: int
+    name: str
+    category: str  # cpu_op or user_annotation
+    tid: int
+    ts_ns: int
+    dur_ns: int
+    input_dims: list[Any] = field(default_factory=list)
+    input_types: list[str] = field(default_factory=list)
+    input_strides: list[Any] = field(default_factory=list)
+    concrete_inputs: list[Any] = field(default_factory=list)
+    input_storages: list[Any] = field(default_factory=list)  # int | list[int] | None per input
+    list_dtypes: list[Any] = field(default_factory=list)  # torch dtype names of tensor-list elements
+
+    @property
+    def end_ns(self) -> int:
+        return self.ts_ns + self.dur_ns
+
+
+@dataclass
+class RawKernel:
+    name: str
+    category: str  # kernel, gpu_memcpy, gpu_memset
+    ts_ns: int
+    dur_ns: int
+    external_id: int
+    correlation: int
+    device: int = 0
+    stream: int = 0
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+
+    @property
+    def end_ns(self) -> int:
+        return self.ts_ns + self.dur_ns
+
+
+@dataclass
+class RawTrace:
+    ops: list[RawOp]
+    kernels: list[RawKernel]
+    launch_ts_ns: dict[int, int]  # correlation id -> launch call start
+    triton_launches: list[dict[str, Any]] = field(default_factory=list)  # name + launch_metadata
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ops": [asdict(o) for o in self.ops],
+            "kernels": [asdict(k) for k in self.kernels],
+            "launch_ts_ns": {str(k): v for k, v in self.launch_ts_ns.items()},
+            "triton_launches": self.triton_launches,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RawTrace:
+        kernels = []
+        for k in data["kernels"]:
+            k = dict(k)
+            k["grid"] = tuple(k["grid"]) if k.get("grid") else None
+            k["block"] = tuple(k["block"]) if k.get("block") else None
+            kernels.append(RawKernel(**k))
+        return cls(
+            ops=[RawOp(**o) for o in data["ops"]],
+            kernels=kernels,
+            launch_ts_ns={int(k): int(v) for k, v in data.get("launch_ts_ns", {}).items()},
+            triton_launches=list(data.get("triton_launches", [])),
+        )
+
+
+def _ns(us: float, base_us: float) -> int:
+    return int(round((float(us) - base_us) * 1000.0))
+
+
+def _triple(value: Any) -> tuple[int, int, int] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 3:
+        return (int(value[0]), int(value[1]), int(value[2]))
+    return None
+
+
+def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], dict[str, Any]] | None = None) -> RawTrace:
+    """Parse an exported torch.profiler Chrome trace.
+
+    tensor_info maps (op name, start time in whole microseconds since the epoch of the trace's
+    clock) to {"storages": [...], "list_dtypes": [...]} from the profiler's event tree.
+    """
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X"]
+    timed = [float(e["ts"]) for e in events if "ts" in e]
+    base_us = min(timed) if timed else 0.0
+    base_ns_epoch = int(trace.get("baseTimeNanoseconds", 0))
+    ops: list[RawOp] = []
+    kernels: list[RawKernel] = []
+    launches: dict[int, int] = {}
+    for e in events:
+        cat = e.get("cat", "")
+        args = e.get("args", {}) or {}
+        if cat in OP_CATEGORIES:
+            op = RawOp(
+                external_id=int(args.get("External id", -1)),
+                name=str(e.get("name", "")),
+                category=cat,
+                tid=int(e["tid"]) if str(e.get("tid", "0")).lstrip("-").isdigit() else 0,
+                ts_ns=_ns(e["ts"], base_us),
+                dur_ns=int(round(float(e.get("dur", 0)) * 1000.0)),
+                input_dims=list(args.get("Input Dims", [])),
+                input_types=[str(t) for t in args.get("Input type", [])],
+                input_strides=list(args.get("Input Strides", [])),
+                concrete_inputs=list(args.get("Concrete Inputs", [])),
+            )
+            if tensor_info is not None and cat == "cpu_op":
+                key_us = int(round(float(e["ts"]) + base_ns_epoch / 1000.0))
+                info = tensor_info.get((op.name, key_us)) or tensor_info.get((op.name, key_us - 1)) \
+                    or tensor_info.get((op.name, key_us + 1))
+                if info:
+                    op.input_storages = info.get("storages", [])
+                    op.list_dtypes = info.get("list_dtypes", [])
+            ops.append(op)
+        elif cat in KERNEL_CATEGORIES:
+            kernels.append(RawKernel(
+                name=str(e.get("name", "")),
+                category=cat,
+                ts_ns=_ns(e["ts"], base_us),
+                dur_ns=int(round(float(e.get("dur", 0)) * 1000.0)),
+                external_id=int(args.get("External id", -1)),
+                correlation=int(args.get("correlation", -1)),
+                device=int(args.get("device", 0) or 0),
+                stream=int(args.get("stream", 0) or 0),
+                grid=_triple(args.get("grid")),
+                block=_triple(args.get("block")),
+            ))
+        elif cat in LAUNCH_CATEGORIES and "correlation" in args:
+            launches[int(args["correlation"])] = _ns(e["ts"], base_us)
+    ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
+    kernels.sort(key=lambda k: (k.ts_ns, k.correlation))
+    return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches)
+
+
+def save_raw_trace(trace: RawTrace, path: str | Path) -> None:
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        json.dump(trace.to_json(), handle)
+
+
+def load_raw_trace(path: str | Path) -> RawTrace:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return RawTrace.from_json(json.load(handle))

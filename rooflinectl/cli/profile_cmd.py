@@ -1,0 +1,58 @@
+"""`rooflinectl profile TARGET [-- ARGS]`: run a script or FILE.py:FUNCTION, write the profile."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from rooflinectl.capture.runner import run_function, run_script, split_target
+from rooflinectl.capture.session import pick_device
+from rooflinectl.cli.common import console
+from rooflinectl.errors import EnvironmentProblem
+from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, save_profile
+from rooflinectl.outputs.table import render_profile
+from rooflinectl.pipeline import profile_data
+
+
+@click.command("profile", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+@click.argument("target")
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True, help="profile file to write")
+@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
+              help="unprofiled calls first (FILE.py:FUNCTION only)")
+@click.option("--iters", type=click.IntRange(min=1), default=10, show_default=True,
+              help="profiled calls (FILE.py:FUNCTION only)")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="which activity to profile: CUDA kernels, or CPU ops on a machine without a GPU")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="rows in the table")
+@click.option("-q", "--quiet", is_flag=True, help="write the profile, print no table")
+@click.pass_context
+def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, warmup: int, iters: int,
+            device: str, top: int, quiet: bool) -> None:
+    """Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
+
+    Arguments after TARGET (or after --) go to the script. A failing script still gets its
+    partial profile written, and rooflinectl exits with the script's own exit code.
+    """
+    path, function = split_target(target)
+    if script_args[:1] == ("--",):
+        script_args = script_args[1:]
+    device_kind = pick_device(device)
+    if device_kind == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise EnvironmentProblem("--device cuda was asked for, but torch sees no CUDA device here.")
+    if function is None:
+        outcome = run_script(path, list(script_args), device_kind)
+    else:
+        outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind)
+    data = profile_data(outcome.capture, command=["rooflinectl", *sys.argv[1:]], completed=outcome.completed,
+                        exit_code=outcome.exit_code)
+    save_profile(data, output)
+    if not quiet:
+        console().print(render_profile(data, data.kernels, top=top))
+        click.echo(f"profile written to {output}" + ("" if outcome.completed else " (incomplete run)"), err=True)
+    if outcome.exit_code:
+        ctx.exit(outcome.exit_code)

@@ -1,0 +1,129 @@
+"""Element-wise ops: FLOPs per output element from a table, bytes from the tensors' sizes.
+
+Convention (documented in the README): one FLOP per element for each arithmetic or
+transcendental step (add, mul, div, exp, erf, ...), zero for moves, comparisons, selections,
+sign/abs and clamps: what Nsight Compute counts as FADD/FMUL/FFMA is close to this for simple
+ops; transcendental functions run on the SFU and are counted here as one FLOP each.
+Bytes: each input storage read once (a broadcast operand reads its source only), the output
+written once; in-place ops read and write `self`; tensors past the op's inputs are `out=` args.
+"""
+
+from __future__ import annotations
+
+from rooflinectl.costs.registry import OpCost, cost_formula
+from rooflinectl.costs.tensors import OpCall, broadcast_shape, is_float, unique_read_bytes
+
+
+def elementwise_cost(
+    call: OpCall,
+    *,
+    flops_per_element: float,
+    n_inputs: int,
+    out_dtype: str | None = None,
+    out_itemsize: int | None = None,
+    n_outputs: int = 1,
+    family: str = "elementwise",
+    note: str = "",
+) -> OpCost | None:
+    """Cost of an op whose output has the broadcast shape of its first `n_inputs` tensors."""
+    tensors = call.tensors()
+    if not tensors:
+        return None
+    inputs, outs = tensors[:n_inputs], tensors[n_inputs:]
+    inplace = call.name.endswith("_")
+    out_shape = broadcast_shape(t.shape for t in inputs)
+    numel = 1
+    for n in out_shape:
+        numel *= n
+    first = inputs[0]
+    math_dtype = next((t.dtype for t in inputs if is_float(t.dtype)), first.dtype)
+    if inplace:
+        out_size = first.itemsize
+    elif outs:
+        out_size = outs[0].itemsize
+    else:
+        out_size = out_itemsize or first.itemsize
+    written = numel * out_size * n_outputs
+    read = unique_read_bytes(inputs)
+    return OpCost(
+        flops=float(flops_per_element * numel),
+        bytes=float(read + written),
+        family=family,
+        dtype=out_dtype or math_dtype,
+        note=note or f"element-wise: {flops_per_element:g} FLOP/element; inputs read once, output written once",
+    )
+
+
+def _register(names: tuple[str, ...], flops_per_element: float, n_inputs: int, *,
+              bool_out: bool = False, family: str = "elementwise") -> None:
+    def formula(call: OpCall) -> OpCost | None:
+        return elementwise_cost(
+            call,
+            flops_per_element=flops_per_element,
+            n_inputs=n_inputs,
+            out_itemsize=1 if bool_out else None,
+            family=family,
+        )
+
+    formula.__doc__ = (
+        f"{flops_per_element:g} FLOP per output element over {n_inputs} input(s)"
+        + ("; bool output" if bool_out else "")
+    )
+    cost_formula(*names, family=family)(formula)
+
+
+def _with_inplace(*names: str) -> tuple[str, ...]:
+    return tuple(f"aten::{n}" for n in names) + tuple(f"aten::{n}_" for n in names)
+
+
+# Unary arithmetic / transcendental: 1 FLOP per element.
+_register(_with_inplace("neg", "reciprocal", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+                        "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfc",
+                        "erfinv", "square", "logit"), 1, 1)
+# Activations: arithmetic steps per element.
+_register(_with_inplace("gelu"), 5, 1)  # x * 0.5 * (1 + erf(x / sqrt(2))): mul, erf, add, mul, mul
+_register(_with_inplace("silu"), 4, 1)  # x / (1 + exp(-x)): exp, add, div, mul
+_register(_with_inplace("mish"), 6, 1)  # x * tanh(softplus(x))
+_register(_with_inplace("softplus", "elu", "selu", "celu"), 3, 1)
+_register(_with_inplace("hardswish", "hardsigmoid"), 3, 1)
+_register(_with_inplace("leaky_relu"), 1, 1)
+# Moves, selections, clamps, sign: 0 FLOP (no float add/mul/fma is executed).
+_register(_with_inplace("relu", "clamp_min", "clamp_max", "clamp", "hardtanh", "abs", "sign",
+                        "floor", "ceil", "round", "trunc", "frac", "bitwise_not", "logical_not",
+                        "relu6", "nan_to_num"), 0, 1)
+# Binary arithmetic: 1 FLOP per element (alpha != 1 folds into an FMA: still counted as 1).
+_register(_with_inplace("add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide",
+                        "remainder", "fmod", "pow", "atan2", "xlogy", "hypot", "copysign"), 1, 2)
+_register(_with_inplace("maximum", "minimum", "fmax", "fmin", "bitwise_and", "bitwise_or",
+                        "bitwise_xor"), 0, 2)
+_register(_with_inplace("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                        "logical_xor", "isnan", "isinf", "isfinite"), 0, 2, bool_out=True)
+# Ternary.
+_register(_with_inplace("addcmul", "addcdiv", "lerp"), 2, 3)
+_register(("aten::where", "aten::masked_fill", "aten::masked_fill_"), 0, 3)
+# Backward of activations: grad and the saved input (or output) in, grad out.
+_register(("aten::threshold_backward", "aten::hardtanh_backward"), 0, 2)
+_register(("aten::sigmoid_backward", "aten::tanh_backward"), 3, 2)
+_register(("aten::gelu_backward",), 10, 2)
+_register(("aten::silu_backward",), 8, 2)
+_register(("aten::mse_loss_backward",), 3, 3)  # (grad, self, target): 2 * grad * (self - target)
+
+
+@cost_formula("aten::fill_", "aten::zero_", "aten::normal_", "aten::uniform_", "aten::bernoulli_",
+              "aten::random_", "aten::exponential_", family="elementwise")
+def fill_cost(call: OpCall) -> OpCost | None:
+    """Writes `self` once and reads nothing (random fills count no FLOPs)."""
+    out = call.tensor(0)
+    if out is None:
+        return None
+    return OpCost(0.0, float(out.nbytes), "elementwise", out.dtype, "fill: output written once")
+
+
+@cost_formula("aten::native_dropout", family="elementwise")
+def dropout_cost(call: OpCall) -> OpCost | None:
+    """Reads the input, writes the output and a bool mask; 1 FLOP per element (the scale)."""
+    x = call.tensor(0)
+    if x is None:
+        return None
+    return OpCost(float(x.numel), float(2 * x.nbytes + x.numel), "elementwise", x.dtype,
+                  "dropout: input read, output and bool mask written")

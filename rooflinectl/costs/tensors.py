@@ -1,0 +1,148 @@
+"""What the cost model knows of one op call: its inputs as the profiler recorded them.
+
+The profiler gives, per CPU op: input dims, strides, type names, concrete scalar/list values,
+and (through its event tree) each tensor's storage pointer. No output metadata: formulas derive
+output shapes from the inputs (broadcasting, reduced dims, matmul rules).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+# Profiler type names ("Input type") -> (short dtype name, bytes per element).
+PROFILER_DTYPES: dict[str, tuple[str, int]] = {
+    "float": ("fp32", 4),
+    "double": ("fp64", 8),
+    "c10::Half": ("fp16", 2),
+    "c10::BFloat16": ("bf16", 2),
+    "c10::Float8_e4m3fn": ("fp8", 1),
+    "c10::Float8_e5m2": ("fp8", 1),
+    "c10::Float8_e4m3fnuz": ("fp8", 1),
+    "c10::Float8_e5m2fnuz": ("fp8", 1),
+    "c10::Float8_e8m0fnu": ("fp8", 1),
+    "c10::Float4_e2m1fn_x2": ("fp4x2", 1),
+    "long int": ("int64", 8),
+    "int": ("int32", 4),
+    "short int": ("int16", 2),
+    "signed char": ("int8", 1),
+    "unsigned char": ("uint8", 1),
+    "bool": ("bool", 1),
+    "c10::complex<float>": ("complex64", 8),
+    "c10::complex<double>": ("complex128", 16),
+    "c10::complex<c10::Half>": ("complex32", 4),
+}
+
+# torch.dtype names (str(torch.float32) without "torch.") -> short names, for the event tree.
+TORCH_DTYPES: dict[str, tuple[str, int]] = {
+    "float32": ("fp32", 4),
+    "float64": ("fp64", 8),
+    "float16": ("fp16", 2),
+    "bfloat16": ("bf16", 2),
+    "float8_e4m3fn": ("fp8", 1),
+    "float8_e5m2": ("fp8", 1),
+    "float8_e4m3fnuz": ("fp8", 1),
+    "float8_e5m2fnuz": ("fp8", 1),
+    "int64": ("int64", 8),
+    "int32": ("int32", 4),
+    "int16": ("int16", 2),
+    "int8": ("int8", 1),
+    "uint8": ("uint8", 1),
+    "bool": ("bool", 1),
+    "complex64": ("complex64", 8),
+    "complex128": ("complex128", 16),
+}
+
+# c10::ScalarType codes as they appear in "Concrete Inputs" for dtype arguments.
+SCALAR_TYPE_CODES: dict[int, tuple[str, int]] = {
+    0: ("uint8", 1), 1: ("int8", 1), 2: ("int16", 2), 3: ("int32", 4), 4: ("int64", 8),
+    5: ("fp16", 2), 6: ("fp32", 4), 7: ("fp64", 8), 11: ("bool", 1), 15: ("bf16", 2),
+    23: ("fp8", 1), 24: ("fp8", 1),
+}
+
+FLOAT_DTYPES = ("fp64", "fp32", "fp16", "bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    shape: tuple[int, ...]
+    dtype: str  # short name: fp32, bf16, int64, ...
+    itemsize: int
+    strides: tuple[int, ...] | None = None
+    storage: int | None = None  # storage data pointer, when the profiler gave it
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.itemsize
+
+    def footprint_bytes(self) -> int:
+        """Bytes of storage the tensor spans: a broadcast (stride 0) view reads its source once.
+
+        Approximation: 1 + sum((size - 1) * |stride|) elements, capped at numel; a strided slice
+        is counted at numel (the minimum), not at the cache lines it touches.
+        """
+        if self.numel == 0:
+            return 0
+        if not self.strides or len(self.strides) != len(self.shape):
+            return self.nbytes
+        span = 1 + sum((n - 1) * abs(s) for n, s in zip(self.shape, self.strides))
+        return min(span, self.numel) * self.itemsize
+
+
+@dataclass(frozen=True)
+class OpCall:
+    """One op as recorded: aten name and positional inputs (TensorArg, list, scalar or None)."""
+
+    name: str
+    args: tuple[Any, ...]
+
+    def tensors(self) -> list[TensorArg]:
+        """Tensor inputs in order, tensor lists flattened."""
+        return list(_flatten_tensors(self.args))
+
+    def arg(self, index: int, default: Any = None) -> Any:
+        return self.args[index] if index < len(self.args) else default
+
+    def tensor(self, index: int) -> TensorArg | None:
+        value = self.arg(index)
+        return value if isinstance(value, TensorArg) else None
+
+
+def _flatten_tensors(values: Iterable[Any]) -> Iterator[TensorArg]:
+    for value in values:
+        if isinstance(value, TensorArg):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from _flatten_tensors(value)
+
+
+def unique_read_bytes(tensors: Iterable[TensorArg]) -> int:
+    """Bytes read when each storage is read once: tensors sharing a storage count once (the largest)."""
+    by_storage: dict[Any, int] = {}
+    for i, t in enumerate(tensors):
+        key = t.storage if t.storage else ("anon", i)
+        by_storage[key] = max(by_storage.get(key, 0), t.footprint_bytes())
+    return sum(by_storage.values())
+
+
+def broadcast_shape(shapes: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
+    """NumPy broadcasting of shapes (the profiler gives inputs only; outputs follow from them)."""
+    shapes = list(shapes)
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, n in enumerate(shape):
+            j = ndim - len(shape) + i
+            if n != 1:
+                out[j] = n
+    return tuple(out)
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOAT_DTYPES

@@ -1,0 +1,86 @@
+"""The kernel table as a rich renderable, CSV or JSON. Renders; never prints."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from rooflinectl.outputs.names import short_kernel_name
+from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.outputs.units import percent, seconds, si
+
+BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "red"}
+
+
+def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15) -> Table:
+    """Top kernels by time: the columns the README explains, one row per group."""
+    grid = Table(title=title or None, title_justify="left", show_lines=False, pad_edge=False, header_style="bold")
+    for name, justify in [("share", "right"), ("calls", "right"), ("time", "right"), ("FLOPs", "right"),
+                          ("bytes", "right"), ("AI", "right"), ("FLOP/s", "right"), ("B/s", "right"),
+                          ("attainable", "right"), ("eff", "right"), ("bound", "left"), ("prec", "left"),
+                          ("kernel", "left"), ("op", "left")]:
+        grid.add_column(name, justify=justify, no_wrap=name not in ("kernel", "op"), overflow="fold")
+    for row in table.head(top).itertuples(index=False):
+        eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
+        if row.above_roof:
+            eff = f"[bold red]{eff}![/]"
+        kernel = short_kernel_name(row.kernel)
+        grid.add_row(
+            percent(row.time_share), str(row.calls), seconds(row.time_s), si(row.flops, "FLOP"), si(row.bytes, "B"),
+            "-" if row.cost_source == "none" else f"{row.intensity:.3g}", si(row.achieved_flops_per_s, "FLOP/s"),
+            si(row.achieved_bytes_per_s, "B/s"), si(row.attainable_flops_per_s, "FLOP/s"), eff,
+            f"[{BOUND_STYLE.get(row.bound, 'white')}]{row.bound}[/]",
+            f"{row.precision}{'·tc' if row.unit == 'tensor' else ''}", kernel,
+            row.op if row.op != row.kernel else "",
+        )
+    return grid
+
+
+def summary_text(data: ProfileData) -> Text:
+    """One line per whole-run figure: device, roofs used, known-cost share, idle time."""
+    s, m, c = data.summary, data.metadata, data.ceilings
+    dram = c.memory_bytes_per_s.get("dram")
+    lines = [
+        f"device: {m.get('device_name', c.device_name)} ({m.get('device_kind', c.device_kind)})"
+        + ("" if m.get("completed", True) else "   [run did not complete: partial profile]"),
+        f"roofs: DRAM {si(dram.value, 'B/s') if dram else '-'} ({dram.source if dram else '-'}); "
+        + ", ".join(f"{k} {si(r.value, 'FLOP/s')} ({r.source})" for k, r in sorted(c.compute_flops_per_s.items())),
+        f"kernel time {seconds(s.get('total_kernel_time_s') or 0.0)} in {s.get('launches', 0)} launches"
+        f" ({s.get('iterations', 1)} iteration(s)); known cost {percent(s.get('known_cost_time_share'))}"
+        f", unknown {percent(s.get('unknown_time_share'))}",
+        f"window {seconds(s.get('window_s') or 0.0)}: device busy {seconds(s.get('device_busy_s') or 0.0)},"
+        f" idle {seconds(s.get('device_idle_s') or 0.0)}"
+        + (f"; regions: {', '.join(s['regions'])}" if s.get("regions") else ""),
+    ]
+    above = int(data.kernels["above_roof"].sum()) if len(data.kernels) else 0
+    if above:
+        lines.append(f"{above} row(s) above their roof (marked !): counts or ceilings are wrong there")
+    return Text("\n".join(lines))
+
+
+def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int) -> Group:
+    return Group(summary_text(data), kernel_table(table, top=top))
+
+
+def _records(table: pd.DataFrame) -> list[dict[str, Any]]:
+    records = table.to_dict(orient="records")
+    for r in records:
+        for k, v in r.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                r[k] = None
+    return records
+
+
+def table_csv(table: pd.DataFrame) -> str:
+    return table.to_csv(index=False)
+
+
+def table_json(table: pd.DataFrame, data: ProfileData) -> str:
+    summary = {k: v for k, v in data.summary.items() if k != "launch_sequence"}
+    return json.dumps({"summary": summary, "kernels": _records(table)}, indent=1, allow_nan=False)

@@ -1,0 +1,59 @@
+"""capture -> costs -> attribution -> analysis, assembled into what a profile file holds."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl import __version__
+from rooflinectl.analysis.roofline import place_on_roofline, summarise
+from rooflinectl.attribution.group import group_launches
+from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
+from rooflinectl.capture.session import Capture
+from rooflinectl.capture.trace import RawTrace
+from rooflinectl.ceilings import current_ceilings
+from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.schema import KERNEL_COLUMNS
+
+
+def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
+                  iterations: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The kernel table (KERNEL_COLUMNS order, by time) and the summary of one trace."""
+    attributed = attribute(trace, device_kind, metadata)
+    table, sequence = group_launches(attributed.launches)
+    if table.empty:
+        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns")] + ["calls"])
+    placed = place_on_roofline(table, ceilings)
+    placed["rank"] = 0
+    placed = placed[list(KERNEL_COLUMNS)]
+    order = placed.sort_values("time_s", ascending=False, kind="stable").index
+    remap = {old: new for new, old in enumerate(order)}
+    placed = placed.loc[order].reset_index(drop=True)
+    sequence = [remap[i] for i in sequence]
+    summary = summarise(placed, attributed.launches, attributed.window_s, sequence, iterations)
+    summary["regions"] = attributed.regions
+    return placed, summary
+
+
+def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_code: int | None = None,
+                 ceilings: Ceilings | None = None) -> ProfileData:
+    """Build the profile of a finished capture (also of a failed run: what ran is kept)."""
+    ceilings = ceilings or current_ceilings(capture.device_kind)
+    metadata = dict(capture.metadata)
+    metadata.update({
+        "tool": "rooflinectl",
+        "tool_version": __version__,
+        "command": command,
+        "completed": completed,
+        "exit_code": exit_code,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "ceilings_source": sorted({r.source for r in [*ceilings.memory_bytes_per_s.values(),
+                                                     *ceilings.compute_flops_per_s.values()]}),
+    })
+    trace = capture.trace or RawTrace(ops=[], kernels=[], launch_ts_ns={})
+    table, summary = analyse_trace(trace, capture.device_kind, metadata, ceilings,
+                                   int(metadata.get("iterations", 1) or 1))
+    return ProfileData(kernels=table, ceilings=ceilings, metadata=metadata, summary=summary)
