@@ -209,7 +209,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
 def _may_do_work(op: RawOp) -> bool:
     """A CPU op without formula counts as unknown work unless it is a view, an allocation, or an
     autograd bookkeeping node ("TBackward0", "autograd::engine::...") whose children do the work."""
-    return (op.category == "cpu_op" and "::" in op.name and not op.name.startswith("autograd::")
+    return (op.category == "cpu_op" and "::" in op.name and not op.name.startswith(("autograd::", "torch::autograd::"))
             and op.name not in NO_WORK_OPS)
 
 

@@ -12,7 +12,7 @@ import platform
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,12 +120,31 @@ def profiling(device_kind: str) -> Iterator[Capture]:
             yield capture
         finally:
             if device_kind == "cuda":
-                try:
+                with suppress(RuntimeError):  # a failed script may leave the device in an error state
                     torch.cuda.synchronize()
-                except RuntimeError:
-                    pass  # a failed script may leave the device in an error state
             prof.stop()
             trace = from_chrome_trace(export_trace(prof), _tensor_info(prof))
             trace.triton_launches = triton_sink
             capture.trace = trace
             capture.metadata.update(run_metadata(device_kind))
+
+
+def save_capture(capture: Capture, path: str) -> None:
+    """Raw events plus run metadata, gzipped JSON: what tests/data holds (regenerable)."""
+    import gzip
+
+    assert capture.trace is not None
+    payload = {"device_kind": capture.device_kind, "metadata": capture.metadata, "trace": capture.trace.to_json()}
+    tmp = f"{path}.tmp"
+    with gzip.open(tmp, "wt", encoding="utf-8") as handle:
+        json.dump(payload, handle)
+    os.replace(tmp, path)
+
+
+def load_capture(path: str) -> Capture:
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        payload = json.load(handle)
+    return Capture(device_kind=payload["device_kind"], trace=RawTrace.from_json(payload["trace"]),
+                   metadata=payload.get("metadata", {}))

@@ -13,10 +13,7 @@ Times are integer nanoseconds from the trace's first event.
 
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -159,12 +156,3 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
     kernels.sort(key=lambda k: (k.ts_ns, k.correlation))
     return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches)
 
-
-def save_raw_trace(trace: RawTrace, path: str | Path) -> None:
-    with gzip.open(path, "wt", encoding="utf-8") as handle:
-        json.dump(trace.to_json(), handle)
-
-
-def load_raw_trace(path: str | Path) -> RawTrace:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return RawTrace.from_json(json.load(handle))

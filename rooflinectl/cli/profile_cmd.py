@@ -7,15 +7,15 @@ import sys
 import click
 
 from rooflinectl.capture.runner import run_function, run_script, split_target
-from rooflinectl.capture.session import pick_device
+from rooflinectl.capture.session import pick_device, save_capture
 from rooflinectl.cli.common import console
-from rooflinectl.errors import EnvironmentProblem
+from rooflinectl.errors import EnvironmentProblem, UsageError
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, save_profile
 from rooflinectl.outputs.table import render_profile
 from rooflinectl.pipeline import profile_data
 
 
-@click.command("profile", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+@click.command("profile", context_settings={"ignore_unknown_options": True})
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True, help="profile file to write")
@@ -26,18 +26,20 @@ from rooflinectl.pipeline import profile_data
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="which activity to profile: CUDA kernels, or CPU ops on a machine without a GPU")
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="rows in the table")
+@click.option("--save-trace", type=click.Path(dir_okay=False), default=None,
+              help="also write the raw events (gzipped JSON) for re-analysis and test data")
 @click.option("-q", "--quiet", is_flag=True, help="write the profile, print no table")
 @click.pass_context
 def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, warmup: int, iters: int,
-            device: str, top: int, quiet: bool) -> None:
+            device: str, top: int, save_trace: str | None, quiet: bool) -> None:
     """Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
-    Arguments after TARGET (or after --) go to the script. A failing script still gets its
+    Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
     partial profile written, and rooflinectl exits with the script's own exit code.
     """
     path, function = split_target(target)
-    if script_args[:1] == ("--",):
-        script_args = script_args[1:]
+    if function is not None and script_args:
+        raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")
     device_kind = pick_device(device)
     if device_kind == "cuda":
         import torch
@@ -51,6 +53,8 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     data = profile_data(outcome.capture, command=["rooflinectl", *sys.argv[1:]], completed=outcome.completed,
                         exit_code=outcome.exit_code)
     save_profile(data, output)
+    if save_trace and outcome.capture.trace is not None:
+        save_capture(outcome.capture, save_trace)
     if not quiet:
         console().print(render_profile(data, data.kernels, top=top))
         click.echo(f"profile written to {output}" + ("" if outcome.completed else " (incomplete run)"), err=True)
