@@ -31,7 +31,8 @@ def test_bf16_mlp_gemms_are_2mnk_and_compute_bound() -> None:
     gemms = _rows(profile, "gemm")
     assert len(gemms) >= 1, profile.kernels.to_string()
     assert gemms["flops"].sum() == pytest.approx(4 * 2 * m * n * k)  # 4 iters x 2*M*N*K
-    assert set(gemms["bound"]) == {"compute"}
+    main = gemms[gemms["time_s"] > 0.05 * gemms["time_s"].sum()]  # cuBLAS may add a tiny helper kernel
+    assert set(main["bound"]) == {"compute"}, gemms.to_string()
     assert (gemms["precision"] == "bf16").all() and (gemms["unit"] == "tensor").all()
     gelu = profile.kernels[profile.kernels["op"] == "aten::gelu"]
     assert gelu["bytes"].sum() == pytest.approx(4 * 2 * m * n * 2)  # read + write M*N bf16, 4 iters

@@ -111,7 +111,10 @@ def profiling(device_kind: str) -> Iterator[Capture]:
     if device_kind == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     triton_sink: list[dict[str, Any]] = []
-    prof = torch.profiler.profile(activities=activities, record_shapes=True)
+    try:  # acc_events keeps every event of a start/stop session (and silences a warning)
+        prof = torch.profiler.profile(activities=activities, record_shapes=True, acc_events=True)
+    except TypeError:  # torch < 2.5
+        prof = torch.profiler.profile(activities=activities, record_shapes=True)
     with ExitStack() as stack:
         stack.enter_context(module_scopes())
         stack.enter_context(triton_launches(triton_sink))

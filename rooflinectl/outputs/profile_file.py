@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pandas as pd
 
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import ProfileFileError
+from rooflinectl.outputs.atomic import write_atomic
 from rooflinectl.schema import KERNEL_COLUMNS, SCHEMA_VERSION
 
 FORMAT_NAME = "rooflinectl-profile"
@@ -59,20 +59,6 @@ def to_json_dict(data: ProfileData) -> dict[str, Any]:
         "summary": {k: _jsonable(v) for k, v in data.summary.items()},
         "kernels": {"columns": columns, "rows": rows},
     }
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write text to path through a temp file in the same folder and a rename: never half a file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_profile(data: ProfileData, path: str | os.PathLike[str]) -> None:

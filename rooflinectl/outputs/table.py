@@ -11,7 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from rooflinectl.outputs.names import short_kernel_name
+from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.outputs.profile_file import ProfileData
 from rooflinectl.outputs.units import percent, seconds, si
 
@@ -30,7 +30,7 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15) -> Tabl
         eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
         if row.above_roof:
             eff = f"[bold red]{eff}![/]"
-        kernel = short_kernel_name(row.kernel)
+        kernel = shorten_kernel_name(row.kernel, max_chars=48)
         grid.add_row(
             percent(row.time_share), str(row.calls), seconds(row.time_s), si(row.flops, "FLOP"), si(row.bytes, "B"),
             "-" if row.cost_source == "none" else f"{row.intensity:.3g}", si(row.achieved_flops_per_s, "FLOP/s"),

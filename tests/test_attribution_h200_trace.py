@@ -1,0 +1,79 @@
+"""Attribution of CUDA kernels, tested on CPU with a real trace recorded on the H200.
+
+tests/data/h200_mlp_bf16.capture.json.gz is `examples/mlp.py --batch 256 --width 2048` (bf16,
+two steps inside `rooflinectl.region("step")`), recorded by scripts/gpu.d/00-foundation.sh.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rooflinectl.capture.session import load_capture
+from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.pipeline import profile_data
+
+DATA = Path(__file__).parent / "data"
+H200 = Ceilings(
+    device_name="NVIDIA H200", device_kind="cuda",
+    memory_bytes_per_s={"dram": Roof(4.8e12, "spec")},
+    compute_flops_per_s={"tensor.bf16": Roof(989e12, "spec"), "simt.fp32": Roof(67e12, "spec")},
+    kernel_floor_s=Roof(2e-6, "estimate"),
+)
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    capture = load_capture(str(DATA / "h200_mlp_bf16.capture.json.gz"))
+    return profile_data(capture, command=["test"], completed=True, exit_code=0, ceilings=H200)
+
+
+def _dims(shapes: str) -> list[list[int]]:
+    return [[int(n) for n in part.split(",")] for part in re.findall(r"\[([\d, ]+)\]", shapes)]
+
+
+def test_every_kernel_in_the_region_has_a_cost(mlp) -> None:
+    assert mlp.summary["known_cost_time_share"] == pytest.approx(1.0)
+    assert mlp.summary["regions"] == ["step"]
+    assert (mlp.kernels["device"] == "cuda").all()
+    assert mlp.summary["launches"] == int(mlp.kernels["calls"].sum())
+    assert len(mlp.summary["launch_sequence"]) == mlp.summary["launches"]
+
+
+def test_gemm_flops_are_2mnk_per_launch(mlp) -> None:
+    gemms = mlp.kernels[mlp.kernels["op"] == "aten::mm"]
+    assert len(gemms) > 0
+    by_shape = gemms.groupby("shapes")[["flops", "calls"]].sum()
+    for shapes, row in by_shape.iterrows():
+        (m, k), (k2, n) = _dims(shapes)
+        assert k == k2
+        # one mm op may launch a main kernel and a helper; their shares add up to 2*M*N*K per op call
+        assert row["flops"] == pytest.approx(2 * m * n * k * _op_calls(mlp, shapes))
+
+
+def _op_calls(mlp, shapes: str) -> int:
+    """Op calls of aten::mm with these shapes: launches of its longest kernel (one per call)."""
+    rows = mlp.kernels[(mlp.kernels["op"] == "aten::mm") & (mlp.kernels["shapes"] == shapes)]
+    return int(rows.sort_values("time_s").iloc[-1]["calls"])
+
+
+def test_elementwise_bytes_are_tensor_sizes(mlp) -> None:
+    gelu = mlp.kernels[mlp.kernels["op"] == "aten::gelu"].iloc[0]
+    (batch, hidden), = _dims(gelu["shapes"])
+    assert gelu["bytes"] == pytest.approx(gelu["calls"] * 2 * batch * hidden * 2)  # read + write, bf16
+
+
+def test_bounds_follow_the_roofline(mlp) -> None:
+    table = mlp.kernels
+    gemm = table[table["op_family"] == "gemm"]
+    assert (gemm["unit"] == "tensor").all() and (gemm["precision"] == "bf16").all()
+    eltwise = table[table["op_family"] == "elementwise"]
+    assert set(eltwise["bound"]) <= {"memory", "latency"}
+    assert not table["above_roof"].any()
+
+
+def test_modules_are_named(mlp) -> None:
+    forward = mlp.kernels[mlp.kernels["op"].isin(["aten::addmm", "aten::gelu", "aten::native_layer_norm"])]
+    assert (forward["module"].str.startswith("Sequential")).all()
