@@ -1,0 +1,81 @@
+"""`rooflinectl plot`: the roofline chart of a profile, a before/after comparison, or a terminal sketch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rooflinectl.errors import RooflineError, UsageError
+from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
+
+
+def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color_by: str, filter_regex: str | None,
+               title: str | None, dpi: float, terminal: bool) -> list[str]:
+    """Load one or two profiles and write the chart; returns the lines to tell the user."""
+    from rooflinectl.outputs.plot import SUPPORTED_EXTENSIONS, plot_profile, save_figure
+
+    paths = list(profiles) or [DEFAULT_PROFILE_PATH]
+    if len(paths) > 2:
+        raise UsageError(f"plot takes one profile, or two to compare (before after); got {len(paths)}.")
+    if output is None and not terminal:
+        output = "roofline.png"
+    if output is not None and Path(output).suffix.lower() not in SUPPORTED_EXTENSIONS:
+        raise UsageError(f"Cannot write {output}: the chart is saved as .png, .svg or .pdf.")
+    if top < 0:
+        raise UsageError("--top must be 0 or more.")
+    data = [load_profile(p) for p in paths]
+    messages: list[str] = []
+    if terminal:
+        if len(data) == 2:
+            raise UsageError("--terminal draws one profile; compare two with -o cmp.png.")
+        from rich.console import Console
+
+        from rooflinectl.outputs.plot_terminal import render_terminal
+
+        console = Console()
+        console.print(render_terminal(data[0], width=min(console.width, 140), height=22, top=top))
+    if output is not None:
+        if len(data) == 2:
+            from rooflinectl.outputs.plot_compare import plot_comparison
+
+            names = (_short_name(paths[0]), _short_name(paths[1]))
+            fig = plot_comparison(data[0], data[1], top=top, filter_regex=filter_regex, title=title, names=names, dpi=dpi)
+        else:
+            fig = plot_profile(data[0], top=top, color_by=color_by, filter_regex=filter_regex, title=title, dpi=dpi)
+        save_figure(fig, output, dpi=dpi)
+        messages.append(f"wrote {output}")
+    return messages
+
+
+def _short_name(path: str) -> str:
+    """'runs/naive.profile.json' -> 'naive': what the chart calls each side of a comparison."""
+    return Path(path).name.removesuffix(".json").removesuffix(".profile") or Path(path).name
+
+
+@click.command("plot")
+@click.argument("profiles", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Chart file: .png, .svg or .pdf (default roofline.png unless --terminal).")
+@click.option("--top", type=int, default=10, show_default=True, help="Label this many groups, largest time first.")
+@click.option("--color-by", type=click.Choice(["bound", "family"]), default="bound", show_default=True,
+              help="Colour points by what bounds them or by op family.")
+@click.option("--filter", "filter_regex", default=None, metavar="REGEX",
+              help="Only groups whose kernel, op, module or op family matches.")
+@click.option("--title", default=None, help="Chart title (default: the device name).")
+@click.option("--dpi", type=float, default=120, show_default=True, help="Resolution of PNG output.")
+@click.option("--terminal", is_flag=True, help="Draw a coarse roofline in the terminal (for SSH sessions).")
+def command(profiles: tuple[str, ...], output: str | None, top: int, color_by: str, filter_regex: str | None,
+            title: str | None, dpi: float, terminal: bool) -> None:
+    """Roofline chart of PROFILE (default: ./rooflinectl.profile.json); with two, BEFORE -> AFTER arrows.
+
+    Point area is the group's share of kernel time, colour what bounds it, marker its precision;
+    groups of unknown cost are listed on the chart, never dropped.
+    """
+    try:
+        for line in plot_files(profiles, output, top=top, color_by=color_by, filter_regex=filter_regex,
+                               title=title, dpi=dpi, terminal=terminal):
+            click.echo(line)
+    except RooflineError as exc:  # the group does this too; here so the command stands alone
+        click.echo(f"rooflinectl: {exc}", err=True)
+        raise click.exceptions.Exit(exc.exit_code) from None

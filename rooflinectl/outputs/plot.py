@@ -1,0 +1,219 @@
+"""The roofline chart of one profile: what dominates the time and what bounds it, at a glance.
+
+Built on `matplotlib.figure.Figure` with an Agg canvas (no pyplot, no global state), so it works
+headless and in tests. A figure is fixed-size with hand-placed axes: the label layout measured
+on it is the layout that gets saved.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from rooflinectl.errors import UsageError
+from rooflinectl.outputs.atomic import atomic_file
+from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
+from rooflinectl.outputs.plot_names import ellipsize, group_label, shorten_kernel_name
+from rooflinectl.outputs.plot_roofs import (
+    compute_frame,
+    draw_roofs,
+    format_time,
+    place_groups,
+    roof_lines,
+    setup_axes,
+)
+from rooflinectl.outputs.profile_file import ProfileData
+
+SUPPORTED_EXTENSIONS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+BOUND_COLORS = {"memory": "#1f77b4", "compute": "#ff7f0e", "latency": "#9467bd", "unknown": "#8c8c8c"}
+FAMILY_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#17becf", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                  "#bcbd22", "#393b79", "#637939"]
+PRECISION_MARKERS = {"bf16": "o", "fp16": "s", "fp32": "^", "tf32": "D", "fp8": "P", "fp64": "v", "int8": "X"}
+OTHER_MARKER = "*"
+AREA_PT2_PER_SHARE = 2600.0  # marker area (points^2) of a group holding all the time
+MIN_AREA_PT2 = 14.0  # floor so a 0.01% group is still visible; documented in the size legend
+WARN_COLOR = "#d62728"
+FIGSIZE_IN = (15.0, 9.0)
+MAIN_RECT = (0.065, 0.27, 0.545, 0.65)
+TABLE_RECT = (0.635, 0.27, 0.355, 0.65)
+
+
+def marker_area_pt2(time_share: float) -> float:
+    """Marker area proportional to the group's time share (with a visibility floor)."""
+    return max(MIN_AREA_PT2, AREA_PT2_PER_SHARE * float(time_share))
+
+
+def new_figure(dpi: float) -> Figure:
+    """A fixed-size figure with an Agg canvas attached (needed to measure text for the layout)."""
+    fig = Figure(figsize=FIGSIZE_IN, dpi=dpi)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def filter_table(kernels: pd.DataFrame, filter_regex: str | None) -> pd.DataFrame:
+    """Rows whose kernel, op, module or op family matches the regex (search, not full match)."""
+    if not filter_regex:
+        return kernels
+    try:
+        pattern = re.compile(filter_regex)
+    except re.error as exc:
+        raise UsageError(f"--filter {filter_regex!r} is not a valid regular expression ({exc}).") from None
+    text = kernels[["kernel", "op", "module", "op_family"]].astype(str).agg(" ".join, axis=1)
+    return kernels[text.map(lambda s: bool(pattern.search(s)))]
+
+
+def color_for(row: pd.Series, color_by: str, families: list[str]) -> str:
+    if color_by == "family":
+        fam = str(row.get("op_family", "") or "other")
+        return FAMILY_PALETTE[families.index(fam) % len(FAMILY_PALETTE)] if fam in families else "#7f7f7f"
+    return BOUND_COLORS.get(str(row.get("bound", "unknown")), BOUND_COLORS["unknown"])
+
+
+def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", filter_regex: str | None = None,
+                 title: str | None = None, dpi: float = 110) -> Figure:
+    """The roofline chart of one profile as a Figure (shown inline by Jupyter, saved by save_figure)."""
+    if color_by not in ("bound", "family"):
+        raise UsageError(f"--color-by must be 'bound' or 'family', not {color_by!r}.")
+    if data.ceilings.memory_bytes_per_s.get("dram") is None:
+        raise UsageError("The profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
+    all_rows = data.kernels
+    total_time_s = float(all_rows["time_s"].sum())
+    table = filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True)
+    if total_time_s > 0:
+        table = table.assign(time_share=table["time_s"] / total_time_s)
+    points = place_groups(table)
+    points["rank_by_time"] = range(1, len(points) + 1)
+    families = sorted({str(f) or "other" for f in points["op_family"]})
+    points["color"] = [color_for(r, color_by, families) for _, r in points.iterrows()]
+    points["area_pt2"] = points["time_share"].map(marker_area_pt2)
+
+    fig = new_figure(dpi)
+    ax = fig.add_axes(MAIN_RECT)
+    lines = roof_lines(data.ceilings, table)
+    bw = data.ceilings.dram().value
+    frame = compute_frame(points, lines, bw)
+    setup_axes(ax, frame)
+
+    drawn = points[points["where"] != "unknown"].copy()
+    drawn["px"] = drawn["x"].where(drawn["where"] == "roofline", frame.strip_x)
+    drawn["py"] = drawn["y"].where(drawn["where"] == "roofline", frame.strip_x * drawn["bytes_per_s"])
+    draw_points(ax, drawn)
+    boxes = marker_boxes(ax, list(drawn["px"]), list(drawn["py"]), list(drawn["area_pt2"]))
+    roof_texts = draw_roofs(ax, lines, frame, boxes)
+
+    labelled = drawn[(drawn["rank_by_time"] <= top) | drawn["above_roof"].astype(bool)]
+    renderer = fig.canvas.get_renderer()
+    specs = [
+        LabelSpec(r.px, r.py, f"{r.rank_by_time}. {group_label(r, 22)}" + (" ⚠" if r.above_roof else ""),
+                  math.sqrt(r.area_pt2) / 2, WARN_COLOR if r.above_roof else "#111111", f"label:{r.rank_by_time}")
+        for r in labelled.itertuples()
+    ]
+    place_labels(ax, renderer, specs, roof_texts, boxes)
+
+    draw_table(fig.add_axes(TABLE_RECT), points, top, total_time_s)
+    draw_legend(fig, drawn, color_by, families)
+    draw_notes(fig, points, table, all_rows, filter_regex, total_time_s)
+    device = data.ceilings.device_name or data.metadata.get("device", "")
+    heading = title or f"Roofline: {device}"
+    fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
+    fig.text(MAIN_RECT[0], 0.935, f"{format_time(total_time_s)} of kernel time in {len(all_rows)} groups"
+             + (f" · {data.metadata['command']}" if data.metadata.get("command") else ""),
+             fontsize=9.5, color="#444444", gid="subtitle")
+    return fig
+
+
+def draw_points(ax: Axes, drawn: pd.DataFrame) -> None:
+    """One scatter per precision (marker); red thick edge for rows above their roof."""
+    for precision, group in drawn.groupby(drawn["precision"].replace("", "other"), sort=True):
+        marker = PRECISION_MARKERS.get(str(precision), OTHER_MARKER)
+        edge = [WARN_COLOR if a else "white" for a in group["above_roof"]]
+        width = [2.2 if a else 0.7 for a in group["above_roof"]]
+        ax.scatter(group["px"], group["py"], s=group["area_pt2"], c=list(group["color"]), marker=marker,
+                   edgecolors=edge, linewidths=width, alpha=0.85, zorder=4, gid=f"points:{precision}")
+
+
+def draw_table(ax: Axes, points: pd.DataFrame, top: int, total_time_s: float) -> None:
+    """The legend table: rank, time share, time, bound, op · module and the shortened kernel."""
+    ax.set_axis_off()
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    rows = points.head(max(top, 0))
+    ax.text(0, 1.0, "Top groups by time", fontsize=10.5, fontweight="bold", va="top", gid="table:title")
+    ax.text(0, 0.965, f"{'#':>2} {'share':>6} {'time':>9}  {'bound':<8} op · module / kernel", family="monospace",
+            fontsize=8, color="#555555", va="top", gid="table:header")
+    line_h = min(0.062, 0.93 / max(len(rows), 1))
+    for i, r in enumerate(rows.itertuples()):
+        y = 0.93 - i * line_h
+        where = {"unknown": "no cost", "no_flops": "0 FLOP"}.get(r.where, "")
+        bound = where or str(r.bound)
+        color = WARN_COLOR if r.above_roof else ("#8c8c8c" if r.where == "unknown" else "#111111")
+        head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {format_time(r.time_s):>9}  {bound:<8} "
+        head += ellipsize(f"{r.op or '?'}" + (f" · {r.module}" if r.module else ""), 34)
+        ax.text(0, y, head, family="monospace", fontsize=8, color=color, va="top", gid=f"table:row:{r.rank_by_time}")
+        ax.text(0.045, y - line_h * 0.42, shorten_kernel_name(str(r.kernel), 62), family="monospace", fontsize=7,
+                color="#666666", va="top", gid=f"table:kernel:{r.rank_by_time}")
+    rest = points.iloc[len(rows):]
+    if len(rest):
+        ax.text(0, 0.93 - len(rows) * line_h, f"   + {len(rest)} more groups, {100 * rest['time_share'].sum():.1f}% of time",
+                family="monospace", fontsize=8, color="#555555", va="top", gid="table:rest")
+
+
+def draw_legend(fig: Figure, drawn: pd.DataFrame, color_by: str, families: list[str]) -> None:
+    """Colour (bound or family), marker (precision) and size (time share) keys, below the chart."""
+    handles: list[Line2D] = []
+    keys = sorted(set(drawn["bound"])) if color_by == "bound" else [f for f in families if f in set(drawn["op_family"].replace("", "other"))]
+    for key in keys:
+        color = BOUND_COLORS.get(key, "#8c8c8c") if color_by == "bound" else FAMILY_PALETTE[families.index(key) % len(FAMILY_PALETTE)]
+        handles.append(Line2D([], [], marker="o", linestyle="", color=color, markersize=8, label=f"{key}"))
+    for precision in sorted(set(drawn["precision"].replace("", "other"))):
+        handles.append(Line2D([], [], marker=PRECISION_MARKERS.get(precision, OTHER_MARKER), linestyle="",
+                              color="#555555", markerfacecolor="none", markersize=8, label=precision))
+    for share in (0.01, 0.05, 0.2):
+        handles.append(Line2D([], [], marker="o", linestyle="", color="#bbbbbb",
+                              markersize=math.sqrt(marker_area_pt2(share)), label=f"{share:.0%} of time"))
+    handles.append(Line2D([], [], marker="o", linestyle="", color="white", markeredgecolor=WARN_COLOR,
+                          markeredgewidth=2.2, markersize=8, label="above roof"))
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(MAIN_RECT[0] - 0.01, 0.205), ncol=6,
+               fontsize=8.5, frameon=False, title=f"colour: {color_by} · marker: precision · area: time share",
+               title_fontsize=8.5, alignment="left", columnspacing=1.6, handletextpad=0.9, labelspacing=0.9)
+
+
+def draw_notes(fig: Figure, points: pd.DataFrame, table: pd.DataFrame, all_rows: pd.DataFrame,
+               filter_regex: str | None, total_time_s: float) -> None:
+    """Say what is not on the chart, and what is on it but suspect: nothing dropped silently."""
+    notes: list[tuple[str, str, str]] = []
+    unknown = points[points["where"] == "unknown"]
+    if len(unknown):
+        items = ", ".join(f"{group_label(r, 28)} {100 * r.time_share:.1f}%" for _, r in unknown.head(6).iterrows())
+        more = f", +{len(unknown) - 6} more" if len(unknown) > 6 else ""
+        notes.append((f"Not on the chart, cost unknown ({100 * unknown['time_share'].sum():.1f}% of time): {items}{more}",
+                      "#444444", "note:unknown"))
+    above = points[points["above_roof"].astype(bool)]
+    if len(above):
+        items = ", ".join(f"{r.rank_by_time}. {group_label(r, 28)}" for r in above.itertuples())
+        notes.append((f"⚠ Above its roof, check the counts (not a success): {items}", WARN_COLOR, "note:above_roof"))
+    if filter_regex:
+        share = table["time_s"].sum() / total_time_s if total_time_s > 0 else 0.0
+        notes.append((f"--filter {filter_regex!r}: {len(table)} of {len(all_rows)} groups shown, {100 * share:.1f}% of kernel time",
+                      "#444444", "note:filter"))
+    for i, (text, color, gid) in enumerate(notes):
+        fig.text(MAIN_RECT[0], 0.075 - i * 0.027, text, fontsize=8.8, color=color, gid=gid)
+
+
+def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: float | None = None) -> Path:
+    """Save PNG/SVG/PDF (by extension) through a temp file and a rename: never half a chart."""
+    target = Path(path)
+    fmt = SUPPORTED_EXTENSIONS.get(target.suffix.lower())
+    if fmt is None:
+        raise UsageError(f"Cannot write {target.name}: the chart is saved as .png, .svg or .pdf.")
+    with atomic_file(target, binary=True) as handle:
+        fig.savefig(handle, format=fmt, dpi=dpi or fig.dpi, facecolor="white")
+    return target

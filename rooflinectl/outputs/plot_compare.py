@@ -1,0 +1,175 @@
+"""Before/after roofline: an arrow per kernel group from where it was to where it is, with speedup.
+
+Groups are matched at the finest level both profiles share: (op, module, kernel), then
+(op, module), then the module as a whole (so naive attention's bmm+softmax+bmm in `attn` is
+compared with the fused SDPA kernel in the same `attn`). What matches nothing is listed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from rooflinectl.errors import UsageError
+from rooflinectl.outputs.plot import MAIN_RECT, TABLE_RECT, WARN_COLOR, filter_table, new_figure
+from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
+from rooflinectl.outputs.plot_names import ellipsize, short_op
+from rooflinectl.outputs.plot_roofs import (
+    compute_frame,
+    draw_roofs,
+    format_time,
+    place_groups,
+    roof_lines,
+    setup_axes,
+)
+from rooflinectl.outputs.profile_file import ProfileData
+
+_SUMS = ["time_s", "flops", "bytes"]
+FASTER, SLOWER = "#2ca02c", "#d62728"
+
+
+def _aggregate(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Sum time, FLOPs and bytes per key; a group with any unknown cost stays unknown (NaN)."""
+    agg = rows.assign(_unknown=rows["cost_source"] == "none").groupby(keys, sort=False).agg(
+        time_s=("time_s", "sum"), flops=("flops", lambda s: s.sum(min_count=len(s))),
+        bytes=("bytes", lambda s: s.sum(min_count=len(s))), unknown=("_unknown", "any"))
+    agg["cost_source"] = ["none" if u else "analytic" for u in agg["unknown"]]
+    return agg.drop(columns="unknown").reset_index()
+
+
+def match_groups(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Pairs (label, level, before_*, after_*), and the rows of each side that matched nothing."""
+    pairs: list[pd.DataFrame] = []
+    b_left, a_left = before.copy(), after.copy()
+    levels = (("kernel", ["op", "module", "kernel"]), ("op", ["op", "module"]), ("module", ["module"]))
+    for level, keys in levels:
+        if level == "module":
+            b_left, a_left = b_left[b_left["module"] != ""], a_left[a_left["module"] != ""]
+        b_agg, a_agg = _aggregate(b_left, keys), _aggregate(a_left, keys)
+        both = b_agg.merge(a_agg, on=keys, suffixes=("_before", "_after"))
+        if len(both):
+            both["level"] = level
+            both["label"] = [
+                (f"{short_op(r.op)} · {r.module.split('.')[-1]}" if r.module else short_op(r.op)) if level != "module"
+                else f"{r.module.split('.')[-1]} (all ops)"
+                for r in both.itertuples()
+            ]
+            pairs.append(both)
+            matched = both[keys]
+            b_left = b_left.merge(matched, on=keys, how="left", indicator=True).query("_merge == 'left_only'").drop(columns="_merge")
+            a_left = a_left.merge(matched, on=keys, how="left", indicator=True).query("_merge == 'left_only'").drop(columns="_merge")
+    b_rest = before.merge(b_left[["kernel", "op", "module"]].drop_duplicates(), on=["kernel", "op", "module"])
+    a_rest = after.merge(a_left[["kernel", "op", "module"]].drop_duplicates(), on=["kernel", "op", "module"])
+    table = pd.concat(pairs, ignore_index=True) if pairs else pd.DataFrame(
+        columns=["label", "level"] + [f"{c}_{s}" for c in _SUMS + ["cost_source"] for s in ("before", "after")])
+    table["speedup"] = table["time_s_before"] / table["time_s_after"]
+    table = table.sort_values("time_s_before", ascending=False, ignore_index=True)
+    return table, b_rest, a_rest
+
+
+def _side(table: pd.DataFrame, side: str) -> pd.DataFrame:
+    cols = {f"{c}_{side}": c for c in _SUMS + ["cost_source"]}
+    return place_groups(table[list(cols)].rename(columns=cols))
+
+
+def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, filter_regex: str | None = None,
+                    title: str | None = None, names: tuple[str, str] = ("before", "after"), dpi: float = 110) -> Figure:
+    """Roofline with an arrow per matched group, its speedup, and the total time of each profile."""
+    if after.ceilings.memory_bytes_per_s.get("dram") is None:
+        raise UsageError("The second profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
+    b_rows, a_rows = filter_table(before.kernels, filter_regex), filter_table(after.kernels, filter_regex)
+    pairs, b_rest, a_rest = match_groups(b_rows, a_rows)
+    pb, pa = _side(pairs, "before"), _side(pairs, "after")
+    ob, oa = place_groups(b_rest), place_groups(a_rest)
+
+    fig = new_figure(dpi)
+    ax = fig.add_axes(MAIN_RECT)
+    lines = roof_lines(after.ceilings, pd.concat([b_rows, a_rows]))
+    bw = after.ceilings.dram().value
+    frame = compute_frame(pd.concat([pb, pa, ob, oa], ignore_index=True), lines, bw)
+    setup_axes(ax, frame)
+
+    def xy(points: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+        x = points["x"].where(points["where"] == "roofline", frame.strip_x)
+        y = points["y"].where(points["where"] == "roofline", frame.strip_x * points["bytes_per_s"])
+        return x, y
+
+    (bx, by), (axx, ayy) = xy(pb), xy(pa)
+    drawable = (pb["where"] != "unknown") & (pa["where"] != "unknown")
+    specs: list[LabelSpec] = []
+    anchors: list[tuple[float, float]] = []
+    top_peak = max((r.value for r in lines if r.kind == "compute"), default=math.inf)
+    above: list[str] = []
+    for i in pairs.index[drawable]:
+        faster = pairs.at[i, "speedup"] >= 1
+        color = FASTER if faster else SLOWER
+        over = [y > 1.05 * min(top_peak, x * bw) for x, y in ((bx[i], by[i]), (axx[i], ayy[i]))]
+        if any(over):
+            above.append(str(pairs.at[i, "label"]))
+        ax.scatter([bx[i]], [by[i]], s=60, facecolors="none", edgecolors=WARN_COLOR if over[0] else "#777777",
+                   linewidths=2.2 if over[0] else 1.2, zorder=4, gid=f"before:{i}")
+        ax.scatter([axx[i]], [ayy[i]], s=70, c=color, edgecolors=WARN_COLOR if over[1] else "white",
+                   linewidths=2.2 if over[1] else 0.8, zorder=5, gid=f"after:{i}")
+        ax.annotate("", (axx[i], ayy[i]), (bx[i], by[i]), gid=f"arrow:{i}", zorder=4,
+                    arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.5, "shrinkA": 4, "shrinkB": 5})
+        anchors.append((axx[i], ayy[i]))
+        if len(specs) < top:
+            specs.append(LabelSpec(axx[i], ayy[i], f"{ellipsize(pairs.at[i, 'label'], 22)}  {pairs.at[i, 'speedup']:.2f}×",
+                                   5.0, color, f"speedup:{i}"))
+    for rest, face, gid in ((ob, "none", "only_before"), (oa, "#555555", "only_after")):
+        shown = rest[rest["where"] != "unknown"]
+        if len(shown):
+            x, y = xy(shown)
+            ax.scatter(x, y, s=40, marker="X", facecolors=face, edgecolors="#555555", zorder=4, gid=gid)
+    texts = draw_roofs(ax, lines, frame, marker_boxes(ax, [a[0] for a in anchors], [a[1] for a in anchors], [70.0] * len(anchors)))
+    place_labels(ax, fig.canvas.get_renderer(), specs, texts,
+                 marker_boxes(ax, [a[0] for a in anchors], [a[1] for a in anchors], [70.0] * len(anchors)))
+
+    t_before, t_after = float(b_rows["time_s"].sum()), float(a_rows["time_s"].sum())
+    overall = t_before / t_after if t_after > 0 else math.inf
+    fig.suptitle(title or f"Roofline comparison: {after.ceilings.device_name}", x=MAIN_RECT[0], y=0.975, ha="left",
+                 fontsize=14, fontweight="bold")
+    fig.text(MAIN_RECT[0], 0.935, f"{names[0]}: {format_time(t_before)}  →  {names[1]}: {format_time(t_after)} of kernel time"
+             f"  ({overall:.2f}× {'faster' if overall >= 1 else 'slower'})", fontsize=10.5, color="#222222", gid="totals")
+    _draw_pair_table(fig.add_axes(TABLE_RECT), pairs, top, names)
+    _draw_notes(fig, pairs, drawable, b_rest, a_rest, names, before, after)
+    if above:
+        fig.text(MAIN_RECT[0], 0.2, "⚠ Above the roof, check the counts (not a success): " + ", ".join(above),
+                 fontsize=8.8, color=WARN_COLOR, gid="note:above_roof")
+    return fig
+
+
+def _draw_pair_table(ax: Axes, pairs: pd.DataFrame, top: int, names: tuple[str, str]) -> None:
+    ax.set_axis_off()
+    ax.text(0, 1.0, "Matched groups (largest first)", fontsize=10.5, fontweight="bold", va="top", transform=ax.transAxes)
+    ax.text(0, 0.965, f"{'group':<26} {names[0][:9]:>9} {names[1][:9]:>9} {'speedup':>8}  match", family="monospace",
+            fontsize=8, color="#555555", va="top", transform=ax.transAxes, gid="table:header")
+    for i, r in enumerate(pairs.head(top).itertuples()):
+        color = FASTER if r.speedup >= 1 else SLOWER
+        ax.text(0, 0.93 - i * 0.04, f"{ellipsize(r.label, 26):<26} {format_time(r.time_s_before):>9} {format_time(r.time_s_after):>9}"
+                f" {r.speedup:>7.2f}×  {r.level}", family="monospace", fontsize=8, color=color, va="top",
+                transform=ax.transAxes, gid=f"table:row:{i}")
+
+
+def _draw_notes(fig: Figure, pairs: pd.DataFrame, drawable: pd.Series, b_rest: pd.DataFrame, a_rest: pd.DataFrame,
+                names: tuple[str, str], before: ProfileData, after: ProfileData) -> None:
+    """What has no arrow, and why: matched but cost unknown, or present on one side only."""
+    notes: list[str] = []
+    t_b, t_a = before.kernels["time_s"].sum(), after.kernels["time_s"].sum()
+    unknown = pairs[~drawable]
+    if len(unknown):
+        notes.append("Matched but cost unknown (no arrow): " + ", ".join(
+            f"{r.label} {r.speedup:.2f}×" for r in unknown.head(6).itertuples()))
+    for rest, name, total in ((b_rest, names[0], t_b), (a_rest, names[1], t_a)):
+        if len(rest):
+            share = 100 * rest["time_s"].sum() / total if total > 0 else 0.0
+            notes.append(f"Only in {name} (✕ marker, {share:.1f}% of its time): " + ", ".join(
+                ellipsize(short_op(str(o)) or "?", 24) for o in rest.sort_values("time_s", ascending=False)["op"].head(6)))
+    if before.ceilings.device_name != after.ceilings.device_name:
+        notes.append(f"Roofs are {names[1]}'s device ({after.ceilings.device_name}); {names[0]} ran on {before.ceilings.device_name}.")
+    notes.append("○ grey: position in " + names[0] + " · ● colour: position in " + names[1] + " (green faster, red slower)")
+    for i, text in enumerate(notes):
+        fig.text(MAIN_RECT[0], 0.17 - i * 0.03, text, fontsize=8.8, color="#444444", gid=f"note:{i}")
