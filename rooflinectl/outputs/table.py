@@ -24,8 +24,8 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15) -> Tabl
     for name, justify in [("share", "right"), ("calls", "right"), ("time", "right"), ("FLOPs", "right"),
                           ("bytes", "right"), ("AI", "right"), ("FLOP/s", "right"), ("B/s", "right"),
                           ("attainable", "right"), ("eff", "right"), ("bound", "left"), ("prec", "left"),
-                          ("kernel", "left"), ("op", "left")]:
-        grid.add_column(name, justify=justify, no_wrap=name not in ("kernel", "op"), overflow="fold")
+                          ("kernel", "left"), ("op · shapes", "left")]:
+        grid.add_column(name, justify=justify, no_wrap=name not in ("kernel", "op · shapes"), overflow="fold")
     for row in table.head(top).itertuples(index=False):
         eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
         if row.above_roof:
@@ -37,7 +37,7 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15) -> Tabl
             si(row.achieved_bytes_per_s, "B/s"), si(row.attainable_flops_per_s, "FLOP/s"), eff,
             f"[{BOUND_STYLE.get(row.bound, 'white')}]{row.bound}[/]",
             f"{row.precision}{'·tc' if row.unit == 'tensor' else ''}", kernel,
-            row.op if row.op != row.kernel else "",
+            " · ".join(p for p in (row.op if row.op != row.kernel else "", row.shapes) if p),
         )
     return grid
 
