@@ -30,7 +30,7 @@ def mlp_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = _invoke("profile", str(EXAMPLES / "mlp.py"), "-o", str(out), "--device", "cpu", "--",
                      "--batch", "16", "--width", "64", "--steps", "2")
     assert result.exit_code == 0, result.output
-    assert "aten::mm" in result.output or "aten::addmm" in result.output
+    assert "addmm" in result.output  # the table shows the op names, shortened
     return out
 
 

@@ -1,0 +1,101 @@
+"""`rooflinectl advise`: ranked findings with their fix and saving; a non-zero exit fails CI.
+
+Exit codes: 0 no finding at or above --fail-on (or no --fail-on and no threshold); 1 findings at
+or above it; 2 usage or input error (bad option, unreadable profile, bad [tool.rooflinectl]).
+Setting a threshold (--min-efficiency, --max-unknown-share, --max-launch-overhead) without
+--fail-on fails on its gate's error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from rooflinectl.errors import RooflineError
+from rooflinectl.outputs.advice import RULES, SEVERITIES, Thresholds, advise, exit_code
+from rooflinectl.outputs.advice.config import load_config
+from rooflinectl.outputs.advice.render import FORMATS, render_text, rich_renderable
+from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile, write_atomic
+
+_GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
+
+
+def thresholds_from(values: dict[str, Any]) -> Thresholds:
+    """Thresholds from merged settings (config, then flags); unknown keys are ignored."""
+    names = {f.name for f in fields(Thresholds)}
+    kwargs = {k: v for k, v in values.items() if k in names}
+    if "disable" in values:
+        kwargs["disabled_rules"] = tuple(values["disable"])
+    unknown = [r for r in kwargs.get("disabled_rules", ()) if r not in RULES]
+    if unknown:
+        raise click.BadParameter(f"unknown rule id(s): {', '.join(unknown)}", param_hint="disable")
+    return Thresholds(**kwargs)
+
+
+def rules_help() -> str:
+    """Every rule with its kind and its documented estimate."""
+    lines = []
+    for rule_id in sorted(RULES):
+        entry = RULES[rule_id]
+        kind = f"gate, --{entry.threshold.replace('_', '-')}" if entry.gate else entry.severity
+        lines.append(f"{rule_id} ({kind}): {entry.title}")
+        lines += [f"    {line.strip()}" for line in entry.doc.splitlines() if line.strip()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+@click.command(name="advise")
+@click.argument("profile", required=False, default=DEFAULT_PROFILE_PATH, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True,
+              help="rich (terminal), markdown (PR comment, step summary), json, github (annotations), junit (XML).")
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
+              help="Exit 1 when a finding is at or above this severity.")
+@click.option("--min-efficiency", type=click.FloatRange(0, 1), default=None,
+              help="Gate: time-weighted efficiency of known-cost kernels at least this.")
+@click.option("--max-unknown-share", type=click.FloatRange(0, 1), default=None,
+              help="Gate: share of kernel time without a cost model at most this.")
+@click.option("--max-launch-overhead", type=click.FloatRange(0, 1), default=None,
+              help="Gate: device idle time / window at most this.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="pyproject.toml to read [tool.rooflinectl] from (default: the nearest one above the cwd).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the report to this file instead of stdout.")
+@click.option("--list-rules", is_flag=True, help="Print every rule, its estimate and exit.")
+@click.pass_context
+def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min_efficiency: float | None,
+            max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
+            output: Path | None, list_rules: bool) -> None:
+    """Recommendations from a profile: each finding with evidence, the fix and the time it saves.
+
+    Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error.
+    """
+    if list_rules:
+        click.echo(rules_help())
+        return
+    try:
+        config = load_config(config_path)
+        if config.message:
+            click.echo(f"rooflinectl: {config.message}", err=True)
+        settings = dict(config.values)
+        flags = {"min_efficiency": min_efficiency, "max_unknown_share": max_unknown_share,
+                 "max_launch_overhead": max_launch_overhead, "fail_on": fail_on}
+        settings.update({k: v for k, v in flags.items() if v is not None})
+        level = settings.get("fail_on")
+        if level is None and any(settings.get(k) is not None for k in _GATES):
+            level = "error"  # a threshold is a request to fail when it is crossed
+        report = advise(load_profile(profile), thresholds_from(settings), profile_path=str(profile))
+    except RooflineError as exc:
+        click.echo(f"rooflinectl: {exc}", err=True)
+        ctx.exit(exc.exit_code)
+        return
+    if output is not None:
+        write_atomic(output, render_text(report, fmt, level))
+    elif fmt == "rich":
+        Console().print(rich_renderable(report, level))
+    else:
+        click.echo(render_text(report, fmt, level), nl=False)
+    ctx.exit(exit_code(report, level))

@@ -1,0 +1,180 @@
+"""Small helpers shared by the advice rules: shape parsing, element sizes, formatting, row access."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl.outputs.advice.registry import AdviceContext
+
+CUSTOM_ORIGINS: frozenset[str] = frozenset({"triton", "other"})
+MATH_FAMILIES: frozenset[str] = frozenset({"gemm", "conv", "attention"})
+FUSIBLE_FAMILIES: frozenset[str] = frozenset({"elementwise", "norm", "softmax", "reduction", "copy"})
+
+# Bytes per element of each precision name (the table's `precision` and `dtype` vocabularies).
+ELEMENT_BYTES: dict[str, float] = {
+    "fp64": 8, "float64": 8, "fp32": 4, "tf32": 4, "float32": 4, "bf16": 2, "bfloat16": 2,
+    "fp16": 2, "float16": 2, "fp8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1,
+    "int": 8, "int64": 8, "int32": 4, "bool": 1,
+}
+
+_SHAPE_RE = re.compile(r"\[([^\[\]]*)\]")
+
+
+def parse_shapes(text: Any) -> list[tuple[int, ...]]:
+    """'[64, 128] x [128, 256]' -> [(64, 128), (128, 256)]; unparsable pieces are skipped."""
+    shapes: list[tuple[int, ...]] = []
+    for body in _SHAPE_RE.findall(str(text or "")):
+        try:
+            shapes.append(tuple(int(p) for p in body.replace(" ", "").split(",") if p != ""))
+        except ValueError:
+            continue
+    return shapes
+
+
+def numel(shape: tuple[int, ...]) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def main_shape(text: Any) -> tuple[int, ...]:
+    """The largest input shape (by elements): the tensor an element-wise chain streams over."""
+    shapes = parse_shapes(text)
+    if not shapes:
+        return ()
+    return max(shapes, key=lambda s: (numel(s), len(s)))
+
+
+def element_bytes(row: pd.Series) -> float:
+    """Bytes per element of the row's data: from dtype, else precision, else 4 (fp32)."""
+    for key in ("dtype", "precision"):
+        name = str(row.get(key, "") or "").replace("torch.", "")
+        if name in ELEMENT_BYTES:
+            return float(ELEMENT_BYTES[name])
+    return 4.0
+
+
+def num(row: pd.Series, key: str, default: float = math.nan) -> float:
+    """A float cell, or default when the column is missing or the cell is empty."""
+    value = row.get(key, default)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return default
+    return default if math.isnan(value) else value
+
+
+def text(row: pd.Series, key: str) -> str:
+    value = row.get(key, "")
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def time_per_call_s(row: pd.Series) -> float:
+    calls = max(1.0, num(row, "calls", 1.0))
+    return num(row, "time_s", 0.0) / calls
+
+
+def is_custom(row: pd.Series) -> bool:
+    return text(row, "origin") in CUSTOM_ORIGINS
+
+
+def known_cost(row: pd.Series) -> bool:
+    """FLOPs and bytes were counted (cost_source is not none)."""
+    return text(row, "cost_source") not in ("", "none")
+
+
+def usable(row: pd.Series) -> bool:
+    """A row whose numbers can be reasoned about: known cost and not above its roof."""
+    if text(row, "cost_source") in ("", "none"):
+        return False
+    return not bool(row.get("above_roof", False))
+
+
+def launch_sequence(ctx: AdviceContext) -> list[int] | None:
+    """Row positions in launch order, or None when the profile did not record it."""
+    seq = ctx.summary.get("launch_sequence")
+    if not seq:
+        return None
+    n = len(ctx.kernels)
+    out = [int(i) for i in seq if i is not None and 0 <= int(i) < n]
+    return out or None
+
+
+def where(row: pd.Series) -> str:
+    """A short human label: op (module) [shapes]."""
+    op = text(row, "op") or text(row, "kernel")
+    module = text(row, "module")
+    shapes = text(row, "shapes")
+    label = op
+    if module:
+        label += f" in {module}"
+    if shapes:
+        label += f" {shapes}"
+    return label
+
+
+def fmt_time(seconds: float) -> str:
+    """Seconds as a readable string with its unit: 1.23 ms, 45.6 us, 2.10 s."""
+    s = abs(seconds)
+    if s >= 1:
+        return f"{seconds:.2f} s"
+    if s >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def fmt_rate(value: float, unit: str) -> str:
+    """1.2e12 FLOP/s -> '1.20 TFLOP/s'."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if abs(value) >= factor:
+            return f"{value / factor:.2f} {prefix}{unit}"
+    return f"{value:.0f} {unit}"
+
+
+def fmt_pct(share: float) -> str:
+    return f"{share * 100:.1f}%"
+
+
+def dram_bytes_per_s(ctx: AdviceContext) -> float:
+    roof = ctx.ceilings.memory_bytes_per_s.get("dram")
+    return float(roof.value) if roof else math.nan
+
+
+def sm_count(ctx: AdviceContext) -> int | None:
+    """Streaming multiprocessors (GPU) from the ceilings' details or metadata, None when unknown."""
+    device = ctx.ceilings.details.get("device")
+    nested = device if isinstance(device, dict) else {}
+    for source in (nested, ctx.ceilings.details, ctx.metadata):
+        for key in ("sm_count", "multiprocessor_count", "sms", "num_sms"):
+            value = source.get(key)
+            if isinstance(value, (int, float)) and value > 0:
+                return int(value)
+    return None
+
+
+# Efficiency (share of the roof) that cuBLAS / cuDNN / FlashAttention typically reach on large
+# shapes on H100-class GPUs; used only when the profile holds no library row to compare with.
+TYPICAL_LIBRARY_EFFICIENCY: dict[str, float] = {"gemm": 0.7, "conv": 0.6, "attention": 0.6}
+
+
+def gemm_operands(shapes: list[tuple[int, ...]]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(activation, weight) of a matmul-like op: the weight is its largest 2-D operand."""
+    mats = [s for s in shapes if len(s) >= 2]
+    if len(mats) < 2:
+        return None
+    weights = [s for s in mats if len(s) == 2] or mats
+    weight = max(weights, key=lambda s: (numel(s), s))
+    rest = list(mats)
+    rest.remove(weight)
+    act = next((s for s in rest if s[-1] in weight), rest[0])
+    return act, weight
+
+
+def gemm_m(shapes: list[tuple[int, ...]]) -> int | None:
+    """Rows of the activation (tokens): its elements over its last (reduction) dimension."""
+    ops = gemm_operands(shapes)
+    if ops is None or not ops[0] or ops[0][-1] == 0:
+        return None
+    return numel(ops[0]) // ops[0][-1]

@@ -1,0 +1,155 @@
+"""Run every registered rule on a profile, cap the savings by Amdahl, rank, and give the verdict."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl.errors import EXIT_FINDINGS, EXIT_OK
+from rooflinectl.outputs.advice.registry import (
+    RULES,
+    SEVERITIES,
+    AdviceContext,
+    Finding,
+    Rule,
+    Thresholds,
+    severity_rank,
+)
+from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.schema import KERNEL_COLUMNS
+
+_DEFAULTS = {"str": "", "int": 0, "float": math.nan, "bool": False}
+
+
+@dataclass
+class AdviceReport:
+    """The ranked findings and the run's figures they are measured against."""
+
+    findings: list[Finding]
+    rules: list[Rule]  # the rules that ran, in id order
+    run_time_s: float
+    total_kernel_time_s: float
+    total_saving_s: float  # Amdahl-capped: no kernel row gives more than its time
+    device_name: str
+    omitted: dict[str, int] = field(default_factory=dict)  # rule id -> findings left out (per-rule cap)
+    profile_path: str = ""
+    active_gates: tuple[str, ...] = ()  # gates whose threshold was set
+
+    def findings_of(self, rule_id: str) -> list[Finding]:
+        return [f for f in self.findings if f.rule_id == rule_id]
+
+    def worst_severity(self) -> str | None:
+        if not self.findings:
+            return None
+        return max((f.severity for f in self.findings), key=severity_rank)
+
+    def to_dict(self, fail_on: str | None = None) -> dict[str, Any]:
+        return {
+            "profile": self.profile_path,
+            "device": self.device_name,
+            "run_time_s": self.run_time_s,
+            "total_kernel_time_s": self.total_kernel_time_s,
+            "total_saving_s": self.total_saving_s,
+            "fail_on": fail_on,
+            "exit_code": exit_code(self, fail_on),
+            "rules": [r.id for r in self.rules],
+            "omitted": dict(sorted(self.omitted.items())),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def complete_table(kernels: pd.DataFrame) -> pd.DataFrame:
+    """A copy with every contract column present (missing ones filled with their empty value)
+    and a RangeIndex, so rules can index rows by position."""
+    table = kernels.reset_index(drop=True).copy()
+    for name, (kind, _) in KERNEL_COLUMNS.items():
+        if name not in table.columns:
+            table[name] = _DEFAULTS[kind]
+    return table
+
+
+def _amdahl_total(findings: list[Finding], kernels: pd.DataFrame, idle_s: float) -> float:
+    """What all findings save together, never more than the time they touch.
+
+    Each finding's kernel saving is spread over its rows in proportion to their time; on one row,
+    savings s_i of several findings combine as t x (1 - prod(1 - s_i / t)) (each fix removes a
+    share of what the others leave), so overlapping findings never add up past the row's time.
+    Idle-time savings combine the same way against device_idle_s.
+    """
+    remaining: dict[int, float] = defaultdict(lambda: 1.0)  # row -> share of its time left
+    idle_left = 1.0
+    for f in findings:
+        kernel_part = f.est_saving_s - f.idle_saving_s
+        times = {r: float(kernels.at[r, "time_s"]) for r in f.rows if r < len(kernels)}
+        weight = sum(times.values())
+        for r, t in times.items():
+            if weight > 0 and t > 0:
+                remaining[r] *= max(0.0, 1.0 - min(1.0, kernel_part * (t / weight) / t))
+        if idle_s > 0:
+            idle_left *= max(0.0, 1.0 - min(1.0, f.idle_saving_s / idle_s))
+    kernel_total = sum(float(kernels.at[r, "time_s"]) * (1.0 - left) for r, left in remaining.items())
+    return kernel_total + (max(idle_s, 0.0) * (1.0 - idle_left))
+
+
+def _cap(f: Finding, kernels: pd.DataFrame, idle_s: float) -> Finding:
+    """No finding promises more than its kernels' time (plus the idle time it claims)."""
+    rows_s = sum(float(kernels.at[r, "time_s"]) for r in f.rows if r < len(kernels))
+    idle_part = min(f.idle_saving_s, max(idle_s, 0.0))
+    limit = rows_s + idle_part
+    if f.est_saving_s <= limit and f.idle_saving_s <= idle_part:
+        return f
+    return replace(f, est_saving_s=min(f.est_saving_s, limit), idle_saving_s=idle_part)
+
+
+def _sort_key(f: Finding) -> tuple[Any, ...]:
+    return (-round(f.est_saving_s, 12), -severity_rank(f.severity), f.rule_id, f.rows, f.subject, f.evidence)
+
+
+def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_path: str = "") -> AdviceReport:
+    """All enabled rules on one profile: findings capped, downgraded when small, ranked by saving."""
+    thresholds = thresholds or Thresholds()
+    kernels = complete_table(profile.kernels)
+    ctx = AdviceContext(kernels=kernels, summary=dict(profile.summary or {}), ceilings=profile.ceilings,
+                        metadata=dict(profile.metadata or {}), thresholds=thresholds)
+    idle_s = float(ctx.summary.get("device_idle_s") or 0.0)
+    rules = [RULES[k] for k in sorted(RULES) if k not in thresholds.disabled_rules]
+    run_time_s = ctx.run_time_s
+    findings: list[Finding] = []
+    for entry in rules:
+        for f in entry.fn(ctx):
+            f = _cap(f, kernels, idle_s)
+            small = run_time_s <= 0 or f.est_saving_s < thresholds.min_saving_share * run_time_s
+            if not entry.gate and small and f.severity == "warning":
+                f = replace(f, severity="info")
+            findings.append(f)
+    findings.sort(key=_sort_key)
+    kept: list[Finding] = []
+    omitted: dict[str, int] = defaultdict(int)
+    per_rule: dict[str, int] = defaultdict(int)
+    for f in findings:
+        if per_rule[f.rule_id] >= thresholds.max_findings_per_rule:
+            omitted[f.rule_id] += 1
+            continue
+        per_rule[f.rule_id] += 1
+        kept.append(f)
+    total = min(_amdahl_total(findings, kernels, idle_s), run_time_s) if run_time_s > 0 else 0.0
+    return AdviceReport(findings=kept, rules=rules, run_time_s=run_time_s,
+                        total_kernel_time_s=ctx.total_kernel_time_s, total_saving_s=total,
+                        device_name=profile.ceilings.device_name, omitted=dict(omitted),
+                        profile_path=profile_path,
+                        active_gates=tuple(r.id for r in rules
+                                           if r.gate and getattr(thresholds, r.threshold) is not None))
+
+
+def exit_code(report: AdviceReport, fail_on: str | None) -> int:
+    """0 when no finding is at or above fail_on (or fail_on is None), else 1."""
+    if fail_on is None:
+        return EXIT_OK
+    if fail_on not in SEVERITIES:
+        raise ValueError(f"fail_on must be one of {SEVERITIES}")
+    level = severity_rank(fail_on)
+    return EXIT_FINDINGS if any(severity_rank(f.severity) >= level for f in report.findings) else EXIT_OK

@@ -1,0 +1,171 @@
+"""The advice-rule registry: one decorator, one entry per rule id, duplicates refused.
+
+A rule is a pure function `fn(ctx: AdviceContext) -> list[Finding]`: it reads the analysed
+kernel table (plus the run summary, the ceilings and the metadata) and returns findings. It never
+prints, plots or reads files. Its docstring is its documentation (`rooflinectl advise
+--list-rules` prints it), and says how its estimate is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl.ceilings.model import Ceilings
+
+SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
+DOCS_BASE = "https://github.com/rooflinectl/rooflinectl/blob/main/docs/advice.md"
+
+
+def severity_rank(severity: str) -> int:
+    """info < warning < error; an unknown name is a programming error."""
+    return SEVERITIES.index(severity)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """CI thresholds and knobs; None switches a gate off. Read from flags and [tool.rooflinectl]."""
+
+    min_efficiency: float | None = None  # time-weighted efficiency of the known-cost kernels
+    max_unknown_share: float | None = None  # share of kernel time with no cost model
+    max_launch_overhead: float | None = None  # device idle time / window
+    min_saving_share: float = 0.01  # findings saving less than this share of the run become info
+    max_findings_per_rule: int = 5
+    disabled_rules: tuple[str, ...] = ()
+
+
+@dataclass
+class AdviceContext:
+    """What a rule sees: the analysed table (RangeIndex = row positions), summary, roofs, metadata."""
+
+    kernels: pd.DataFrame
+    summary: dict[str, Any]
+    ceilings: Ceilings
+    metadata: dict[str, Any]
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    @property
+    def total_kernel_time_s(self) -> float:
+        value = self.summary.get("total_kernel_time_s")
+        if value is None or value != value:  # None or NaN
+            return float(self.kernels["time_s"].sum()) if len(self.kernels) else 0.0
+        return float(value)
+
+    @property
+    def run_time_s(self) -> float:
+        """The time the run's verdict is measured against: the window, else the kernel time."""
+        window = self.summary.get("window_s")
+        if window is not None and window == window and float(window) > 0:
+            return max(float(window), self.total_kernel_time_s)
+        return self.total_kernel_time_s
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.ceilings.device_kind == "cuda"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One recommendation with its evidence and the time it would save (seconds, Amdahl-capped)."""
+
+    rule_id: str
+    title: str
+    severity: str
+    evidence: str
+    recommendation: str
+    est_saving_s: float
+    rows: tuple[int, ...] = ()
+    numbers: dict[str, float] = field(default_factory=dict)
+    subject: str = ""  # the op / module / kernel the finding is about, for annotations
+    idle_saving_s: float = 0.0  # the part of est_saving_s that is device idle time, not kernel time
+    docs: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule_id": self.rule_id,
+            "title": self.title,
+            "severity": self.severity,
+            "subject": self.subject,
+            "evidence": self.evidence,
+            "numbers": {k: float(v) for k, v in sorted(self.numbers.items())},
+            "recommendation": self.recommendation,
+            "est_saving_s": float(self.est_saving_s),
+            "rows": [int(r) for r in self.rows],
+            "docs": self.docs,
+        }
+
+
+RuleFn = Callable[[AdviceContext], list[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: str
+    fn: RuleFn
+    doc: str
+    gate: bool = False  # a CI gate (active only when its threshold is set), not a fix
+    threshold: str = ""  # for gates: the Thresholds field that switches it on
+
+    @property
+    def docs_url(self) -> str:
+        return f"{DOCS_BASE}#{self.id.replace('.', '')}"
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(*, id: str, title: str, severity: str, threshold: str = "") -> Callable[[RuleFn], RuleFn]:
+    """Register an advice rule under a unique id; a second registration of the id is refused.
+
+    A rule with a threshold (a Thresholds field name) is a CI gate, active only when it is set.
+    """
+    if severity not in SEVERITIES:
+        raise ValueError(f"rule {id!r}: severity must be one of {SEVERITIES}, not {severity!r}")
+    if threshold and threshold not in Thresholds.__dataclass_fields__:
+        raise ValueError(f"rule {id!r}: unknown threshold {threshold!r}")
+
+    def register(fn: RuleFn) -> RuleFn:
+        if id in RULES:
+            raise ValueError(f"advice rule {id!r} is already registered (by {RULES[id].fn.__module__})")
+        doc = (fn.__doc__ or "").strip()
+        if not doc:
+            raise ValueError(f"advice rule {id!r} has no docstring: every rule documents its estimate")
+        RULES[id] = Rule(id=id, title=title, severity=severity, fn=fn, doc=doc,
+                         gate=bool(threshold), threshold=threshold)
+        return fn
+
+    return register
+
+
+def make_finding(
+    rule_id: str,
+    *,
+    evidence: str,
+    recommendation: str,
+    est_saving_s: float,
+    rows: tuple[int, ...] | list[int] = (),
+    numbers: dict[str, float] | None = None,
+    subject: str = "",
+    idle_saving_s: float = 0.0,
+    severity: str | None = None,
+) -> Finding:
+    """Build a finding of a registered rule, taking its title, severity and docs from the registry."""
+    entry = RULES[rule_id]
+    return Finding(
+        rule_id=rule_id,
+        title=entry.title,
+        severity=severity or entry.severity,
+        evidence=evidence,
+        recommendation=recommendation,
+        est_saving_s=max(0.0, float(est_saving_s)),
+        rows=tuple(sorted({int(r) for r in rows})),
+        numbers=dict(numbers or {}),
+        subject=subject,
+        idle_saving_s=max(0.0, float(idle_saving_s)),
+        docs=entry.docs_url,
+    )

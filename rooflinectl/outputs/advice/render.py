@@ -1,0 +1,147 @@
+"""Rendering an AdviceReport: rich (terminal), markdown, json, github annotations, junit XML.
+
+Renderers return strings or rich renderables; they never print.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from rooflinectl.outputs.advice.common import fmt_time
+from rooflinectl.outputs.advice.engine import AdviceReport, exit_code
+from rooflinectl.outputs.advice.registry import Finding, severity_rank
+
+FORMATS: tuple[str, ...] = ("rich", "markdown", "json", "github", "junit")
+_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
+_GITHUB_LEVEL = {"info": "notice", "warning": "warning", "error": "error"}
+
+
+def _share(report: AdviceReport, seconds: float) -> str:
+    return f"{seconds / report.run_time_s * 100:.1f}%" if report.run_time_s > 0 else "-"
+
+
+def _headline(report: AdviceReport, fail_on: str | None) -> str:
+    code = exit_code(report, fail_on)
+    verdict = f"fail on {fail_on}: exit {code}" if fail_on else "no --fail-on: exit 0"
+    return (f"{len(report.findings)} finding(s) on {report.device_name}; estimated saving "
+            f"{fmt_time(report.total_saving_s)} of {fmt_time(report.run_time_s)} "
+            f"({_share(report, report.total_saving_s)}, Amdahl-capped); {verdict}.")
+
+
+def rich_renderable(report: AdviceReport, fail_on: str | None = None) -> RenderableType:
+    """A table of the ranked findings followed by each finding's evidence and fix."""
+    table = Table(title="rooflinectl advice", title_justify="left", show_lines=False)
+    for name, justify in (("#", "right"), ("severity", "left"), ("rule", "left"),
+                          ("finding", "left"), ("est. saving", "right"), ("share", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    parts: list[RenderableType] = [table]
+    for n, f in enumerate(report.findings, 1):
+        table.add_row(str(n), Text(f.severity, style=_STYLE[f.severity]), f.rule_id,
+                      f"{f.title}: {f.subject}" if f.subject else f.title,
+                      fmt_time(f.est_saving_s), _share(report, f.est_saving_s))
+        body = Text()
+        body.append(f"{n}. {f.title}", style="bold")
+        body.append(f"  [{f.rule_id}]\n", style="dim")
+        body.append("   evidence: ", style="dim")
+        body.append(f.evidence + "\n")
+        body.append("   fix: ", style="dim")
+        body.append(f.recommendation)
+        parts.append(body)
+    for rule_id, count in sorted(report.omitted.items()):
+        parts.append(Text(f"({count} more {rule_id} finding(s) not shown)", style="dim"))
+    parts.append(Text(_headline(report, fail_on), style="bold"))
+    return Group(*parts)
+
+
+def _md_cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
+    lines = [f"## rooflinectl advice: {report.device_name}", "", _headline(report, fail_on), ""]
+    if report.findings:
+        lines += ["| # | severity | rule | finding | est. saving | share |", "|---:|---|---|---|---:|---:|"]
+        for n, f in enumerate(report.findings, 1):
+            what = f"{f.title}: {f.subject}" if f.subject else f.title
+            lines.append(f"| {n} | {f.severity} | `{f.rule_id}` | {_md_cell(what)} | "
+                         f"{fmt_time(f.est_saving_s)} | {_share(report, f.est_saving_s)} |")
+        lines.append("")
+        for n, f in enumerate(report.findings, 1):
+            lines += [f"### {n}. {f.title} (`{f.rule_id}`, {f.severity})", "",
+                      f"**Evidence:** {f.evidence}", "", f"**Fix:** {f.recommendation}", "",
+                      f"[About this rule]({f.docs})", ""]
+    else:
+        lines.append("No findings.")
+    for rule_id, count in sorted(report.omitted.items()):
+        lines.append(f"_{count} more `{rule_id}` finding(s) not shown._")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_json(report: AdviceReport, fail_on: str | None = None) -> str:
+    return json.dumps(report.to_dict(fail_on), indent=1, sort_keys=False) + "\n"
+
+
+def _gh_escape(value: str, prop: bool = False) -> str:
+    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return value.replace(":", "%3A").replace(",", "%2C") if prop else value
+
+
+def render_github(report: AdviceReport, fail_on: str | None = None) -> str:
+    """GitHub workflow commands: ::notice / ::warning / ::error, one per finding."""
+    lines = []
+    for f in report.findings:
+        title = _gh_escape(f"rooflinectl {f.rule_id}: {f.title}", prop=True)
+        message = _gh_escape(f"{f.evidence} Fix: {f.recommendation} "
+                             f"(est. saving {fmt_time(f.est_saving_s)}, {_share(report, f.est_saving_s)})")
+        lines.append(f"::{_GITHUB_LEVEL[f.severity]} title={title}::{message}")
+    lines.append(_headline(report, fail_on))
+    return "\n".join(lines) + "\n"
+
+
+def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
+    """One test case per rule that ran: failed when it has findings at or above fail_on
+    (warning when no --fail-on is given), skipped for gates without a threshold."""
+    level = severity_rank(fail_on or "warning")
+    suite = ET.Element("testsuite", name="rooflinectl.advise")
+    failures = skipped = 0
+    for entry in report.rules:
+        case = ET.SubElement(suite, "testcase", classname="rooflinectl.advise", name=entry.id, time="0")
+        found: list[Finding] = report.findings_of(entry.id)
+        bad = [f for f in found if severity_rank(f.severity) >= level]
+        if bad:
+            failures += 1
+            failure = ET.SubElement(case, "failure", type=bad[0].severity,
+                                    message=f"{entry.title}: {len(bad)} finding(s), est. saving "
+                                            f"{fmt_time(sum(f.est_saving_s for f in bad))}")
+            failure.text = "\n\n".join(f"{f.evidence}\nFix: {f.recommendation}" for f in bad)
+        elif entry.gate and not found and entry.id not in report.active_gates:
+            skipped += 1
+            ET.SubElement(case, "skipped", message="threshold not set")
+        if found and not bad:
+            ET.SubElement(case, "system-out").text = "\n".join(f.evidence for f in found)
+    suite.set("tests", str(len(report.rules)))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
+    root = ET.Element("testsuites", name="rooflinectl", tests=str(len(report.rules)), failures=str(failures))
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render_text(report: AdviceReport, fmt: str, fail_on: str | None = None, width: int = 100) -> str:
+    """Any format as a string (rich without colour), for files and tests."""
+    if fmt == "rich":
+        buffer = io.StringIO()
+        Console(file=buffer, width=width, color_system=None).print(rich_renderable(report, fail_on))
+        return buffer.getvalue()
+    renderers = {"markdown": render_markdown, "json": render_json, "github": render_github, "junit": render_junit}
+    if fmt not in renderers:
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    return renderers[fmt](report, fail_on)

@@ -1,0 +1,254 @@
+"""Rules about memory traffic between kernels: fusion of element-wise chains, attention."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pandas as pd
+
+from rooflinectl.outputs.advice.common import (
+    FUSIBLE_FAMILIES,
+    element_bytes,
+    fmt_pct,
+    fmt_rate,
+    fmt_time,
+    known_cost,
+    launch_sequence,
+    main_shape,
+    num,
+    numel,
+    parse_shapes,
+    text,
+    time_per_call_s,
+    where,
+)
+from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+
+
+def _fusible(row: pd.Series) -> bool:
+    return (
+        text(row, "op_family") in FUSIBLE_FAMILIES
+        and text(row, "origin") != "inductor"
+        and text(row, "bound") in ("memory", "latency")
+        and known_cost(row)  # the estimate uses bytes and achieved bandwidth, not the roof
+        and num(row, "bytes", 0.0) > 0
+    )
+
+
+def _chains_from_sequence(kernels: pd.DataFrame, seq: list[int]) -> Counter[tuple[int, ...]]:
+    """Maximal runs of consecutive fusible launches over tensors of one size, counted by pattern.
+
+    A run ends where a row it already holds comes again (the next iteration's chain), so a
+    chain that applies the very same op group twice is counted as two shorter chains.
+    """
+    fusible = {i for i in range(len(kernels)) if _fusible(kernels.iloc[i])}
+    sizes = {i: numel(main_shape(kernels.iloc[i].get("shapes", ""))) for i in fusible}
+    chains: Counter[tuple[int, ...]] = Counter()
+    run: list[int] = []
+    for pos in [*seq, -1]:
+        # A row seen again ends the run: the next iteration starts the same chain over.
+        if run and pos in fusible and sizes[pos] == sizes[run[0]] and pos not in run:
+            run.append(pos)
+            continue
+        if len(run) >= 2:
+            chains[tuple(run)] += 1
+        run = [pos] if pos in fusible else []
+    return chains
+
+
+def _chains_without_sequence(kernels: pd.DataFrame) -> Counter[tuple[int, ...]]:
+    """No launch order recorded: group fusible rows by (module, tensor size, dtype) instead."""
+    groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
+    for i in range(len(kernels)):
+        row = kernels.iloc[i]
+        if _fusible(row):
+            key = (text(row, "module"), numel(main_shape(row.get("shapes", ""))), text(row, "dtype"))
+            groups[key].append(i)
+    chains: Counter[tuple[int, ...]] = Counter()
+    for rows in groups.values():
+        if len(rows) >= 2:
+            calls = min(int(num(kernels.iloc[i], "calls", 1.0)) for i in rows)
+            chains[tuple(rows)] = max(1, calls)
+    return chains
+
+
+@rule(id="fusion.memory-chain", title="Fuse a chain of memory-bound kernels", severity="warning")
+def fusion_chain(ctx: AdviceContext) -> list[Finding]:
+    """Consecutive memory-bound element-wise / norm / softmax / reduction kernels over tensors of
+    one size (from the launch order; without it, rows grouped by module and size).
+
+    Estimate: a fused kernel moves only the chain's external inputs and outputs; each link's
+    intermediate (written by one kernel, read by the next: 2 x elements x element size) stays on
+    chip. Fused time = external bytes / the best bandwidth a kernel of the chain already achieved
+    (at least the kernel floor). Saving = chain time - fused time, per occurrence.
+    Approximation: the intermediate is taken to be the size of the chain's largest input.
+    """
+    kernels = ctx.kernels
+    seq = launch_sequence(ctx)
+    chains = _chains_from_sequence(kernels, seq) if seq else _chains_without_sequence(kernels)
+    floor_s = float(ctx.ceilings.kernel_floor_s.value)
+    findings: list[Finding] = []
+    for rows, count in sorted(chains.items()):
+        parts = [kernels.iloc[i] for i in rows]
+        chain_s = sum(time_per_call_s(r) for r in parts)
+        chain_bytes = sum(num(r, "bytes", 0.0) / max(1.0, num(r, "calls", 1.0)) for r in parts)
+        link_bytes = 2.0 * numel(main_shape(parts[0].get("shapes", ""))) * element_bytes(parts[0])
+        external_bytes = max(chain_bytes - (len(parts) - 1) * link_bytes, link_bytes)
+        best_bw = max(num(r, "achieved_bytes_per_s", 0.0) for r in parts)
+        if best_bw <= 0 or chain_s <= 0:
+            continue
+        fused_s = max(external_bytes / best_bw, floor_s)
+        saving_s = count * max(0.0, chain_s - fused_s)
+        if saving_s <= 0:
+            continue
+        ops = " -> ".join(text(r, "op") or text(r, "kernel") for r in parts)
+        short = "+".join((text(r, "op") or text(r, "kernel")).split("::")[-1].lstrip("_") for r in parts)
+        custom = any(text(r, "origin") in ("triton", "other") for r in parts)
+        module = next((text(r, "module") for r in parts if text(r, "module")), "")
+        place = f" in {module}" if module else ""
+        if custom:
+            fix = (f"Fuse {ops}{place} into one Triton kernel: load each input once, compute the chain "
+                   "in registers, store only the final result.")
+        else:
+            fix = (f"Wrap the code{place} in torch.compile (Inductor fuses {ops} into one kernel), or "
+                   "use a fused op (e.g. a fused bias+GELU, add+LayerNorm, or fused softmax).")
+        findings.append(make_finding(
+            "fusion.memory-chain",
+            evidence=(f"{len(parts)} memory-bound kernels launched back to back {count}x over "
+                      f"{parts[0].get('shapes', '')}: {ops}; {fmt_time(chain_s)} per chain, moving "
+                      f"{chain_bytes / 1e6:.2f} MB of which {external_bytes / 1e6:.2f} MB is the "
+                      f"chain's own input/output (best kernel at {fmt_rate(best_bw, 'B/s')})."),
+            recommendation=fix,
+            est_saving_s=saving_s,
+            rows=rows,
+            numbers={"chain_time_s": chain_s, "chain_bytes": chain_bytes,
+                     "external_bytes": external_bytes, "occurrences": float(count),
+                     "fused_time_s": fused_s},
+            subject=f"{short} in {module}" if module else short,
+        ))
+    return findings
+
+
+def _gemm_output_numel(shapes: list[tuple[int, ...]]) -> int:
+    """Elements of a (batched) matmul's output: a[..., M, K] x b[..., K, N] -> a[:-1] x N."""
+    mats = [s for s in shapes if len(s) >= 2]
+    if len(mats) < 2:
+        return -1
+    a, b = mats[-2], mats[-1]
+    return numel(a[:-1]) * b[-1]
+
+
+@rule(id="attention.materialised-scores", title="Use scaled_dot_product_attention", severity="warning")
+def attention_scores(ctx: AdviceContext) -> list[Finding]:
+    """A softmax over a [.., S, S]-like score matrix that a matmul writes and another matmul reads
+    (naive attention: Q K^T, softmax, P V), plus the element-wise kernels over the same matrix.
+
+    Estimate: scaled_dot_product_attention (FlashAttention) never writes the score matrix, so it
+    saves the softmax and element-wise kernels' time over it, plus the GEMMs' write and read of it
+    (2 x elements x element size at the DRAM roof, capped by the GEMMs' time).
+    """
+    kernels = ctx.kernels
+    dram = ctx.ceilings.memory_bytes_per_s.get("dram")
+    findings: list[Finding] = []
+    for i in range(len(kernels)):
+        row = kernels.iloc[i]
+        if text(row, "op_family") != "softmax":
+            continue
+        shape = main_shape(row.get("shapes", ""))
+        if len(shape) < 3 or shape[-1] < 16:
+            continue
+        scores = numel(shape)
+        consumers, producers, scalers = [], [], []
+        for j in range(len(kernels)):
+            other = kernels.iloc[j]
+            family = text(other, "op_family")
+            shapes = parse_shapes(other.get("shapes", ""))
+            if family == "gemm":
+                if any(numel(s) == scores and len(s) >= 3 for s in shapes):
+                    consumers.append(j)
+                elif _gemm_output_numel(shapes) == scores:
+                    producers.append(j)
+            elif family in ("elementwise", "copy") and j != i and numel(main_shape(other.get("shapes", ""))) == scores:
+                scalers.append(j)
+        if not consumers:
+            continue
+        calls = max(1.0, num(row, "calls", 1.0))
+        score_bytes = scores * element_bytes(row) * calls
+        gemm_rows = consumers + producers
+        gemm_s = sum(num(kernels.iloc[j], "time_s", 0.0) for j in gemm_rows)
+        bw = float(dram.value) if dram else 0.0
+        gemm_part_s = min(2.0 * score_bytes / bw, gemm_s) if bw > 0 else 0.0
+        side_s = num(row, "time_s", 0.0) + sum(num(kernels.iloc[j], "time_s", 0.0) for j in scalers)
+        saving_s = side_s + gemm_part_s
+        module = text(row, "module")
+        findings.append(make_finding(
+            "attention.materialised-scores",
+            evidence=(f"{where(row)} normalises a materialised score matrix of {scores:,} elements "
+                      f"({score_bytes / 1e6:.1f} MB over {int(calls)} calls) that "
+                      f"{len(consumers)} matmul group(s) read; softmax and element-wise work on it "
+                      f"takes {fmt_time(side_s)}."),
+            recommendation=("Replace matmul-softmax-matmul with "
+                            "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=..., "
+                            "is_causal=...) (FlashAttention / memory-efficient kernels): the score "
+                            "matrix stays on chip."),
+            est_saving_s=saving_s,
+            rows=[i, *gemm_rows, *scalers],
+            numbers={"score_elements": float(scores), "score_bytes": score_bytes,
+                     "softmax_and_elementwise_s": side_s, "gemm_score_traffic_s": gemm_part_s},
+            subject=module or text(row, "op"),
+        ))
+    return findings
+
+
+def _decode_groups(kernels: pd.DataFrame, families: tuple[str, ...], decode_only: bool) -> dict[tuple[str, str], list[int]]:
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i in range(len(kernels)):
+        row = kernels.iloc[i]
+        if text(row, "op_family") not in families:
+            continue
+        shapes = parse_shapes(row.get("shapes", ""))
+        if decode_only and not (shapes and len(shapes[0]) >= 3 and shapes[0][-2] == 1):
+            continue
+        groups[(text(row, "op"), text(row, "module"))].append(i)
+    return groups
+
+
+@rule(id="attention.kv-cache-growth", title="Pre-allocate / page the KV cache", severity="warning")
+def kv_cache_growth(ctx: AdviceContext) -> list[Finding]:
+    """Decode attention (query length 1) over a key/value length that grows from call to call
+    (4 or more distinct shapes for one op and module), usually with the cache re-built by cat.
+
+    Estimate: a pre-allocated (static or paged) cache writes one new token in place, so the
+    time of the copy/cat kernels whose shapes grow with the cache is saved; the attention itself
+    is not counted as saved.
+    """
+    kernels = ctx.kernels
+    findings: list[Finding] = []
+    decode = _decode_groups(kernels, ("attention", "gemm"), decode_only=True)
+    copies = _decode_groups(kernels, ("copy",), decode_only=False)
+    total_s = ctx.run_time_s
+    for (op, module), rows in sorted(decode.items()):
+        distinct = {text(kernels.iloc[i], "shapes") for i in rows}
+        if len(distinct) < 4:
+            continue
+        growing = [j for (_, cmod), cr in sorted(copies.items()) if cmod == module
+                   for j in cr if len({text(kernels.iloc[k], "shapes") for k in cr}) >= 4]
+        copy_s = sum(num(kernels.iloc[j], "time_s", 0.0) for j in growing)
+        attn_s = sum(num(kernels.iloc[i], "time_s", 0.0) for i in rows)
+        findings.append(make_finding(
+            "attention.kv-cache-growth",
+            evidence=(f"{op}{' in ' + module if module else ''} runs decode attention (query length 1) "
+                      f"over {len(distinct)} different key/value lengths ({fmt_time(attn_s)}, "
+                      f"{fmt_pct(attn_s / total_s) if total_s else '?'} of the run); "
+                      f"{len(growing)} copy groups re-build the cache ({fmt_time(copy_s)})."),
+            recommendation=("Keep the KV cache pre-allocated and write each token in place "
+                            "(index_copy_ / a static cache), and use paged attention for many "
+                            "sequences (vLLM PagedAttention, flash_attn_with_kvcache, FlexAttention "
+                            "with a paged block mask); static shapes also allow CUDA graphs."),
+            est_saving_s=copy_s,
+            rows=[*rows, *growing],
+            numbers={"kv_lengths": float(len(distinct)), "attention_s": attn_s, "cache_copy_s": copy_s},
+            subject=module or op,
+            severity=None if copy_s > 0 else "info",
+        ))
+    return findings

@@ -1,0 +1,76 @@
+"""CI gates: whole-run thresholds, active only when their threshold is set (flag or pyproject)."""
+
+from __future__ import annotations
+
+from rooflinectl.outputs.advice.common import fmt_pct, fmt_time, usable
+from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+
+
+@rule(id="gate.min-efficiency", title="Efficiency below the CI threshold", severity="error", threshold="min_efficiency")
+def min_efficiency(ctx: AdviceContext) -> list[Finding]:
+    """Time-weighted efficiency of the kernels with a known cost, sum(roof_time_s) / sum(time_s),
+    below --min-efficiency. Estimate: none (a verdict, not a fix)."""
+    limit = ctx.thresholds.min_efficiency
+    if limit is None:
+        return []
+    known = ctx.kernels[[usable(r) for _, r in ctx.kernels.iterrows()]] if len(ctx.kernels) else ctx.kernels
+    time_s = float(known["time_s"].sum()) if len(known) else 0.0
+    if time_s <= 0:
+        return []
+    eff = float(known["roof_time_s"].fillna(0.0).sum()) / time_s
+    if eff >= limit:
+        return []
+    return [make_finding(
+        "gate.min-efficiency",
+        evidence=f"kernels with a known cost ran at {fmt_pct(eff)} of their roofs over {fmt_time(time_s)}; the threshold is {fmt_pct(limit)}.",
+        recommendation="Act on the findings above, or lower min_efficiency in [tool.rooflinectl] if the threshold is too strict.",
+        est_saving_s=0.0,
+        numbers={"efficiency": eff, "threshold": float(limit)},
+        subject="efficiency",
+    )]
+
+
+@rule(id="gate.unknown-share", title="Too much kernel time without a cost model", severity="error", threshold="max_unknown_share")
+def unknown_share(ctx: AdviceContext) -> list[Finding]:
+    """Share of kernel time whose FLOPs and bytes no formula covered (summary unknown_time_share,
+    else the time of rows with cost_source none) above --max-unknown-share. Estimate: none."""
+    limit = ctx.thresholds.max_unknown_share
+    if limit is None:
+        return []
+    share = ctx.summary.get("unknown_time_share")
+    if share is None or share != share:
+        total_s = ctx.total_kernel_time_s
+        unknown_s = float(ctx.kernels.loc[ctx.kernels["cost_source"].isin(["none", ""]), "time_s"].sum())
+        share = unknown_s / total_s if total_s else 0.0
+    share = float(share)
+    if share <= limit:
+        return []
+    return [make_finding(
+        "gate.unknown-share",
+        evidence=f"{fmt_pct(share)} of kernel time has no cost model (cost_source none); the threshold is {fmt_pct(limit)}.",
+        recommendation="Add cost formulas for the ops listed by `rooflinectl show --unknown`, return a cost from Triton kernels through launch_metadata, or run with counters (ncu).",
+        est_saving_s=0.0,
+        numbers={"unknown_share": share, "threshold": float(limit)},
+        subject="unknown cost",
+    )]
+
+
+@rule(id="gate.launch-overhead", title="Device idle share above the CI threshold", severity="error", threshold="max_launch_overhead")
+def launch_overhead_gate(ctx: AdviceContext) -> list[Finding]:
+    """device_idle_s / window_s above --max-launch-overhead. Estimate: none (launch.overhead
+    estimates what CUDA graphs would save)."""
+    limit = ctx.thresholds.max_launch_overhead
+    idle, window = ctx.summary.get("device_idle_s"), ctx.summary.get("window_s")
+    if limit is None or idle is None or not window:
+        return []
+    share = float(idle) / float(window)
+    if share <= limit:
+        return []
+    return [make_finding(
+        "gate.launch-overhead",
+        evidence=f"the device was idle {fmt_pct(share)} of the window ({fmt_time(float(idle))} of {fmt_time(float(window))}); the threshold is {fmt_pct(limit)}.",
+        recommendation="Capture the step in a CUDA graph (see launch.overhead), or raise max_launch_overhead.",
+        est_saving_s=0.0,
+        numbers={"idle_share": share, "threshold": float(limit)},
+        subject="launch overhead",
+    )]

@@ -1,0 +1,191 @@
+"""Rules about single kernels against their roof: library fallback, stop here, tiling/coalescing."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rooflinectl.outputs.advice.common import (
+    MATH_FAMILIES,
+    TYPICAL_LIBRARY_EFFICIENCY,
+    fmt_pct,
+    fmt_time,
+    is_custom,
+    num,
+    text,
+    time_per_call_s,
+    usable,
+    where,
+)
+from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+
+STOP_EFFICIENCY = 0.8  # at or above this share of the roof, a custom kernel cannot win much
+STOP_MIN_SHARE = 0.05
+FAR_EFFICIENCY = 0.5  # a custom kernel under this share of its roof is "far" from it
+TARGET_EFFICIENCY = 0.8  # what a well-tuned kernel reaches: the tiling rules' target
+LIBRARY_GAP = 0.5  # custom efficiency under this fraction of the library's: call the library
+MIN_CALL_S = 5.0e-6  # shorter kernels are latency-bound; the launch rules speak for them
+
+
+def library_efficiency(ctx: AdviceContext, row: pd.Series) -> tuple[float, str]:
+    """The efficiency a library reaches on this work: same shapes, else same family and
+    precision in this profile (time-weighted), else a typical figure. Returns (eff, source)."""
+    k = ctx.kernels
+    lib = k[~k["origin"].isin(["triton", "other"]) & (k["op_family"] == text(row, "op_family"))]
+    lib = lib[[usable(r) for _, r in lib.iterrows()]] if len(lib) else lib
+    same = lib[(lib["shapes"] == text(row, "shapes")) & (lib["precision"] == text(row, "precision"))]
+    for subset, source in ((same, "library on the same shapes"),
+                           (lib[lib["precision"] == text(row, "precision")], "library in this profile")):
+        time_s = float(subset["time_s"].sum()) if len(subset) else 0.0
+        if time_s > 0:
+            return float(subset["roof_time_s"].sum()) / time_s, source
+    return TYPICAL_LIBRARY_EFFICIENCY.get(text(row, "op_family"), 0.6), "typical library efficiency"
+
+
+def _library_case(ctx: AdviceContext, row: pd.Series) -> tuple[float, str] | None:
+    if not (is_custom(row) and text(row, "op_family") in MATH_FAMILIES and usable(row)):
+        return None
+    lib_eff, source = library_efficiency(ctx, row)
+    if num(row, "efficiency", 1.0) >= LIBRARY_GAP * lib_eff:
+        return None
+    return lib_eff, source
+
+
+@rule(id="library.fallback", title="Call the library instead of a custom kernel", severity="warning")
+def library_fallback(ctx: AdviceContext) -> list[Finding]:
+    """A custom (Triton / CUDA) GEMM, convolution or attention kernel at less than half the
+    efficiency a library reaches on the same work (same shapes in this profile, else the same
+    family and precision, else a typical cuBLAS/cuDNN/FlashAttention efficiency).
+
+    Estimate: at the library's efficiency the kernel would take time x own / library efficiency.
+    """
+    findings = []
+    for i, row in ctx.kernels.iterrows():
+        case = _library_case(ctx, row)
+        if case is None:
+            continue
+        lib_eff, source = case
+        eff = num(row, "efficiency", 0.0)
+        time_s = num(row, "time_s", 0.0)
+        call = {"gemm": "torch.matmul / F.linear (cuBLAS)", "conv": "F.conv2d (cuDNN)",
+                "attention": "F.scaled_dot_product_attention"}[text(row, "op_family")]
+        findings.append(make_finding(
+            "library.fallback",
+            evidence=(f"custom kernel {text(row, 'kernel')} ({where(row)}) reaches {fmt_pct(eff)} of its "
+                      f"roof; the {source} reaches {fmt_pct(lib_eff)}."),
+            recommendation=(f"Call {call} for this {text(row, 'op_family')} unless the custom kernel fuses "
+                            "something the library cannot; if it must stay, autotune its tile sizes."),
+            est_saving_s=time_s * (1.0 - eff / lib_eff),
+            rows=(int(i),),
+            numbers={"efficiency": eff, "library_efficiency": lib_eff, "time_s": time_s},
+            subject=text(row, "kernel"),
+        ))
+    return findings
+
+
+@rule(id="roof.stop-here", title="Stop here: this kernel is at its roof", severity="info")
+def stop_here(ctx: AdviceContext) -> list[Finding]:
+    """A kernel at 80% or more of its roof and at least 5% of kernel time: no custom kernel can win
+    more than its headroom (time - roof time); the next gain is less work (fusion, precision).
+
+    Estimate: none (0 s); the evidence states the most any kernel could win.
+    """
+    total_s = ctx.total_kernel_time_s
+    findings = []
+    for i, row in ctx.kernels.iterrows():
+        eff = num(row, "efficiency", 0.0)
+        time_s = num(row, "time_s", 0.0)
+        if not usable(row) or eff < STOP_EFFICIENCY or not total_s or time_s / total_s < STOP_MIN_SHARE:
+            continue
+        headroom_s = max(0.0, num(row, "headroom_s", time_s - num(row, "roof_time_s", time_s)))
+        findings.append(make_finding(
+            "roof.stop-here",
+            evidence=(f"{where(row)} runs at {fmt_pct(eff)} of its {text(row, 'bound')} roof "
+                      f"({fmt_pct(time_s / total_s)} of kernel time)."),
+            recommendation=(f"Stop here: a custom kernel can win at most {fmt_pct(headroom_s / time_s)} of "
+                            f"this kernel ({fmt_time(headroom_s)}, {fmt_pct(headroom_s / total_s)} of kernel "
+                            "time). To go faster, do less work: fuse it away, lower the precision, or "
+                            "change the algorithm."),
+            est_saving_s=0.0,
+            rows=(int(i),),
+            numbers={"efficiency": eff, "headroom_s": headroom_s, "max_win_share": headroom_s / time_s},
+            subject=text(row, "kernel") or text(row, "op"),
+        ))
+    return findings
+
+
+def _far_custom(ctx: AdviceContext, bound: str) -> list[tuple[int, pd.Series]]:
+    return [(int(i), r) for i, r in ctx.kernels.iterrows()
+            if is_custom(r) and usable(r) and text(r, "bound") == bound
+            and num(r, "efficiency", 1.0) < FAR_EFFICIENCY and time_per_call_s(r) >= MIN_CALL_S
+            and _library_case(ctx, r) is None]
+
+
+def _tiling_findings(ctx: AdviceContext, rule_id: str, bound: str, fix: str) -> list[Finding]:
+    findings = []
+    for i, row in _far_custom(ctx, bound):
+        time_s = num(row, "time_s", 0.0)
+        roof_s = num(row, "roof_time_s", 0.0)
+        eff = num(row, "efficiency", 0.0)
+        achieved = (f"{num(row, 'achieved_bytes_per_s', 0.0) / 1e9:.0f} GB/s" if bound == "memory"
+                    else f"{num(row, 'achieved_flops_per_s', 0.0) / 1e12:.1f} TFLOP/s")
+        findings.append(make_finding(
+            rule_id,
+            evidence=(f"custom {bound}-bound kernel {text(row, 'kernel')} ({where(row)}) reaches "
+                      f"{fmt_pct(eff)} of its roof ({achieved}) over {fmt_time(time_s)}."),
+            recommendation=fix,
+            est_saving_s=time_s - roof_s / TARGET_EFFICIENCY,
+            rows=(i,),
+            numbers={"efficiency": eff, "time_s": time_s, "roof_time_s": roof_s},
+            subject=text(row, "kernel"),
+        ))
+    return findings
+
+
+@rule(id="custom.memory-far-from-roof", title="Fix the memory access of a custom kernel", severity="warning")
+def custom_memory(ctx: AdviceContext) -> list[Finding]:
+    """A custom memory-bound kernel (>= 5 us per call) under 50% of the DRAM roof.
+
+    Estimate: a well-written kernel reaches 80% of its roof: saving = time - roof_time_s / 0.8.
+    """
+    return _tiling_findings(
+        ctx, "custom.memory-far-from-roof", "memory",
+        "Coalesce the accesses (consecutive threads read consecutive addresses; make the fastest-"
+        "moving index the contiguous one), use vectorised 16-byte loads, tile through shared memory "
+        "for transposes/strided reads, and give each program enough bytes in flight (BLOCK_SIZE, "
+        "num_warps).")
+
+
+@rule(id="custom.compute-far-from-roof", title="Tile and autotune a custom compute-bound kernel", severity="warning")
+def custom_compute(ctx: AdviceContext) -> list[Finding]:
+    """A custom compute-bound kernel (>= 5 us per call) under 50% of its compute roof, which a
+    library does not cover (otherwise library.fallback speaks).
+
+    Estimate: a well-tuned kernel reaches 80% of its roof: saving = time - roof_time_s / 0.8.
+    """
+    return _tiling_findings(
+        ctx, "custom.compute-far-from-roof", "compute",
+        "Tile for reuse (blocks of BLOCK_M x BLOCK_N with a K loop, operands staged in shared memory), "
+        "use tensor-core dot products (tl.dot) in bf16/tf32, and autotune block sizes, num_warps and "
+        "num_stages with @triton.autotune over the real shapes.")
+
+
+@rule(id="data.above-roof", title="A kernel is above its roof: the numbers are wrong", severity="info")
+def above_roof(ctx: AdviceContext) -> list[Finding]:
+    """A kernel whose efficiency is above 1.05: its cost model or the ceilings are wrong, so no
+    other rule uses it. Estimate: none."""
+    if "above_roof" not in ctx.kernels.columns:
+        return []
+    findings = []
+    for i, row in ctx.kernels[ctx.kernels["above_roof"].astype(bool)].iterrows():
+        findings.append(make_finding(
+            "data.above-roof",
+            evidence=(f"{where(row)} shows {fmt_pct(num(row, 'efficiency', 0.0))} of its roof "
+                      f"(cost from {text(row, 'cost_source')}: {text(row, 'cost_note') or 'no note'})."),
+            recommendation=("Check the cost formula for this op (FLOPs or bytes over-counted) and the "
+                            "ceilings (`rooflinectl ceilings --measure`); treat this row as unknown."),
+            est_saving_s=0.0,
+            rows=(int(i),),
+            numbers={"efficiency": num(row, "efficiency", 0.0)},
+            subject=text(row, "kernel") or text(row, "op"),
+        ))
+    return findings

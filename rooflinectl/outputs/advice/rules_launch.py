@@ -1,0 +1,118 @@
+"""Rules about the device waiting or running half-empty: launch overhead, small grids."""
+
+from __future__ import annotations
+
+from rooflinectl.outputs.advice.common import (
+    fmt_pct,
+    fmt_time,
+    num,
+    sm_count,
+    text,
+    time_per_call_s,
+    usable,
+    where,
+)
+from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+
+# Kernel-to-kernel gap that remains inside a CUDA-graph replay (~1 us on Hopper-class GPUs).
+GRAPH_GAP_S = 1.0e-6
+SHORT_KERNEL_S = 5.0e-6  # "short launch", as in the summary's short_launches
+MIN_IDLE_SHARE = 0.10  # idle share of the window from which the rule speaks
+LONG_KERNEL_S = 20.0e-6  # small-grid rule: only kernels long enough for the grid size to matter
+MIN_GRID_SHARE = 0.01
+
+
+def _summary_float(ctx: AdviceContext, key: str) -> float | None:
+    value = ctx.summary.get(key)
+    if value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if value != value else value
+
+
+@rule(id="launch.overhead", title="Capture launches in a CUDA graph", severity="warning")
+def launch_overhead(ctx: AdviceContext) -> list[Finding]:
+    """The GPU sits idle between kernels (device_idle_s at least 10% of the window) while many
+    kernels are short: the host cannot launch fast enough.
+
+    Estimate: a CUDA graph replays the launches with about GRAPH_GAP_S (1 us) between kernels,
+    so the saving is device_idle_s - launches x 1 us, capped at device_idle_s. Kernel time is not
+    counted: graphs do not make kernels faster (fusing them is the fusion rule's saving).
+    """
+    if not ctx.on_gpu:
+        return []
+    idle_s = _summary_float(ctx, "device_idle_s")
+    window_s = _summary_float(ctx, "window_s")
+    if idle_s is None or not window_s or idle_s <= 0:
+        return []
+    launches = _summary_float(ctx, "launches") or float(ctx.kernels["calls"].sum())
+    short = _summary_float(ctx, "short_launches")
+    if short is None:
+        short_rows = ctx.kernels[[time_per_call_s(r) < SHORT_KERNEL_S for _, r in ctx.kernels.iterrows()]]
+        short = float(short_rows["calls"].sum()) if len(short_rows) else 0.0
+    idle_share = idle_s / window_s
+    if idle_share < MIN_IDLE_SHARE:
+        return []
+    saving_s = min(idle_s, max(0.0, idle_s - launches * GRAPH_GAP_S))
+    per_launch_s = window_s / launches if launches else 0.0
+    return [make_finding(
+        "launch.overhead",
+        evidence=(f"The GPU was idle {fmt_time(idle_s)} of a {fmt_time(window_s)} window "
+                  f"({fmt_pct(idle_share)}) across {int(launches)} launches "
+                  f"({int(short)} shorter than {SHORT_KERNEL_S * 1e6:.0f} us); "
+                  f"one launch every {fmt_time(per_launch_s)}."),
+        recommendation=("Capture the step in a CUDA graph: torch.compile(model, mode=\"reduce-overhead\"), "
+                        "or torch.cuda.graphs / torch.cuda.make_graphed_callables with static input "
+                        "buffers; also batch more work per call if you can."),
+        est_saving_s=saving_s,
+        rows=(),
+        numbers={"device_idle_s": idle_s, "window_s": window_s, "launches": launches,
+                 "short_launches": short},
+        subject="launches",
+        idle_saving_s=saving_s,
+    )]
+
+
+@rule(id="grid.small", title="Launch more blocks than SMs", severity="warning")
+def small_grid(ctx: AdviceContext) -> list[Finding]:
+    """A long kernel (>= 20 us per call, >= 1% of kernel time) launched with fewer thread blocks
+    than the GPU has SMs: part of the chip does nothing.
+
+    Estimate: with enough blocks the kernel would run blocks/SMs of its time, but never below
+    its roof: saving = min(time x (1 - blocks / SMs), headroom_s).
+    """
+    sms = sm_count(ctx)
+    if not ctx.on_gpu or not sms or "blocks" not in ctx.kernels.columns:
+        return []
+    total_s = ctx.total_kernel_time_s
+    findings: list[Finding] = []
+    for i, row in ctx.kernels.iterrows():
+        blocks = num(row, "blocks")
+        time_s = num(row, "time_s", 0.0)
+        if blocks != blocks or blocks <= 0 or blocks >= sms or not usable(row):
+            continue
+        if time_per_call_s(row) < LONG_KERNEL_S or not total_s or time_s / total_s < MIN_GRID_SHARE:
+            continue
+        headroom_s = num(row, "headroom_s", time_s)
+        saving_s = min(time_s * (1.0 - blocks / sms), headroom_s)
+        family = text(row, "op_family")
+        if family == "gemm":
+            fix = ("Split the reduction dimension (split-K / stream-K): torch.compile(mode=\"max-autotune\") "
+                   "tries split-K configs; in Triton, add a SPLIT_K axis to the grid.")
+        else:
+            fix = ("Give the grid more blocks: smaller BLOCK sizes, one program per row tile, or split "
+                   "the reduction across blocks with a second pass.")
+        findings.append(make_finding(
+            "grid.small",
+            evidence=(f"{where(row)} runs {blocks:.0f} blocks on {sms} SMs for "
+                      f"{fmt_time(time_per_call_s(row))} per call ({fmt_pct(time_s / total_s)} of kernel time)."),
+            recommendation=fix,
+            est_saving_s=saving_s,
+            rows=(int(i),),
+            numbers={"blocks": blocks, "sms": float(sms), "time_s": time_s},
+            subject=text(row, "kernel") or text(row, "op"),
+        ))
+    return findings
