@@ -1,41 +1,123 @@
-"""Ceilings: what the device can do. `current_ceilings` is the one entry point analysis uses."""
+"""Ceilings: what the device can do. `current_ceilings` is the one entry point analysis uses.
+
+Spec roofs come from detection and the spec table (specs.py); measured roofs from
+`rooflinectl ceilings --measure`, cached per device (cache.py) and used whenever present.
+`current_ceilings` never measures: it is fast, and never raises for an unknown GPU or a
+missing NVML (details["missing"] says what could not be read).
+"""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from typing import Any
+
+from rooflinectl.ceilings import cache
+from rooflinectl.ceilings.build import (
+    apply_measurements,
+    cpu_estimate_ceilings,
+    gpu_spec_ceilings,
+    ridge_points,
+)
+from rooflinectl.ceilings.detect import detect_cpu, detect_gpu
+from rooflinectl.ceilings.measurement import Measurement, Progress, run_steps
 from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.errors import EnvironmentProblem, UsageError
+
+DEVICE_KINDS = ("auto", "cuda", "cpu")
+DEFAULT_BUDGET_S = 16.0  # measuring; imports and CUDA start-up come on top
+
+
+def _torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
+def resolve_device_kind(device_kind: str) -> str:
+    """"auto" -> "cuda" when a GPU is usable, else "cpu"; "cuda" without CUDA is an error."""
+    if device_kind not in DEVICE_KINDS:
+        raise UsageError(f"unknown device kind '{device_kind}': use one of {', '.join(DEVICE_KINDS)}")
+    if device_kind == "cpu":
+        return "cpu"
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if device_kind == "cuda":
+        raise EnvironmentProblem("CUDA is not available here (no GPU, driver or CUDA build of torch); "
+                                 "use --device cpu")
+    return "cpu"
+
+
+def _base(device_kind: str) -> tuple[Ceilings, dict[str, Any], Any]:
+    """Spec (or estimate) ceilings, the cache identity, and the detected GpuInfo or CpuInfo."""
+    if device_kind == "cuda":
+        info = detect_gpu()
+        identity = {"uuid": info.uuid or f"name:{info.name}", "driver": info.driver or "unknown",
+                    "torch": _torch_version()}
+        return gpu_spec_ceilings(info), identity, info
+    cpu = detect_cpu()
+    identity = {"cpu": cpu.name, "logical_cpus": cpu.logical_cpus, "threads": cpu.threads,
+                "torch": _torch_version()}
+    return cpu_estimate_ceilings(cpu), identity, cpu
+
+
+def _with_cache(ceilings: Ceilings, identity: dict[str, Any], kind: str) -> Ceilings:
+    found = cache.load(kind, identity)
+    ceilings.details["identity"] = identity
+    if found is None:
+        ceilings.details["cache"] = None
+        ceilings.details["missing"].append(
+            "no measured ceilings cached for this device: run `rooflinectl ceilings --measure`")
+        return ceilings
+    measurements, header = found
+    ceilings.details["cache"] = header["path"]
+    return apply_measurements(ceilings, measurements, measured_at=str(header.get("measured_at", "")))
 
 
 def current_ceilings(device_kind: str, *, use_measured: bool = True) -> Ceilings:
-    """Ceilings of this machine's GPU (device_kind "cuda") or CPU ("cpu").
-
-    Provisional minimum: spec figures for H200/H100/A100 and a labelled CPU estimate.
-    """
-    if device_kind == "cuda":
-        import torch
-
-        name = torch.cuda.get_device_name()
-        if "H200" in name or "H100" in name:
-            bw = 4.8e12 if "H200" in name else 3.35e12
-            return Ceilings(
-                device_name=name,
-                device_kind="cuda",
-                memory_bytes_per_s={"dram": Roof(bw, "spec")},
-                compute_flops_per_s={
-                    "tensor.bf16": Roof(989e12, "spec"),
-                    "tensor.fp16": Roof(989e12, "spec"),
-                    "tensor.tf32": Roof(494e12, "spec"),
-                    "tensor.fp8": Roof(1979e12, "spec"),
-                    "simt.fp32": Roof(67e12, "spec"),
-                    "simt.fp64": Roof(34e12, "spec"),
-                },
-            )
-    return Ceilings(
-        device_name="cpu",
-        device_kind="cpu",
-        memory_bytes_per_s={"dram": Roof(20e9, "estimate")},
-        compute_flops_per_s={"simt.fp32": Roof(100e9, "estimate"), "simt.fp64": Roof(50e9, "estimate")},
-        kernel_floor_s=Roof(1e-6, "estimate"),
-    )
+    """Ceilings of this machine's GPU ("cuda") or CPU ("cpu"): spec or estimate, plus cached
+    measured values (source "measured") when `rooflinectl ceilings --measure` has run here."""
+    kind = resolve_device_kind(device_kind)
+    ceilings, identity, _info = _base(kind)
+    if not use_measured:
+        ceilings.details["identity"] = identity
+        return ceilings
+    return _with_cache(ceilings, identity, kind)
 
 
-__all__ = ["Ceilings", "Roof", "current_ceilings"]
+def measure_ceilings(device_kind: str = "auto", *, refresh: bool = False,
+                     budget_s: float = DEFAULT_BUDGET_S, progress: Progress | None = None) -> Ceilings:
+    """Measured ceilings: from the cache when present (unless refresh), else measured and cached."""
+    kind = resolve_device_kind(device_kind)
+    ceilings, identity, info = _base(kind)
+    if not refresh and cache.load(kind, identity) is not None:
+        return _with_cache(ceilings, identity, kind)
+    if kind == "cuda":
+        from rooflinectl.ceilings.measure_gpu import gpu_steps
+
+        steps = gpu_steps(info)
+    else:
+        from rooflinectl.ceilings.measure_cpu import cpu_steps
+
+        steps = cpu_steps(info.threads)
+    measurements: list[Measurement] = run_steps(steps, budget_s=budget_s, progress=progress)
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    ceilings.details["identity"] = identity
+    try:
+        ceilings.details["cache"] = str(cache.store(kind, identity, measurements, measured_at=when,
+                                                    extra={"device": ceilings.details["device"]}))
+    except OSError as exc:  # a read-only home must not lose the figures just measured
+        ceilings.details["cache"] = None
+        ceilings.details["missing"].append(f"could not write the cache: {exc}")
+    return apply_measurements(ceilings, measurements, measured_at=when)
+
+
+__all__ = [
+    "Ceilings",
+    "Roof",
+    "current_ceilings",
+    "measure_ceilings",
+    "resolve_device_kind",
+    "ridge_points",
+]

@@ -1,0 +1,81 @@
+"""Measured ceilings cached per machine: GPU by (device UUID, driver, torch), CPU by (model, threads, torch).
+
+Location: $ROOFLINECTL_CACHE_DIR, else $XDG_CACHE_HOME/rooflinectl, else ~/.cache/rooflinectl
+(%LOCALAPPDATA%\\rooflinectl on Windows). Files are JSON, written atomically; an unreadable file
+is treated as absent (and said so), never as an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rooflinectl.ceilings.measurement import Measurement
+
+CACHE_FORMAT = "rooflinectl-ceilings-cache"
+CACHE_VERSION = 1
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("ROOFLINECTL_CACHE_DIR")
+    if env:
+        return Path(env)
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "rooflinectl"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rooflinectl"
+
+
+def cache_key(kind: str, identity: dict[str, Any]) -> str:
+    """A stable file stem for one (device kind, identity) pair."""
+    text = json.dumps({"kind": kind, **identity}, sort_keys=True, default=str)
+    return f"ceilings-{kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def cache_path(kind: str, identity: dict[str, Any]) -> Path:
+    return cache_dir() / f"{cache_key(kind, identity)}.json"
+
+
+def load(kind: str, identity: dict[str, Any]) -> tuple[list[Measurement], dict[str, Any]] | None:
+    """(measurements, header) from the cache, or None when absent, foreign or unreadable."""
+    path = cache_path(kind, identity)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != CACHE_FORMAT or data.get("identity") != json.loads(
+            json.dumps(identity, default=str)
+        ):
+            return None
+        measurements = [Measurement.from_dict(m) for m in data.get("measurements", [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    header = {k: v for k, v in data.items() if k != "measurements"}
+    header["path"] = str(path)
+    return measurements, header
+
+
+def store(kind: str, identity: dict[str, Any], measurements: list[Measurement], *,
+          measured_at: str, extra: dict[str, Any] | None = None) -> Path:
+    """Write the cache file atomically (temp file + rename); returns its path."""
+    path = cache_path(kind, identity)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "format": CACHE_FORMAT,
+        "version": CACHE_VERSION,
+        "identity": identity,
+        "measured_at": measured_at,
+        **(extra or {}),
+        "measurements": [m.to_dict() for m in measurements],
+    }
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=1, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,102 @@
+"""Measure a CPU's ceilings through torch: STREAM-like copy and triad, fp32/fp64 matmul, op floor.
+
+Arrays are sized well past the last-level cache; the thread count torch uses is recorded in
+each method, since a CPU roof is only true for that many threads. About 2 s in all.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rooflinectl.ceilings.measurement import Measurement
+
+STREAM_BYTES_PER_ARRAY = 256 << 20  # far past any LLC; three arrays live at once
+
+
+def time_cpu(fn: Callable[[], Any], *, budget_s: float = 0.4, min_reps: int = 3,
+             max_reps: int = 50, warmup: int = 1) -> tuple[float, int]:
+    """(median seconds per call, repeats) by perf_counter around each call."""
+    for _ in range(warmup):
+        fn()
+    times: list[float] = []
+    stop = time.perf_counter() + budget_s
+    while len(times) < min_reps or (len(times) < max_reps and time.perf_counter() < stop):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), len(times)
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def measure_stream(threads: int) -> list[Measurement]:
+    """STREAM copy (b = a) and triad (a = b + s*c) on fp64 arrays; bytes as STREAM counts them."""
+    import torch
+
+    nbytes = STREAM_BYTES_PER_ARRAY
+    avail = _available_bytes()
+    if avail is not None:
+        nbytes = max(16 << 20, min(nbytes, avail // 8))
+    n = nbytes // 8
+    a, b, c = (torch.rand(n, dtype=torch.float64) for _ in range(3))
+    what = f"3 x {nbytes / 2**20:.0f} MiB fp64 arrays, {threads} threads"
+    t, reps = time_cpu(lambda: b.copy_(a))
+    out = [Measurement("dram.copy", 2 * nbytes / t, "bytes/s", f"STREAM copy, {what}, median of {reps}")]
+    t, reps = time_cpu(lambda: torch.add(b, c, alpha=3.0, out=a))
+    out.append(Measurement("dram.triad", 3 * nbytes / t, "bytes/s",
+                           f"STREAM triad (2 reads + 1 write counted), {what}, median of {reps}"))
+    return out
+
+
+def measure_matmul(precision: str, threads: int) -> Measurement:
+    """fp32 or fp64 matmul peak; the size grows until one call takes at least 50 ms."""
+    import torch
+
+    dtype = torch.float32 if precision == "fp32" else torch.float64
+    n = 512
+    while True:
+        x, y = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+        t0 = time.perf_counter()
+        torch.mm(x, y)
+        if time.perf_counter() - t0 > 0.05 or n >= 4096:
+            break
+        n *= 2
+    t, reps = time_cpu(lambda: torch.mm(x, y), budget_s=0.5)
+    return Measurement(f"simt.{precision}", 2.0 * n**3 / t, "flop/s",
+                       f"torch.mm {n}x{n}x{n} {precision}, {threads} threads, median of {reps}")
+
+
+def measure_op_floor(threads: int) -> Measurement:
+    """The cost of one tiny torch op (dispatch + a 1-element kernel): the CPU's kernel floor."""
+    import torch
+
+    x = torch.zeros(1)
+
+    def burst() -> None:
+        for _ in range(1000):
+            x.add_(1.0)
+
+    t, reps = time_cpu(burst, budget_s=0.2)
+    return Measurement("launch.empty_kernel", t / 1000, "s",
+                       f"one 1-element add_ (dispatch included), 1000-op bursts, median of {reps}")
+
+
+def cpu_steps(threads: int) -> list[tuple[str, Callable[[], list[Measurement]]]]:
+    return [
+        ("CPU memory bandwidth", lambda: measure_stream(threads)),
+        ("CPU fp32 matmul", lambda: [measure_matmul("fp32", threads)]),
+        ("CPU fp64 matmul", lambda: [measure_matmul("fp64", threads)]),
+        ("CPU op floor", lambda: [measure_op_floor(threads)]),
+    ]

@@ -1,0 +1,58 @@
+"""`rooflinectl ceilings [--measure]`: what this GPU (or CPU) can do, per dtype and memory level."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rooflinectl.ceilings import DEFAULT_BUDGET_S, DEVICE_KINDS, current_ceilings, measure_ceilings
+from rooflinectl.errors import RooflineError
+
+
+def _measure_with_bar(device: str, refresh: bool, budget_s: float):
+    """Measure (or read the cache) with a progress bar on stderr, so stdout stays clean JSON."""
+    bar = Progress(TextColumn("{task.description:<20}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    task = bar.add_task("measuring", total=None)
+
+    def progress(name: str, done: int, total: int) -> None:
+        bar.update(task, description=name, completed=done, total=total)
+
+    with bar:
+        return measure_ceilings(device, refresh=refresh, budget_s=budget_s, progress=progress)
+
+
+@click.command("ceilings")
+@click.option("--measure", is_flag=True, help="Measure the ceilings (or use the cached measurement).")
+@click.option("--refresh", is_flag=True, help="Re-measure even when a cached measurement exists.")
+@click.option("--device", type=click.Choice(DEVICE_KINDS), default="auto", show_default=True,
+              help="Which device: the GPU when there is one (auto), or the CPU.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--budget-s", type=click.FloatRange(1, 600), default=DEFAULT_BUDGET_S, show_default=True,
+              help="Time allowed for measuring, seconds.")
+@click.pass_context
+def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: str,
+            budget_s: float) -> None:
+    """Detected, spec and measured ceilings, ridge points, and what could not be read.
+
+    Without --measure: spec figures (clock-scaled) plus any measurement cached earlier.
+    """
+    try:
+        if measure or refresh:
+            ceilings = _measure_with_bar(device, refresh, budget_s)
+        else:
+            ceilings = current_ceilings(device)
+    except RooflineError as exc:
+        click.echo(f"rooflinectl: {exc}", err=True)
+        ctx.exit(exc.exit_code)
+        return
+    from rooflinectl.outputs.ceilings_table import ceilings_json, render_ceilings
+
+    if fmt == "json":
+        click.echo(ceilings_json(ceilings))
+    else:
+        width = None if sys.stdout.isatty() else 160
+        Console(width=width, file=click.get_text_stream("stdout")).print(render_ceilings(ceilings))

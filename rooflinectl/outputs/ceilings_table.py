@@ -1,0 +1,181 @@
+"""Rich renderables for `rooflinectl ceilings`: roofs, measurements, ridge points, what was read.
+
+Nothing here prints: `render_ceilings` returns a Group the caller prints; `ceilings_json`
+returns the text of `--format json`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from rooflinectl.ceilings.build import ridge_points
+from rooflinectl.ceilings.measurement import kind_of
+from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.outputs.units import percent, seconds, si
+
+_SOURCE_STYLE = {"measured": "green", "spec": "cyan", "spec-clock-scaled": "cyan", "estimate": "yellow"}
+
+
+def value_and_unit(value: float | None, kind: str, key: str = "") -> tuple[str, str]:
+    """("4.28", "TB/s") style pair for a memory, compute or latency figure."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-", ""
+    if kind == "latency":
+        text = seconds(value)
+    elif kind == "memory":
+        text = si(value, "B/s")
+    else:
+        text = si(value, "OP/s" if key.endswith("int8") else "FLOP/s")
+    number, _, unit = text.partition(" ")
+    return number, unit
+
+
+def _ratio_to_spec(key: str, roof: Roof, ceilings: Ceilings) -> float | None:
+    spec = ceilings.details.get("spec_roofs", {}).get(key)
+    if not spec or spec.get("source") not in ("spec", "spec-clock-scaled") or not spec.get("value"):
+        return None
+    return roof.value / float(spec["value"])
+
+
+def _compute_order(key: str) -> tuple[int, int]:
+    unit, _, precision = key.partition(".")
+    order = ("fp4", "fp8", "int8", "fp16", "bf16", "tf32", "fp32", "fp64")
+    return (0 if unit == "tensor" else 1, order.index(precision) if precision in order else 99)
+
+
+def roofs_table(ceilings: Ceilings) -> Table:
+    table = Table(title=f"Ceilings: {ceilings.device_name} ({ceilings.device_kind})", title_justify="left")
+    for name, justify in (("ceiling", "left"), ("value", "right"), ("unit", "left"),
+                          ("source", "left"), ("% of spec", "right"), ("how", "left")):
+        table.add_column(name, justify=justify, overflow="fold")
+    rows: list[tuple[str, Roof, str]] = [(f"memory.{k}", r, "memory") for k, r in
+                                         sorted(ceilings.memory_bytes_per_s.items())]
+    rows += [(k, ceilings.compute_flops_per_s[k], "compute")
+             for k in sorted(ceilings.compute_flops_per_s, key=_compute_order)]
+    rows.append(("kernel floor", ceilings.kernel_floor_s, "latency"))
+    for name, roof, kind in rows:
+        key = name.removeprefix("memory.")
+        number, unit = value_and_unit(roof.value, kind, key)
+        ratio = _ratio_to_spec(key, roof, ceilings) if kind != "latency" else None
+        style = _SOURCE_STYLE.get(roof.source, "")
+        table.add_row(name, number, unit, Text(roof.source, style=style),
+                      percent(ratio) if ratio is not None else "-", roof.note)
+    return table
+
+
+def measurements_table(ceilings: Ceilings) -> Table | None:
+    rows: list[dict[str, Any]] = ceilings.details.get("measurements") or []
+    if not rows:
+        return None
+    when = ceilings.details.get("measured_at") or "?"
+    table = Table(title=f"Measurements ({when})", title_justify="left")
+    for name, justify in (("measurement", "left"), ("value", "right"), ("unit", "left"),
+                          ("% of spec", "right"), ("roof", "center"), ("method / flag", "left")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for row in rows:
+        number, unit = value_and_unit(row.get("value"), kind_of(row["key"]), row["key"])
+        ratio = row.get("ratio_to_spec")
+        text = Text(row.get("method") or "")
+        for extra, style in ((row.get("note"), "dim"), (row.get("flag"), "bold red")):
+            if extra:
+                text.append(("\n" if text.plain else "") + extra, style=style)
+        table.add_row(row["key"], number, unit, percent(ratio) if ratio is not None else "-",
+                      "yes" if row.get("used_as_roof") else "", text)
+    return table
+
+
+def ridge_table(ceilings: Ceilings) -> Table | None:
+    points = ridge_points(ceilings)
+    if not points:
+        return None
+    levels = sorted({p["memory"] for p in points})
+    table = Table(title="Ridge points, FLOP/byte", title_justify="left")
+    table.add_column("compute roof")
+    for level in levels:
+        table.add_column(level, justify="right")
+    by_compute: dict[str, dict[str, float]] = {}
+    for p in points:
+        by_compute.setdefault(p["compute"], {})[p["memory"]] = p["intensity_flop_per_byte"]
+    for key in sorted(by_compute, key=_compute_order):
+        table.add_row(key, *(f"{by_compute[key][lv]:.3g}" if lv in by_compute[key] else "-"
+                             for lv in levels))
+    return table
+
+
+_DEVICE_FIELDS = (
+    ("compute_capability", "compute capability", lambda v: f"{v[0]}.{v[1]}"),
+    ("sms", "SMs", str),
+    ("l2_bytes", "L2", lambda v: f"{v / 2**20:.0f} MiB"),
+    ("memory_bytes", "memory", lambda v: f"{v / 2**30:.1f} GiB"),
+    ("max_sm_clock_hz", "max SM clock", lambda v: f"{v / 1e6:.0f} MHz"),
+    ("current_sm_clock_hz", "current SM clock", lambda v: f"{v / 1e6:.0f} MHz"),
+    ("max_mem_clock_hz", "memory clock", lambda v: f"{v / 1e6:.0f} MHz"),
+    ("bus_width_bits", "bus width", lambda v: f"{v} bits"),
+    ("power_limit_w", "power limit", lambda v: f"{v:.0f} W"),
+    ("throttle_reasons", "throttle reasons", lambda v: ", ".join(v) or "none"),
+    ("driver", "driver", str),
+    ("logical_cpus", "logical CPUs", str),
+    ("threads", "torch threads", str),
+)
+
+
+def device_text(ceilings: Ceilings) -> Text:
+    """What was detected and from where, the spec entry used, and what could not be read."""
+    details = ceilings.details
+    device = details.get("device", {})
+    sources = device.get("sources", {})
+    text = Text()
+    parts = []
+    for key, label, fmt in _DEVICE_FIELDS:
+        value = device.get(key)
+        if value is None:
+            continue
+        src = f" [{sources[key]}]" if key in sources else ""
+        parts.append(f"{label} {fmt(value)}{src}")
+    if parts:
+        text.append("Detected: " + "; ".join(parts) + "\n")
+    if details.get("spec_entry"):
+        text.append(f"Spec entry: {details['spec_entry']} ({details.get('spec_source_url')})\n")
+    if details.get("cache"):
+        text.append(f"Measured ceilings cached in {details['cache']}\n", style="dim")
+    for line in details.get("missing", []):
+        text.append(f"Could not read / know: {line}\n", style="yellow")
+    flagged = [r for r in details.get("measurements", []) if r.get("flag")]
+    for row in flagged:
+        text.append(f"FLAG {row['key']}: {row['flag']}\n", style="bold red")
+    return text
+
+
+def render_ceilings(ceilings: Ceilings) -> Group:
+    parts: list[Any] = [roofs_table(ceilings)]
+    measured = measurements_table(ceilings)
+    if measured is not None:
+        parts.append(measured)
+    ridges = ridge_table(ceilings)
+    if ridges is not None:
+        parts += [ridges, Text("Ridge point: the intensity where a compute roof meets a memory roof; "
+                               "below it a kernel is memory-bound.", style="dim")]
+    parts.append(device_text(ceilings))
+    return Group(*parts)
+
+
+def ceilings_json(ceilings: Ceilings) -> str:
+    """`--format json`: the Ceilings dict plus the ridge points; NaN/inf written as null."""
+    payload = {"ceilings": ceilings.to_dict(), "ridge_points": ridge_points(ceilings)}
+    return json.dumps(_finite(payload), indent=2, default=str)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

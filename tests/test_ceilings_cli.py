@@ -1,0 +1,116 @@
+"""`rooflinectl ceilings` through CliRunner on CPU: table, JSON, cache, refresh, errors."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from rooflinectl.ceilings import current_ceilings, resolve_device_kind
+from rooflinectl.ceilings.build import apply_measurements, gpu_spec_ceilings
+from rooflinectl.ceilings.detect import merge_gpu_info
+from rooflinectl.ceilings.measurement import Measurement
+from rooflinectl.cli.ceilings_cmd import command
+from rooflinectl.errors import UsageError
+from rooflinectl.outputs.ceilings_table import render_ceilings
+
+
+@pytest.fixture()
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINECTL_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture()
+def fake_cpu_steps(monkeypatch):
+    """Replace the ~2 s of CPU measuring with fixed figures; counts how often it ran."""
+    import rooflinectl.ceilings.measure_cpu as measure_cpu
+
+    calls = []
+
+    def steps(threads: int):
+        calls.append(threads)
+        return [("fake", lambda: [Measurement("dram.copy", 30e9, "bytes/s", "fake copy"),
+                                  Measurement("simt.fp32", 200e9, "flop/s", "fake mm"),
+                                  Measurement("launch.empty_kernel", 2e-6, "s", "fake op")])]
+
+    monkeypatch.setattr(measure_cpu, "cpu_steps", steps)
+    return calls
+
+
+def test_cpu_without_cache_answers_with_labelled_estimates(cache_dir) -> None:
+    result = CliRunner().invoke(command, ["--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    assert "estimate" in result.output and "--measure" in result.output, result.output
+    c = current_ceilings("cpu")
+    assert c.dram().source == "estimate" and c.details["cache"] is None
+
+
+def test_json_has_ceilings_and_ridge_points(cache_dir) -> None:
+    result = CliRunner().invoke(command, ["--device", "cpu", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["ceilings"]["device_kind"] == "cpu"
+    ridges = {(p["compute"], p["memory"]): p["intensity_flop_per_byte"] for p in data["ridge_points"]}
+    c = data["ceilings"]
+    expected = c["compute_flops_per_s"]["simt.fp32"]["value"] / c["memory_bytes_per_s"]["dram"]["value"]
+    assert ridges[("simt.fp32", "dram")] == pytest.approx(expected)
+
+
+def test_measure_caches_and_profiles_then_use_it(cache_dir, fake_cpu_steps) -> None:
+    runner = CliRunner()
+    first = runner.invoke(command, ["--device", "cpu", "--measure"])
+    assert first.exit_code == 0, first.output
+    assert len(fake_cpu_steps) == 1 and list(cache_dir.glob("ceilings-cpu-*.json"))
+    c = current_ceilings("cpu")  # what the profiler calls: measured values, no measuring
+    assert c.dram().value == 30e9 and c.dram().source == "measured"
+    assert c.compute_roof("simt", "fp32").source == "measured"
+    assert c.compute_roof("simt", "fp64").source == "estimate"
+    assert c.kernel_floor_s.value == 2e-6
+    assert current_ceilings("cpu", use_measured=False).dram().source == "estimate"
+    again = runner.invoke(command, ["--device", "cpu", "--measure"])
+    assert again.exit_code == 0 and len(fake_cpu_steps) == 1, "cached: no second measurement"
+    refreshed = runner.invoke(command, ["--device", "cpu", "--measure", "--refresh"])
+    assert refreshed.exit_code == 0 and len(fake_cpu_steps) == 2, refreshed.output
+
+
+def test_a_corrupt_cache_file_is_ignored(cache_dir, fake_cpu_steps) -> None:
+    CliRunner().invoke(command, ["--device", "cpu", "--measure"])
+    for path in cache_dir.glob("ceilings-cpu-*.json"):
+        path.write_text("{not json")
+    assert current_ceilings("cpu").dram().source == "estimate"
+
+
+def test_cuda_without_a_gpu_is_one_sentence_and_exit_3(cache_dir) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = CliRunner().invoke(command, ["--device", "cuda"])
+    assert result.exit_code == 3, result.output
+    assert "CUDA is not available" in result.output and "Traceback" not in result.output
+
+
+def test_bad_device_kind() -> None:
+    with pytest.raises(UsageError):
+        resolve_device_kind("tpu")
+    result = CliRunner().invoke(command, ["--device", "tpu"])
+    assert result.exit_code == 2, result.output
+
+
+def test_table_shows_flags_with_clocks_and_what_was_missing() -> None:
+    torch_fields = {"name": "NVIDIA H200", "compute_capability": (9, 0), "sms": 132,
+                    "max_sm_clock_hz": 1980e6, "l2_bytes": 60 * 2**20}
+    c = gpu_spec_ceilings(merge_gpu_info(0, torch_fields, None, {}, "NVML unavailable (test)"))
+    c = apply_measurements(c, [Measurement("tensor.int8", 125e12, "flop/s", "torch._int_mm",
+                                           clocks={"sm_clock_mhz": 1530, "throttle_reasons": ["sw_power_cap"]}),
+                               Measurement("tensor.bf16", 768e12, "flop/s", "torch.mm")])
+    out = io.StringIO()
+    Console(file=out, width=200).print(render_ceilings(c))
+    text = out.getvalue()
+    assert "FLAG tensor.int8" in text and "1530 MHz" in text and "sw_power_cap" in text, text
+    assert "NVML unavailable (test)" in text, text
+    assert "Ridge points" in text and "71.7%" in text, text  # 768 / (132 x 4096 x 1.98 GHz)
