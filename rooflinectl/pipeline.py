@@ -43,6 +43,7 @@ def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_
     """Build the profile of a finished capture (also of a failed run: what ran is kept)."""
     ceilings = ceilings or current_ceilings(capture.device_kind)
     metadata = dict(capture.metadata)
+    metadata.setdefault("device_name", ceilings.device_name)  # a CPU's name comes from ceilings detection
     metadata.update({
         "tool": "rooflinectl",
         "tool_version": __version__,

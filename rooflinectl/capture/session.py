@@ -56,8 +56,6 @@ def run_metadata(device_kind: str) -> dict[str, Any]:
     if device_kind == "cuda":
         meta["device_name"] = torch.cuda.get_device_name()
         meta["device_index"] = torch.cuda.current_device()
-    else:
-        meta["device_name"] = platform.processor() or platform.machine()
     return meta
 
 

@@ -58,9 +58,13 @@ def summary_text(data: ProfileData) -> Text:
         f" idle {seconds(s.get('device_idle_s') or 0.0)}"
         + (f"; regions: {', '.join(s['regions'])}" if s.get("regions") else ""),
     ]
+    sources = {r.source for r in [*c.memory_bytes_per_s.values(), *c.compute_flops_per_s.values()]}
+    if "estimate" in sources:
+        lines.append("some roofs are estimates: `rooflinectl ceilings --measure` measures them once for this machine")
     above = int(data.kernels["above_roof"].sum()) if len(data.kernels) else 0
     if above:
-        lines.append(f"{above} row(s) above their roof (marked !): counts or ceilings are wrong there")
+        lines.append(f"{above} row(s) above their roof (marked !): counts or ceilings are wrong there"
+                     + (" (on a CPU, data served from cache also beats the DRAM roof)" if c.device_kind == "cpu" else ""))
     return Text("\n".join(lines))
 
 
