@@ -50,6 +50,7 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
         out["efficiency"] = roof_s / time_s
         out["headroom_s"] = np.clip(time_s - roof_s, 0.0, None)
     known = ~np.isnan(flops) & ~np.isnan(nbytes)
+    out.loc[~known, "intensity"] = np.nan  # unknown cost is not a zero-FLOP copy
     bound = np.where(memory_s >= compute_s, "memory", "compute").astype(object)
     bound[(roof_s / np.maximum(calls, 1)) < floor_s] = "latency"
     bound[~known] = "unknown"

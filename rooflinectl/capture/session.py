@@ -60,8 +60,13 @@ def run_metadata(device_kind: str) -> dict[str, Any]:
 
 
 def _tensor_info(prof: torch.profiler.profile) -> dict[tuple[str, int], dict[str, Any]]:
-    """Storage pointers and tensor-list dtypes from the profiler's event tree (private API:
-    when it is missing, shared storage simply goes undetected)."""
+    """Tensor identities (TensorImpl pointers) and tensor-list dtypes from the profiler's event
+    tree (private API: when it is missing, a tensor passed twice is simply counted twice).
+
+    We key on the TensorImpl, not the storage pointer: q, k and v split from one packed qkv
+    tensor share a storage but are disjoint reads; the same tensor passed twice (x * x, the
+    self of an in-place op) is one read. The profiler records no storage offset, so two
+    overlapping views of one storage (x @ x.t()) still count twice: an over-count we accept."""
     info: dict[tuple[str, int], dict[str, Any]] = {}
     try:
         roots = prof.profiler.kineto_results.experimental_event_tree()
@@ -77,11 +82,11 @@ def _tensor_info(prof: torch.profiler.profile) -> dict[tuple[str, int], dict[str
         storages: list[Any] = []
         list_dtypes: list[Any] = []
         for value in inputs:
-            if hasattr(value, "storage_data_ptr"):
-                storages.append(value.storage_data_ptr)
+            if hasattr(value, "impl_ptr"):
+                storages.append(value.impl_ptr)
                 list_dtypes.append(None)
             elif isinstance(value, list):
-                storages.append([getattr(t, "storage_data_ptr", None) for t in value])
+                storages.append([getattr(t, "impl_ptr", None) for t in value])
                 list_dtypes.append([str(getattr(t, "dtype", "")).replace("torch.", "") for t in value])
             else:
                 storages.append(None)

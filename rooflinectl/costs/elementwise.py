@@ -42,7 +42,12 @@ def elementwise_cost(
     elif outs:
         out_size = outs[0].itemsize
     else:
-        out_size = out_itemsize or first.itemsize
+        # The output takes the value operands' dtype: where(cond, x, y) writes x's dtype, not bool.
+        # (the widest non-scalar float operand: type promotion, roughly).
+        floats = [t for t in inputs if is_float(t.dtype)]
+        shaped = [t for t in floats if t.shape]
+        value = max(shaped, key=lambda t: t.itemsize) if shaped else (floats[0] if floats else first)
+        out_size = out_itemsize or value.itemsize
     written = numel * out_size * n_outputs
     read = unique_read_bytes(inputs)
     return OpCost(

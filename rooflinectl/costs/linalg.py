@@ -143,8 +143,9 @@ def convolution_backward_cost(call: OpCall) -> OpCost | None:
     g, x, w = call.tensor(0), call.tensor(1), call.tensor(2)
     mask = call.arg(10) or [True, True, True]
     transposed = bool(call.arg(7))
+    # flop_counter's shape_wrapper passes out_shape itself, from the out_val keyword.
     flops = fc.conv_backward_flop(g.shape, x.shape, w.shape, None, None, None, None, transposed,
-                                  None, None, mask, [x.shape, w.shape, None])
+                                  None, None, mask, out_val=[x.shape, w.shape, None])
     written = (x.nbytes if mask[0] else 0) + (w.nbytes if mask[1] else 0)
     return OpCost(float(flops), float(unique_read_bytes([g, x, w]) + written), "conv", x.dtype,
                   "convolution backward: flop_counter.conv_backward_flop")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from rooflinectl.costs.registry import OpCost, cost_formula
-from rooflinectl.costs.tensors import OpCall, TensorArg, unique_read_bytes
+from rooflinectl.costs.tensors import OpCall, TensorArg, is_float, unique_read_bytes
 
 
 @cost_formula("aten::copy_", family="copy")
@@ -27,8 +27,12 @@ def cat_cost(call: OpCall) -> OpCost | None:
     parts = [t for t in call.tensors() if t.numel > 0]
     if not parts:
         return None
-    total = sum(t.nbytes for t in parts)
-    return OpCost(0.0, float(unique_read_bytes(parts) + total), "copy", parts[0].dtype,
+    # The output has the promoted dtype (cat([fp32, fp64]) writes fp64): the widest float part,
+    # or the widest part when none is float.
+    out = max((t for t in parts if is_float(t.dtype)), key=lambda t: t.itemsize, default=None) \
+        or max(parts, key=lambda t: t.itemsize)
+    total = sum(t.numel for t in parts) * out.itemsize
+    return OpCost(0.0, float(unique_read_bytes(parts) + total), "copy", out.dtype,
                   "cat: inputs read once, output written once")
 
 
@@ -153,7 +157,8 @@ def _foreach(call: OpCall, flops_per_element: float) -> OpCost | None:
         return None
     first = lists[0]
     elems = sum(t.numel for t in first)
-    read = sum(t.nbytes for lst in lists for t in lst)
+    # Each tensor read once (the same tensor in two lists counts once); a zero fill reads nothing.
+    read = 0 if "_foreach_zero" in call.name else unique_read_bytes(t for lst in lists for t in lst)
     inplace = call.name.endswith("_")
     written = sum(t.nbytes for t in first)
     note = "foreach: every list read once, " + ("the first list written in place" if inplace else "one output list written")

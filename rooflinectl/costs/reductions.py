@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from rooflinectl.costs.registry import OpCost, cost_formula
-from rooflinectl.costs.tensors import OpCall, TensorArg, unique_read_bytes
+from rooflinectl.costs.tensors import SCALAR_TYPE_CODES, OpCall, TensorArg, unique_read_bytes
 
 
 def reduced_numel(x: TensorArg, dims: object) -> int:
@@ -30,22 +30,23 @@ def reduced_numel(x: TensorArg, dims: object) -> int:
 
 
 def _reduction(call: OpCall, flops_per_element: float, *, n_outputs: int = 1, out_itemsize: int | None = None,
-               note: str) -> OpCost | None:
+               note: str, dim_index: int = 1) -> OpCost | None:
     x = call.tensor(0)
     if x is None:
         return None
-    out = reduced_numel(x, call.arg(1))
+    out = reduced_numel(x, call.arg(dim_index))
     written = out * (out_itemsize or x.itemsize) * n_outputs
     return OpCost(float(flops_per_element * x.numel), float(x.footprint_bytes() + written), "reduction",
                   x.dtype, note)
 
 
 def _register_reduction(names: tuple[str, ...], flops_per_element: float, n_outputs: int = 1,
-                        out_itemsize: int | None = None) -> None:
+                        out_itemsize: int | None = None, dim_index: int = 1) -> None:
     note = f"reduction: {flops_per_element:g} FLOP per input element; input read once, result written once"
 
     def formula(call: OpCall) -> OpCost | None:
-        return _reduction(call, flops_per_element, n_outputs=n_outputs, out_itemsize=out_itemsize, note=note)
+        return _reduction(call, flops_per_element, n_outputs=n_outputs, out_itemsize=out_itemsize, note=note,
+                          dim_index=dim_index)
 
     formula.__doc__ = note
     cost_formula(*names, family="reduction")(formula)
@@ -54,8 +55,25 @@ def _register_reduction(names: tuple[str, ...], flops_per_element: float, n_outp
 _register_reduction(("aten::sum", "aten::mean", "aten::prod", "aten::nansum", "aten::nanmean"), 1)
 _register_reduction(("aten::amax", "aten::amin", "aten::all", "aten::any"), 0)
 _register_reduction(("aten::argmax", "aten::argmin"), 0, out_itemsize=8)
-_register_reduction(("aten::max", "aten::min"), 0, n_outputs=2)  # values and indices (dim overload)
-_register_reduction(("aten::linalg_vector_norm", "aten::norm"), 2)  # square, add
+
+
+@cost_formula("aten::max", "aten::min", family="reduction")
+def max_min_cost(call: OpCall) -> OpCost | None:
+    """(self) or (self, dim, keepdim): no FLOPs; input read once; the dim overload writes values and
+    int64 indices, the full reduction one value."""
+    x = call.tensor(0)
+    if x is None:
+        return None
+    if call.arg(1) is None:
+        written = x.itemsize
+    else:
+        written = reduced_numel(x, call.arg(1)) * (x.itemsize + 8)
+    return OpCost(0.0, float(x.footprint_bytes() + written), "reduction", x.dtype,
+                  "max/min: input read once; values (and int64 indices for a dim) written once")
+
+
+# (self, ord/p, dim, keepdim, ...): the dims are the third input.
+_register_reduction(("aten::linalg_vector_norm", "aten::norm"), 2, dim_index=2)  # square, add
 _register_reduction(("aten::var", "aten::std"), 3)  # subtract mean, square, add
 _register_reduction(("aten::var_mean", "aten::std_mean"), 4, n_outputs=2)
 _register_reduction(("aten::logsumexp",), 3)  # subtract max, exp, add
@@ -72,10 +90,16 @@ def scan_cost(call: OpCall) -> OpCost | None:
 @cost_formula("aten::_softmax", "aten::_log_softmax", "aten::softmax", "aten::log_softmax",
               family="softmax")
 def softmax_cost(call: OpCall) -> OpCost | None:
-    """(self, dim, half_to_float): 4 FLOP per element (subtract max, exp, sum, divide or log);
-    one read, one write (fp32 output when half_to_float)."""
+    """_softmax: (self, dim, half_to_float); softmax: (self, dim, dtype code): 4 FLOP per element
+    (subtract max, exp, sum, divide or log); one read, one write (fp32 output when half_to_float,
+    the requested dtype's size when dtype is given)."""
     x = call.tensor(0)
-    out_itemsize = 4 if call.arg(2) is True else x.itemsize
+    flag = call.arg(2)
+    if call.name in ("aten::softmax", "aten::log_softmax"):
+        code_ok = isinstance(flag, int) and not isinstance(flag, bool) and flag in SCALAR_TYPE_CODES
+        out_itemsize = SCALAR_TYPE_CODES[flag][1] if code_ok else x.itemsize
+    else:
+        out_itemsize = 4 if flag is True else x.itemsize
     return OpCost(4.0 * x.numel, float(x.footprint_bytes() + x.numel * out_itemsize), "softmax", x.dtype,
                   "softmax: 4 FLOP/element; input read once, output written once (a fused kernel's minimum)")
 
@@ -177,8 +201,12 @@ def mse_loss_cost(call: OpCall) -> OpCost | None:
 
 @cost_formula("aten::binary_cross_entropy_with_logits", "aten::binary_cross_entropy", family="loss")
 def bce_cost(call: OpCall) -> OpCost | None:
-    """(self, target, weight, ...): 6 FLOP per element (log-sigmoid and products); reads inputs once."""
+    """binary_cross_entropy: (self, target, weight, reduction); _with_logits: (self, target, weight,
+    pos_weight, reduction): 6 FLOP per element (log-sigmoid and products); reads inputs once, writes
+    one value (mean/sum) or one per element (reduction none)."""
     x = call.tensor(0)
     reads = [t for t in call.tensors()[:4]]
-    return OpCost(6.0 * x.numel, float(unique_read_bytes(reads) + x.itemsize), "loss", x.dtype,
+    reduction = call.arg(4 if call.name.endswith("_with_logits") else 3, 1)
+    written = x.itemsize if reduction in (1, 2) else x.nbytes
+    return OpCost(6.0 * x.numel, float(unique_read_bytes(reads) + written), "loss", x.dtype,
                   "binary cross-entropy: 6 FLOP/element")

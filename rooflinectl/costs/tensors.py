@@ -1,7 +1,7 @@
 """What the cost model knows of one op call: its inputs as the profiler recorded them.
 
 The profiler gives, per CPU op: input dims, strides, type names, concrete scalar/list values,
-and (through its event tree) each tensor's storage pointer. No output metadata: formulas derive
+and (through its event tree) each tensor's identity (its TensorImpl pointer). No output metadata: formulas derive
 output shapes from the inputs (broadcasting, reduced dims, matmul rules).
 """
 
@@ -71,7 +71,7 @@ class TensorArg:
     dtype: str  # short name: fp32, bf16, int64, ...
     itemsize: int
     strides: tuple[int, ...] | None = None
-    storage: int | None = None  # storage data pointer, when the profiler gave it
+    storage: int | None = None  # tensor identity (TensorImpl pointer), when the profiler gave it
 
     @property
     def numel(self) -> int:
@@ -123,7 +123,7 @@ def _flatten_tensors(values: Iterable[Any]) -> Iterator[TensorArg]:
 
 
 def unique_read_bytes(tensors: Iterable[TensorArg]) -> int:
-    """Bytes read when each storage is read once: tensors sharing a storage count once (the largest)."""
+    """Bytes read when each tensor is read once: the same tensor passed twice counts once."""
     by_storage: dict[Any, int] = {}
     for i, t in enumerate(tensors):
         key = t.storage if t.storage else ("anon", i)

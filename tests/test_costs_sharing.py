@@ -1,0 +1,29 @@
+"""Tensor identity in byte counts: the same tensor twice is one read, disjoint views are not."""
+
+from __future__ import annotations
+
+import torch
+
+from rooflinectl.attribution.calls import op_call
+from rooflinectl.capture.session import profiling
+from rooflinectl.costs import cost_of
+
+
+def _cost(name: str, fn):
+    with profiling("cpu") as capture:
+        fn()
+    op = next(o for o in capture.trace.ops if o.name == name)
+    return cost_of(op_call(op))
+
+
+def test_same_tensor_twice_is_read_once() -> None:
+    x = torch.randn(256, 256)
+    cost = _cost("aten::mul", lambda: x * x)
+    assert cost.bytes == 2 * 256 * 256 * 4  # x read once + out written once
+
+
+def test_views_of_one_packed_tensor_are_separate_reads() -> None:
+    qkv = torch.randn(64, 3 * 128)
+    q, k, _ = qkv.chunk(3, dim=-1)  # same storage, disjoint columns
+    cost = _cost("aten::add", lambda: q + k)
+    assert cost.bytes == 3 * 64 * 128 * 4  # q read + k read + out written
