@@ -7,15 +7,10 @@ Run under the profiler: rooflinectl profile examples/attention_sdpa.py -- --seq 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
+from _attention import run
 from torch import nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import attention_naive  # noqa: E402  (shared Block, arguments and inputs)
 
 
 class Attention(nn.Module):
@@ -24,15 +19,7 @@ class Attention(nn.Module):
 
 
 def main() -> None:
-    args = attention_naive.parse_args()
-    model, q, k, v = attention_naive.make_inputs(args)
-    model.attn = Attention()
-    with torch.no_grad():
-        for _ in range(args.iters):
-            out = model(q, k, v)
-    if out.is_cuda:
-        torch.cuda.synchronize()
-    print(f"sdpa attention {tuple(q.shape)} {q.dtype} on {q.device}: out {tuple(out.shape)}")
+    run("sdpa", Attention(), description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

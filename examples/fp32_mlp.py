@@ -9,45 +9,20 @@ rooflinectl profile examples/fp32_mlp.py -o before.json -- --steps 5 && roofline
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
-import statistics
-import time
-from collections.abc import Callable
 
 import torch
-
-import rooflinectl
-
-
-def time_steps_ms(step: Callable[[], object], steps: int, device: str) -> float:
-    """Median milliseconds per step: CUDA events on a GPU (idle gaps included), perf_counter on CPU."""
-    times = []
-    for _ in range(steps):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            step()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+from _bench import add_step_args, add_time_arg, example_parser, time_or_profile
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = example_parser(__doc__)
     parser.add_argument("--batch", type=int, default=None, help="rows (default: 64 on CPU, 8192 on CUDA)")
     parser.add_argument("--width", type=int, default=None, help="hidden width (default: 256 on CPU, 4096 on CUDA)")
     parser.add_argument("--depth", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--fixed", action="store_true", help="apply the fix")
+    add_step_args(parser, fixed_help="apply the fix")
     parser.add_argument("--fix", choices=["tf32", "bf16"], default="tf32", help="which fix --fixed applies")
-    parser.add_argument("--time", action="store_true", help="time steps instead of profiling a region")
+    add_time_arg(parser)
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     batch = args.batch or (8192 if device == "cuda" else 64)
@@ -68,13 +43,8 @@ def main() -> None:
             return model(x)
 
     step()  # warm-up: algorithm choice and allocation stay outside the counted region
-    if args.time:
-        ms = time_steps_ms(step, max(args.steps, 10), device)
-        print("TIMING " + json.dumps({"example": "fp32_mlp", "fixed": args.fixed, "device": device, "step_ms": ms}))
+    if time_or_profile("fp32_mlp", step, args, device, min_timed_steps=10):
         return
-    for _ in range(args.steps):
-        with rooflinectl.region("step"):
-            step()
     print(f"fp32_mlp on {device}: batch {batch}, width {width}, fixed={args.fixed} ({args.fix})")
 
 

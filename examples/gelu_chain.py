@@ -9,34 +9,11 @@ runs the eager code.
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
-
-import rooflinectl
-
-
-def time_steps_ms(step: Callable[[], object], steps: int, device: str) -> float:
-    """Median milliseconds per step: CUDA events on a GPU (idle gaps included), perf_counter on CPU."""
-    times = []
-    for _ in range(steps):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            step()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+from _bench import add_step_args, add_time_arg, device_and_dtype, example_parser, time_or_profile
 
 
 def bias_gelu_residual(x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
@@ -54,15 +31,13 @@ def compiled_or_eager(fn: Callable[..., torch.Tensor], device: str) -> Callable[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = example_parser(__doc__)
     parser.add_argument("--tokens", type=int, default=None, help="rows (default: 1024 on CPU, 16384 on CUDA)")
     parser.add_argument("--width", type=int, default=None, help="width (default: 256 on CPU, 4096 on CUDA)")
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--fixed", action="store_true", help="apply the fix: torch.compile")
-    parser.add_argument("--time", action="store_true", help="time steps instead of profiling a region")
+    add_step_args(parser, fixed_help="apply the fix: torch.compile")
+    add_time_arg(parser)
     args = parser.parse_args()
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    device, dtype = device_and_dtype()
     tokens = args.tokens or (16384 if device == "cuda" else 1024)
     width = args.width or (4096 if device == "cuda" else 256)
     x = torch.randn(tokens, width, device=device, dtype=dtype)
@@ -75,13 +50,8 @@ def main() -> None:
         print(f"gelu_chain: torch.compile failed ({exc.__class__.__name__}); running eager")
         fn = bias_gelu_residual
         fn(x, bias, residual)
-    if args.time:
-        ms = time_steps_ms(lambda: fn(x, bias, residual), max(args.steps, 20), device)
-        print("TIMING " + json.dumps({"example": "gelu_chain", "fixed": args.fixed, "device": device, "step_ms": ms}))
+    if time_or_profile("gelu_chain", lambda: fn(x, bias, residual), args, device):
         return
-    for _ in range(args.steps):
-        with rooflinectl.region("step"):
-            fn(x, bias, residual)
     print(f"gelu_chain on {device}: {tokens} x {width} {dtype}, fixed={args.fixed}")
 
 

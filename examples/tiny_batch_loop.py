@@ -8,33 +8,10 @@ On CPU there are no CUDA graphs: --fixed says so and runs the same eager loop.
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
-
-import rooflinectl
-
-
-def time_steps_ms(step: Callable[[], object], steps: int, device: str) -> float:
-    """Median milliseconds per step: CUDA events on a GPU (idle gaps included), perf_counter on CPU."""
-    times = []
-    for _ in range(steps):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            step()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+from _bench import add_step_args, add_time_arg, example_parser, time_or_profile
 
 
 def graphed(run: Callable[[torch.Tensor], torch.Tensor], example: torch.Tensor) -> Callable[[], torch.Tensor]:
@@ -58,14 +35,13 @@ def graphed(run: Callable[[torch.Tensor], torch.Tensor], example: torch.Tensor) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = example_parser(__doc__)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--inner", type=int, default=None, help="model applications per step (default 8 CPU, 50 CUDA)")
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--fixed", action="store_true", help="apply the fix: a CUDA graph")
-    parser.add_argument("--time", action="store_true", help="time steps instead of profiling a region")
+    add_step_args(parser, fixed_help="apply the fix: a CUDA graph")
+    add_time_arg(parser)
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     inner = args.inner or (50 if device == "cuda" else 8)
@@ -92,14 +68,8 @@ def main() -> None:
             return run(x)
 
     step()  # warm-up outside the counted region
-    if args.time:
-        ms = time_steps_ms(step, max(args.steps, 20), device)
-        print("TIMING " + json.dumps({"example": "tiny_batch_loop", "fixed": args.fixed, "device": device,
-                                      "step_ms": ms}))
+    if time_or_profile("tiny_batch_loop", step, args, device):
         return
-    for _ in range(args.steps):
-        with rooflinectl.region("step"):
-            step()
     if device == "cuda":
         torch.cuda.synchronize()
     print(f"tiny_batch_loop on {device}: batch {args.batch}, {inner} x {args.depth} layers, fixed={args.fixed}")

@@ -6,6 +6,22 @@ from rooflinectl.outputs.advice.common import fmt_pct, fmt_time, usable
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
 
 
+def _gate(rule_id: str, value: float, limit: float, *, floor: bool = False, evidence: str,
+          recommendation: str, number: str, subject: str) -> list[Finding]:
+    """The gate's finding when value crossed limit (fell below it for a floor, rose above it
+    otherwise), else none. evidence gets "; the threshold is <limit>." appended."""
+    if (value >= limit) if floor else (value <= limit):
+        return []
+    return [make_finding(
+        rule_id,
+        evidence=f"{evidence}; the threshold is {fmt_pct(limit)}.",
+        recommendation=recommendation,
+        est_saving_s=0.0,
+        numbers={number: value, "threshold": float(limit)},
+        subject=subject,
+    )]
+
+
 @rule(id="gate.min-efficiency", title="Efficiency below the CI threshold", severity="error", threshold="min_efficiency")
 def min_efficiency(ctx: AdviceContext) -> list[Finding]:
     """Time-weighted efficiency of the kernels with a known cost, sum(roof_time_s) / sum(time_s),
@@ -18,16 +34,13 @@ def min_efficiency(ctx: AdviceContext) -> list[Finding]:
     if time_s <= 0:
         return []
     eff = float(known["roof_time_s"].fillna(0.0).sum()) / time_s
-    if eff >= limit:
-        return []
-    return [make_finding(
-        "gate.min-efficiency",
-        evidence=f"kernels with a known cost ran at {fmt_pct(eff)} of their roofs over {fmt_time(time_s)}; the threshold is {fmt_pct(limit)}.",
+    return _gate(
+        "gate.min-efficiency", eff, limit, floor=True,
+        evidence=f"kernels with a known cost ran at {fmt_pct(eff)} of their roofs over {fmt_time(time_s)}",
         recommendation="Act on the findings above, or lower min_efficiency in [tool.rooflinectl] if the threshold is too strict.",
-        est_saving_s=0.0,
-        numbers={"efficiency": eff, "threshold": float(limit)},
+        number="efficiency",
         subject="efficiency",
-    )]
+    )
 
 
 @rule(id="gate.unknown-share", title="Too much kernel time without a cost model", severity="error", threshold="max_unknown_share")
@@ -43,16 +56,13 @@ def unknown_share(ctx: AdviceContext) -> list[Finding]:
         unknown_s = float(ctx.kernels.loc[ctx.kernels["cost_source"].isin(["none", ""]), "time_s"].sum())
         share = unknown_s / total_s if total_s else 0.0
     share = float(share)
-    if share <= limit:
-        return []
-    return [make_finding(
-        "gate.unknown-share",
-        evidence=f"{fmt_pct(share)} of kernel time has no cost model (cost_source none); the threshold is {fmt_pct(limit)}.",
+    return _gate(
+        "gate.unknown-share", share, limit,
+        evidence=f"{fmt_pct(share)} of kernel time has no cost model (cost_source none)",
         recommendation="Add cost formulas for the ops listed by `rooflinectl show --unknown`, return a cost from Triton kernels through launch_metadata, or run with counters (ncu).",
-        est_saving_s=0.0,
-        numbers={"unknown_share": share, "threshold": float(limit)},
+        number="unknown_share",
         subject="unknown cost",
-    )]
+    )
 
 
 @rule(id="gate.launch-overhead", title="Device idle share above the CI threshold", severity="error", threshold="max_launch_overhead")
@@ -64,13 +74,10 @@ def launch_overhead_gate(ctx: AdviceContext) -> list[Finding]:
     if limit is None or idle is None or not window:
         return []
     share = float(idle) / float(window)
-    if share <= limit:
-        return []
-    return [make_finding(
-        "gate.launch-overhead",
-        evidence=f"the device was idle {fmt_pct(share)} of the window ({fmt_time(float(idle))} of {fmt_time(float(window))}); the threshold is {fmt_pct(limit)}.",
+    return _gate(
+        "gate.launch-overhead", share, limit,
+        evidence=f"the device was idle {fmt_pct(share)} of the window ({fmt_time(float(idle))} of {fmt_time(float(window))})",
         recommendation="Capture the step in a CUDA graph (see launch.overhead), or raise max_launch_overhead.",
-        est_saving_s=0.0,
-        numbers={"idle_share": share, "threshold": float(limit)},
+        number="idle_share",
         subject="launch overhead",
-    )]
+    )
