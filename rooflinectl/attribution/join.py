@@ -30,7 +30,7 @@ import pandas as pd
 from rooflinectl.attribution.calls import op_call, shapes_text
 from rooflinectl.attribution.precision import unit_and_precision
 from rooflinectl.capture.region import MODULE_PREFIX, REGION_PREFIX
-from rooflinectl.capture.trace import RawOp, RawTrace
+from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
 from rooflinectl.costs import NO_WORK_OPS, OpCost, cost_of, lookup
 
 LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
@@ -175,7 +175,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
         declared = triton_queue[k.name].popleft() if k.category == "kernel" and triton_queue.get(k.name) else None
         if not index.in_window(ts):
             continue
-        costed = -1 if declared else index.costed_ancestor(op_i)
+        costed = -1 if declared or k.category != "kernel" else index.costed_ancestor(op_i)
         pending.append((k, op_i, costed, declared))
     time_by_op: dict[int, int] = defaultdict(int)
     for k, _, costed, _ in pending:
@@ -190,7 +190,9 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
         common = dict(module=module, time_s=k.dur_ns / 1e9, device="cuda", metadata=metadata,
                       start_ns=k.ts_ns, end_ns=k.end_ns, blocks=blocks, threads=threads)
-        if declared is not None:
+        if k.category != "kernel":
+            records.append(_transfer_record(k, index.ops[inner].name if inner >= 0 else "", common))
+        elif declared is not None:
             cost = _declared_cost(declared)
             records.append(_record(k.name, k.name, cost, 1.0, shapes="", origin=origin, source="triton", **common))
         elif costed >= 0:
@@ -204,6 +206,20 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
             records.append(_record(k.name, op_name, None, 0.0, shapes="", origin=origin, source="none",
                                    note="no cost formula for this kernel's op", **common))
     return records
+
+
+def _transfer_record(k: RawKernel, op_name: str, common: dict[str, Any]) -> dict[str, Any]:
+    """A memset or memcpy carries its own size from the trace, never a share of its op's FLOPs
+    (cuBLAS clears a workspace with a memset inside a GEMM op, for example)."""
+    if k.bytes is None:
+        return _record(k.name, op_name, None, 0.0, shapes="", origin="aten", source="none",
+                       note="memset/memcpy size not recorded in the trace", **common)
+    device_to_device = k.category == "gpu_memcpy" and "DtoD" in k.name
+    moved = 2 * k.bytes if device_to_device else k.bytes
+    what = "memset: bytes written" if k.category == "gpu_memset" else (
+        "device copy: bytes read and written" if device_to_device else "host-device copy: bytes transferred (PCIe/C2C bound, not DRAM)")
+    cost = OpCost(0.0, float(moved), "copy", "", f"{what}, size from the trace")
+    return _record(k.name, op_name, cost, 1.0, shapes="", origin="aten", source="analytic", **common)
 
 
 def _may_do_work(op: RawOp) -> bool:

@@ -53,6 +53,7 @@ class RawKernel:
     stream: int = 0
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
+    bytes: int | None = None  # memcpy/memset size, as the trace records it
 
     @property
     def end_ns(self) -> int:
@@ -149,6 +150,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 stream=int(args.get("stream", 0) or 0),
                 grid=_triple(args.get("grid")),
                 block=_triple(args.get("block")),
+                bytes=int(args["bytes"]) if isinstance(args.get("bytes"), (int, float)) else None,
             ))
         elif cat in LAUNCH_CATEGORIES and "correlation" in args:
             launches[int(args["correlation"])] = _ns(e["ts"], base_us)

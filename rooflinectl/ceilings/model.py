@@ -31,20 +31,23 @@ class Ceilings:
     def dram(self) -> Roof:
         return self.memory_bytes_per_s["dram"]
 
-    def compute_roof(self, unit: str, precision: str) -> Roof | None:
-        """The roof for work of one precision on one unit, or the nearest sensible stand-in.
+    def compute_roof_key(self, unit: str, precision: str) -> str | None:
+        """Which compute roof work of one precision on one unit is held against.
 
         Integer and bool element-wise work and half-precision SIMT math are held against the
         fp32 SIMT roof (their arithmetic runs in 32-bit lanes); a tensor precision the device
         lacks has no roof (None).
         """
-        roofs = self.compute_flops_per_s
         key = f"{unit}.{precision}"
-        if key in roofs:
-            return roofs[key]
-        if unit == "simt" and precision not in ("fp64",):
-            return roofs.get("simt.fp32")
+        if key in self.compute_flops_per_s:
+            return key
+        if unit == "simt" and precision != "fp64" and "simt.fp32" in self.compute_flops_per_s:
+            return "simt.fp32"
         return None
+
+    def compute_roof(self, unit: str, precision: str) -> Roof | None:
+        key = self.compute_roof_key(unit, precision)
+        return self.compute_flops_per_s[key] if key is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

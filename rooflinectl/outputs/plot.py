@@ -125,7 +125,7 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     heading = title or f"Roofline: {device}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
     fig.text(MAIN_RECT[0], 0.935, f"{format_time(total_time_s)} of kernel time in {len(all_rows)} groups"
-             + (f" · {data.metadata['command']}" if data.metadata.get("command") else ""),
+             + (f" · {command_text(data.metadata.get('command'))}" if data.metadata.get("command") else ""),
              fontsize=9.5, color="#444444", gid="subtitle")
     return fig
 
@@ -206,6 +206,13 @@ def draw_notes(fig: Figure, points: pd.DataFrame, table: pd.DataFrame, all_rows:
                       "#444444", "note:filter"))
     for i, (text, color, gid) in enumerate(notes):
         fig.text(MAIN_RECT[0], 0.075 - i * 0.027, text, fontsize=8.8, color=color, gid=gid)
+
+
+def command_text(command: object) -> str:
+    """['rooflinectl', 'profile', '/long/path/x.py'] -> 'rooflinectl profile x.py'."""
+    if not isinstance(command, (list, tuple)):
+        return str(command)
+    return " ".join(os.path.basename(str(a)) if "/" in str(a) else str(a) for a in command)
 
 
 def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: float | None = None) -> Path:

@@ -145,7 +145,7 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
 def _draw_pair_table(ax: Axes, pairs: pd.DataFrame, top: int, names: tuple[str, str]) -> None:
     ax.set_axis_off()
     ax.text(0, 1.0, "Matched groups (largest first)", fontsize=10.5, fontweight="bold", va="top", transform=ax.transAxes)
-    ax.text(0, 0.965, f"{'group':<26} {names[0][:9]:>9} {names[1][:9]:>9} {'speedup':>8}  match", family="monospace",
+    ax.text(0, 0.965, f"{'group':<26} {'before':>9} {'after':>9} {'speedup':>8}  match", family="monospace",
             fontsize=8, color="#555555", va="top", transform=ax.transAxes, gid="table:header")
     for i, r in enumerate(pairs.head(top).itertuples()):
         color = FASTER if r.speedup >= 1 else SLOWER

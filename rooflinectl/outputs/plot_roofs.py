@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.ceilings.model import Ceilings
 
 MEMORY_STYLES = {"dram": "-", "l2": "--", "l1": ":"}
 MEMORY_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
@@ -69,10 +69,9 @@ def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame) -> list[RoofLine]:
     used: dict[str, list[str]] = {}
     pairs = kernels.loc[kernels["cost_source"] != "none", ["unit", "precision"]].drop_duplicates()
     for unit, precision in pairs.itertuples(index=False):
-        roof = ceilings.compute_roof(str(unit), str(precision))
-        if roof is None:
+        key = ceilings.compute_roof_key(str(unit), str(precision))
+        if key is None:
             continue
-        key = _roof_key(ceilings, roof, f"{unit}.{precision}")
         used.setdefault(key, [])
         if precision and precision not in used[key]:
             used[key].append(str(precision))
@@ -83,12 +82,6 @@ def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame) -> list[RoofLine]:
         label = f"{names} {unit} {format_si(roof.value, 'FLOP/s')} ({roof.source})"
         lines.append(RoofLine(key, "compute", roof.value, roof.source, label))
     return lines
-
-
-def _roof_key(ceilings: Ceilings, roof: Roof, wanted: str) -> str:
-    if wanted in ceilings.compute_flops_per_s:
-        return wanted
-    return next(k for k, r in ceilings.compute_flops_per_s.items() if r is roof or r == roof)
 
 
 def place_groups(table: pd.DataFrame) -> pd.DataFrame:

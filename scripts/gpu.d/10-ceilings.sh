@@ -4,7 +4,7 @@
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/10-ceilings}"
 mkdir -p "$out"
-export ROOFLINECTL_CACHE_DIR="$out/cache"
+export ROOFLINECTL_CACHE_DIR="${ROOFLINECTL_CACHE_DIR:-$out/cache}"
 ceilings() { python3 -c 'import sys; from rooflinectl.cli.ceilings_cmd import command; command(sys.argv[1:])' "$@"; }
 start=$(date +%s.%N)
 ceilings --measure --refresh --format json > "$out/ceilings.json"

@@ -15,7 +15,7 @@ step() {  # step NAME CMD...: run, report, keep going so one failure does not hi
 rl() { if command -v rooflinectl >/dev/null; then rooflinectl "$@"; else python3 -m rooflinectl "$@"; fi; }
 
 if [ -f examples/mlp.py ]; then
-  step "profile mlp" rl profile examples/mlp.py -o "$out/mlp.profile.json"
+  step "profile mlp" rl profile examples/mlp.py -o "$out/mlp.profile.json" -- --batch 4096
   step "plot mlp png" rl plot "$out/mlp.profile.json" -o "$out/roofline.png" --dpi 150
   step "plot mlp svg" rl plot "$out/mlp.profile.json" -o "$out/roofline.svg"
   step "plot mlp by family" rl plot "$out/mlp.profile.json" -o "$out/roofline-family.png" --color-by family
