@@ -25,7 +25,7 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
     attributed = attribute(trace, device_kind, metadata)
     table, sequence = group_launches(attributed.launches)
     if table.empty:
-        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns")] + ["calls"])
+        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns")] + ["calls"])
     placed = place_on_roofline(table, ceilings)
     placed["rank"] = 0
     placed = placed[list(KERNEL_COLUMNS)]
@@ -35,6 +35,10 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
     sequence = [remap[i] for i in sequence]
     summary = summarise(placed, attributed.launches, attributed.window_s, sequence, iterations)
     summary["regions"] = attributed.regions
+    summary["host_events"] = attributed.host_events
+    overhead_s = metadata.get("profiler_overhead_per_op_s")
+    if overhead_s is not None:
+        summary["device_idle_unprofiled_s"] = max(summary["device_idle_s"] - attributed.host_events * overhead_s, 0.0)
     return placed, summary
 
 

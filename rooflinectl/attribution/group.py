@@ -25,7 +25,7 @@ def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
     """Aggregate launches; returns the table (ordered by first launch) and the launch sequence
     as row positions in that table (first MAX_SEQUENCE launches)."""
     if launches.empty:
-        return launches.drop(columns=["start_ns", "end_ns"]).assign(calls=[]), []
+        return launches.drop(columns=["start_ns", "end_ns", "launch_ns"]).assign(calls=[]), []
     keyed = launches.reset_index(drop=True)
     grouped = keyed.groupby(GROUP_KEY, sort=False, dropna=False)
     table = grouped.agg(

@@ -29,13 +29,13 @@ import pandas as pd
 
 from rooflinectl.attribution.calls import op_call, shapes_text
 from rooflinectl.attribution.precision import unit_and_precision
-from rooflinectl.capture.region import MODULE_PREFIX, REGION_PREFIX
+from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
 from rooflinectl.costs import NO_WORK_OPS, OpCost, cost_of, lookup
 
 LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
                   "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block", "unit",
-                  "precision", "start_ns", "end_ns"]
+                  "precision", "start_ns", "end_ns", "launch_ns"]
 
 
 @dataclass
@@ -43,6 +43,7 @@ class Attributed:
     launches: pd.DataFrame  # LAUNCH_COLUMNS, in launch order
     window_s: float  # wall time of the counted window
     regions: list[str]
+    host_events: int  # profiler events (ops, annotations) recorded in the window: each paid the profiler's cost
 
 
 class _OpIndex:
@@ -68,9 +69,13 @@ class _OpIndex:
                                     if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)])
         self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in self.ops
                                     if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)})
+        self.excluded_spans = [(o.ts_ns, o.end_ns) for o in self.ops
+                               if o.category == "user_annotation" and o.name == CALIBRATION_NAME]
         self._costs: dict[int, tuple[OpCost | None, str]] = {}
 
     def in_window(self, ts_ns: int) -> bool:
+        if any(a <= ts_ns <= b for a, b in self.excluded_spans):
+            return False
         return not self.region_spans or any(a <= ts_ns <= b for a, b in self.region_spans)
 
     def module(self, i: int) -> str:
@@ -131,7 +136,7 @@ def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
 
 
 def _record(kernel: str, op: str, cost: OpCost | None, share: float, module: str, shapes: str, time_s: float,
-            device: str, origin: str, source: str, metadata: dict[str, Any], start_ns: int, end_ns: int,
+            device: str, origin: str, source: str, metadata: dict[str, Any], start_ns: int, end_ns: int, launch_ns: int,
             blocks: float = math.nan, threads: float = math.nan, note: str = "",
             dtype: str = "", family: str = "other") -> dict[str, Any]:
     if cost is not None:
@@ -144,7 +149,7 @@ def _record(kernel: str, op: str, cost: OpCost | None, share: float, module: str
         "bytes": cost.bytes * share if cost is not None else math.nan,
         "cost_source": source if cost is not None else "none", "cost_note": note,
         "blocks": blocks, "threads_per_block": threads, "unit": unit, "precision": precision,
-        "start_ns": start_ns, "end_ns": end_ns,
+        "start_ns": start_ns, "end_ns": end_ns, "launch_ns": launch_ns,
     }
 
 
@@ -155,20 +160,32 @@ def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> At
     else:
         records = _cpu_records(index, metadata)
     launches = pd.DataFrame(records, columns=LAUNCH_COLUMNS)
-    if index.region_spans:
-        window_ns = sum(b - a for a, b in index.region_spans)
-    elif len(launches):
-        window_ns = int(launches["end_ns"].max() - launches["start_ns"].min())
-    else:
-        window_ns = 0
-    return Attributed(launches=launches, window_s=window_ns / 1e9, regions=index.region_names)
+    host_events = sum(1 for o in index.ops if index.in_window(o.ts_ns) and not o.name.startswith(REGION_PREFIX))
+    return Attributed(launches=launches, window_s=_window_ns(launches, index) / 1e9, regions=index.region_names,
+                      host_events=host_events)
+
+
+def _window_ns(launches: pd.DataFrame, index: _OpIndex) -> int:
+    """Wall time of the counted work: per region, from its first counted kernel's start to its last
+    kernel's end (kernels run after the host launched them, so the device timeline is what counts);
+    without regions, the span of all counted work."""
+    if launches.empty:
+        return 0
+    if not index.region_spans:
+        return int(launches["end_ns"].max() - launches["start_ns"].min())
+    total = 0
+    for a, b in index.region_spans:
+        inside = launches[(launches["launch_ns"] >= a) & (launches["launch_ns"] <= b)]
+        if len(inside):
+            total += int(inside["end_ns"].max() - inside["start_ns"].min())
+    return total
 
 
 def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, Any]]:
     triton_queue: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
     for launch in trace.triton_launches:
         triton_queue[launch["name"]].append(launch)
-    pending: list[tuple[Any, int, int, dict[str, Any] | None]] = []  # kernel, launching op, costed op, triton
+    pending: list[tuple[Any, int, int, dict[str, Any] | None, int]] = []  # kernel, op, costed op, triton, launch ts
     for k in trace.kernels:
         op_i = index.by_external.get(k.external_id, -1)
         ts = index.ops[op_i].ts_ns if op_i >= 0 else trace.launch_ts_ns.get(k.correlation, k.ts_ns)
@@ -176,20 +193,20 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
         if not index.in_window(ts):
             continue
         costed = -1 if declared or k.category != "kernel" else index.costed_ancestor(op_i)
-        pending.append((k, op_i, costed, declared))
+        pending.append((k, op_i, costed, declared, ts))
     time_by_op: dict[int, int] = defaultdict(int)
-    for k, _, costed, _ in pending:
+    for k, _, costed, _, _ in pending:
         if costed >= 0:
             time_by_op[costed] += k.dur_ns
     records = []
-    for k, op_i, costed, declared in pending:
+    for k, op_i, costed, declared, ts in pending:
         inner = index.innermost_cpu_op(op_i)
         module = index.module(op_i)
         blocks = float(math.prod(k.grid)) if k.grid else math.nan
         threads = float(math.prod(k.block)) if k.block else math.nan
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
         common = dict(module=module, time_s=k.dur_ns / 1e9, device="cuda", metadata=metadata,
-                      start_ns=k.ts_ns, end_ns=k.end_ns, blocks=blocks, threads=threads)
+                      start_ns=k.ts_ns, end_ns=k.end_ns, launch_ns=ts, blocks=blocks, threads=threads)
         if k.category != "kernel":
             records.append(_transfer_record(k, index.ops[inner].name if inner >= 0 else "", common))
         elif declared is not None:
@@ -257,7 +274,7 @@ def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, An
             continue
         cost, shapes = index.cost(i)
         common = dict(module=index.module(i), time_s=op.dur_ns / 1e9, device="cpu", metadata=metadata,
-                      start_ns=op.ts_ns, end_ns=op.end_ns)
+                      start_ns=op.ts_ns, end_ns=op.end_ns, launch_ns=op.ts_ns)
         if cost is not None:
             records.append(_record(op.name, op.name, cost, 1.0, shapes=shapes, origin="aten", source="analytic", **common))
         else:

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from rooflinectl.capture.modules import module_scopes
+from rooflinectl.capture.region import CALIBRATION_NAME
 from rooflinectl.capture.trace import RawTrace, from_chrome_trace
 from rooflinectl.capture.triton_hook import triton_launches
 
@@ -106,6 +107,31 @@ def export_trace(prof: torch.profiler.profile) -> dict[str, Any]:
         os.unlink(path)
 
 
+CALIBRATION_OPS = 200
+
+
+def _tiny_op_loop_s(device_kind: str) -> float:
+    """Seconds for CALIBRATION_OPS one-element in-place adds: one recorded op and one kernel each."""
+    import time
+
+    t = torch.zeros(1, device=device_kind)
+    if device_kind == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(CALIBRATION_OPS):
+        t.add_(1)
+    if device_kind == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def _overhead_per_op_s(device_kind: str, profiled_s: float, plain_s: float) -> float:
+    """What the profiler adds to each recorded op on the host: the same tiny-op loop timed with
+    and without it. Advice uses it to tell idle time the profiler caused from idle time the run
+    has without it."""
+    return max(profiled_s - plain_s, 0.0) / CALIBRATION_OPS
+
+
 @contextmanager
 def profiling(device_kind: str) -> Iterator[Capture]:
     """Profile the block; on exit (also on error) the capture holds what ran."""
@@ -121,7 +147,12 @@ def profiling(device_kind: str) -> Iterator[Capture]:
     with ExitStack() as stack:
         stack.enter_context(module_scopes())
         stack.enter_context(triton_launches(triton_sink))
+        _tiny_op_loop_s(device_kind)  # warm the loop once (allocator, kernel load)
+        plain_s = _tiny_op_loop_s(device_kind)
         prof.start()
+        with torch.profiler.record_function(CALIBRATION_NAME):  # excluded from what is counted
+            profiled_s = _tiny_op_loop_s(device_kind)
+        capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(device_kind, profiled_s, plain_s)
         try:
             yield capture
         finally:
@@ -132,7 +163,7 @@ def profiling(device_kind: str) -> Iterator[Capture]:
             trace = from_chrome_trace(export_trace(prof), _tensor_info(prof))
             trace.triton_launches = triton_sink
             capture.trace = trace
-            capture.metadata.update(run_metadata(device_kind))
+            capture.metadata.update(run_metadata(device_kind))  # math modes as they were at the end
 
 
 def save_capture(capture: Capture, path: str) -> None:

@@ -14,6 +14,7 @@ examples=(
 )
 for entry in "${examples[@]}"; do
   IFS='|' read -r name args rule <<<"$entry"
+  if [ -n "${ADVICE_EXAMPLES:-}" ] && ! [[ " $ADVICE_EXAMPLES " == *" $name "* ]]; then continue; fi
   echo "== $name (expect $rule)"
   for phase in before after; do
     fix=""; [ "$phase" = after ] && fix="--fixed"

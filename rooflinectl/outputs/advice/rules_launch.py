@@ -39,8 +39,11 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     kernels are short: the host cannot launch fast enough.
 
     Estimate: a CUDA graph replays the launches with about GRAPH_GAP_S (1 us) between kernels,
-    so the saving is device_idle_s - launches x 1 us, capped at device_idle_s. Kernel time is not
-    counted: graphs do not make kernels faster (fusing them is the fusion rule's saving).
+    so the saving is idle - launches x 1 us, capped at the idle time. The idle time is the one to
+    expect without the profiler (device_idle_unprofiled_s: the profiler's measured cost per
+    recorded event taken out), since the profiler slows the host that launches the kernels.
+    Kernel time is not counted: graphs do not make kernels faster (fusing them is the fusion
+    rule's saving).
     """
     if not ctx.on_gpu:
         return []
@@ -56,21 +59,25 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     idle_share = idle_s / window_s
     if idle_share < MIN_IDLE_SHARE:
         return []
-    saving_s = min(idle_s, max(0.0, idle_s - launches * GRAPH_GAP_S))
+    unprofiled_s = _summary_float(ctx, "device_idle_unprofiled_s")
+    expected_idle_s = idle_s if unprofiled_s is None else min(unprofiled_s, idle_s)
+    saving_s = min(expected_idle_s, max(0.0, expected_idle_s - launches * GRAPH_GAP_S))
     per_launch_s = window_s / launches if launches else 0.0
     return [make_finding(
         "launch.overhead",
         evidence=(f"The GPU was idle {fmt_time(idle_s)} of a {fmt_time(window_s)} window "
                   f"({fmt_pct(idle_share)}) across {int(launches)} launches "
                   f"({int(short)} shorter than {SHORT_KERNEL_S * 1e6:.0f} us); "
-                  f"one launch every {fmt_time(per_launch_s)}."),
+                  f"one launch every {fmt_time(per_launch_s)}"
+                  + ("." if unprofiled_s is None else
+                     f"; without the profiler's own cost per event, about {fmt_time(expected_idle_s)} idle.")),
         recommendation=("Capture the step in a CUDA graph: torch.compile(model, mode=\"reduce-overhead\"), "
                         "or torch.cuda.graphs / torch.cuda.make_graphed_callables with static input "
                         "buffers; also batch more work per call if you can."),
         est_saving_s=saving_s,
         rows=(),
-        numbers={"device_idle_s": idle_s, "window_s": window_s, "launches": launches,
-                 "short_launches": short},
+        numbers={"device_idle_s": idle_s, "device_idle_unprofiled_s": expected_idle_s, "window_s": window_s,
+                 "launches": launches, "short_launches": short},
         subject="launches",
         idle_saving_s=saving_s,
     )]
