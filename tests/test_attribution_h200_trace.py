@@ -77,3 +77,22 @@ def test_bounds_follow_the_roofline(mlp) -> None:
 def test_modules_are_named(mlp) -> None:
     forward = mlp.kernels[mlp.kernels["op"].isin(["aten::addmm", "aten::gelu", "aten::native_layer_norm"])]
     assert (forward["module"].str.startswith("Sequential")).all()
+
+
+def test_naive_attention_trace() -> None:
+    """scripts/bench_foundation.py's naive attention: B=8, H=16, S=2048, D=64, bf16, 3 iterations."""
+    capture = load_capture(str(DATA / "h200_attention_naive_bf16.capture.json.gz"))
+    data = profile_data(capture, command=["test"], completed=True, exit_code=0, ceilings=H200)
+    table = data.kernels
+    assert data.summary["known_cost_time_share"] == pytest.approx(1.0)
+    b, h, s, d = 8, 16, 2048, 64
+    bmm = table[table["op"] == "aten::bmm"]
+    assert bmm["flops"].sum() == pytest.approx(3 * 2 * (2 * b * h * s * s * d))  # QK^T and PV: 2*B*H*S*S*D each
+    softmax = table[table["op"] == "aten::_softmax"].iloc[0]
+    assert softmax["bytes"] == pytest.approx(3 * 2 * b * h * s * s * 2)  # read + write the bf16 scores
+    assert softmax["bound"] == "memory"
+    memsets = table[table["kernel"].str.startswith("Memset")]
+    assert (memsets["flops"] == 0).all()  # a cuBLAS workspace memset carries no GEMM FLOPs
+    # the capture's profiler-overhead probe (200 tiny adds) is never counted
+    assert "aten::add_" not in set(table["op"])
+    assert data.metadata["profiler_overhead_per_op_s"] > 0
