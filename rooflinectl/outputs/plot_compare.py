@@ -28,7 +28,14 @@ from rooflinectl.outputs.plot_roofs import (
 from rooflinectl.outputs.profile_file import ProfileData
 
 _SUMS = ["time_s", "flops", "bytes"]
-FASTER, SLOWER = "#2ca02c", "#d62728"
+FASTER, SLOWER, UNCHANGED = "#2ca02c", "#d62728", "#777777"
+UNCHANGED_WITHIN = 0.03  # a speed-up within 3% of 1.0 is run-to-run noise, drawn grey
+
+
+def speedup_color(speedup: float) -> str:
+    if abs(speedup - 1.0) <= UNCHANGED_WITHIN:
+        return UNCHANGED
+    return FASTER if speedup > 1 else SLOWER
 
 
 def _aggregate(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -104,8 +111,7 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
     top_peak = max((r.value for r in lines if r.kind == "compute"), default=math.inf)
     above: list[str] = []
     for i in pairs.index[drawable]:
-        faster = pairs.at[i, "speedup"] >= 1
-        color = FASTER if faster else SLOWER
+        color = speedup_color(pairs.at[i, "speedup"])
         over = [y > 1.05 * min(top_peak, x * bw) for x, y in ((bx[i], by[i]), (axx[i], ayy[i]))]
         if any(over):
             above.append(str(pairs.at[i, "label"]))
@@ -148,7 +154,7 @@ def _draw_pair_table(ax: Axes, pairs: pd.DataFrame, top: int, names: tuple[str, 
     ax.text(0, 0.965, f"{'group':<26} {'before':>9} {'after':>9} {'speedup':>8}  match", family="monospace",
             fontsize=8, color="#555555", va="top", transform=ax.transAxes, gid="table:header")
     for i, r in enumerate(pairs.head(top).itertuples()):
-        color = FASTER if r.speedup >= 1 else SLOWER
+        color = speedup_color(r.speedup)
         ax.text(0, 0.93 - i * 0.04, f"{ellipsize(r.label, 26):<26} {format_time(r.time_s_before):>9} {format_time(r.time_s_after):>9}"
                 f" {r.speedup:>7.2f}×  {r.level}", family="monospace", fontsize=8, color=color, va="top",
                 transform=ax.transAxes, gid=f"table:row:{i}")
