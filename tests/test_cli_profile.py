@@ -16,12 +16,8 @@ from rooflinectl.schema import KERNEL_COLUMNS
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def _invoke(*args: str, cwd: Path | None = None):
-    runner = CliRunner()
-    if cwd is None:
-        return runner.invoke(main, list(args))
-    with runner.isolated_filesystem(temp_dir=cwd):
-        return runner.invoke(main, list(args))
+def _invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +56,10 @@ def test_show_formats(mlp_profile: Path) -> None:
     assert sum(r["time_share"] for r in as_json["kernels"]) == pytest.approx(1.0)
 
 
-def test_show_without_profile_reads_default(tmp_path: Path, mlp_profile: Path) -> None:
-    runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=tmp_path):
-        Path("rooflinectl.profile.json").write_bytes(mlp_profile.read_bytes())
-        result = runner.invoke(main, ["show", "--top", "2"])
+def test_show_without_profile_reads_default(tmp_path: Path, mlp_profile: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rooflinectl.profile.json").write_bytes(mlp_profile.read_bytes())
+    result = _invoke("show", "--top", "2")
     assert result.exit_code == 0, result.output
 
 
@@ -126,9 +121,8 @@ def test_bad_profile_files(tmp_path: Path, content: str, message: str) -> None:
     assert "Traceback" not in result.output
 
 
-def test_missing_default_profile(tmp_path: Path) -> None:
-    runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=tmp_path):
-        result = runner.invoke(main, ["show"])
+def test_missing_default_profile(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = _invoke("show")
     assert result.exit_code == EXIT_USAGE
     assert "No profile file" in result.output

@@ -123,7 +123,7 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
     """Who wrote the kernel: triton (user Triton), inductor (torch.compile), library, aten, other."""
     lowered = name.lower()
-    if name.startswith("triton_") or name.startswith("triton_poi") or name.startswith("triton_red"):
+    if name.startswith("triton_"):  # Inductor names its kernels triton_poi_/triton_red_/triton_per_...
         return "inductor"
     if triton_declared:
         return "triton"
@@ -132,7 +132,7 @@ def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
         return "library"
     if name.startswith("Memcpy") or name.startswith("Memset") or "at::native" in name or "at::" in name:
         return "aten"
-    return "aten" if has_aten_op and "void" in name else ("other" if not has_aten_op else "aten")
+    return "aten" if has_aten_op else "other"
 
 
 def _record(kernel: str, op: str, cost: OpCost | None, share: float, module: str, shapes: str, time_s: float,

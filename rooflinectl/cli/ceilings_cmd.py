@@ -55,4 +55,4 @@ def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: 
         click.echo(ceilings_json(ceilings))
     else:
         width = None if sys.stdout.isatty() else 160
-        Console(width=width, file=click.get_text_stream("stdout")).print(render_ceilings(ceilings))
+        Console(width=width, file=sys.stdout).print(render_ceilings(ceilings))
