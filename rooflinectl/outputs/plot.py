@@ -25,12 +25,12 @@ from rooflinectl.outputs.plot_names import ellipsize, group_label, shorten_kerne
 from rooflinectl.outputs.plot_roofs import (
     compute_frame,
     draw_roofs,
-    format_time,
     place_groups,
     roof_lines,
     setup_axes,
 )
 from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.outputs.units import seconds
 
 SUPPORTED_EXTENSIONS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 BOUND_COLORS = {"memory": "#1f77b4", "compute": "#ff7f0e", "latency": "#9467bd", "unknown": "#8c8c8c"}
@@ -124,7 +124,7 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     device = data.ceilings.device_name or data.metadata.get("device", "")
     heading = title or f"Roofline: {device}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
-    fig.text(MAIN_RECT[0], 0.935, f"{format_time(total_time_s)} of kernel time in {len(all_rows)} groups"
+    fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s, micro='µs')} of kernel time in {len(all_rows)} groups"
              + (f" · {command_text(data.metadata.get('command'))}" if data.metadata.get("command") else ""),
              fontsize=9.5, color="#444444", gid="subtitle")
     return fig
@@ -155,7 +155,7 @@ def draw_table(ax: Axes, points: pd.DataFrame, top: int, total_time_s: float) ->
         where = {"unknown": "no cost", "no_flops": "0 FLOP"}.get(r.where, "")
         bound = where or str(r.bound)
         color = WARN_COLOR if r.above_roof else ("#8c8c8c" if r.where == "unknown" else "#111111")
-        head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {format_time(r.time_s):>9}  {bound:<8} "
+        head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {seconds(r.time_s, micro='µs'):>9}  {bound:<8} "
         head += ellipsize(f"{r.op or '?'}" + (f" · {r.module}" if r.module else ""), 34)
         ax.text(0, y, head, family="monospace", fontsize=8, color=color, va="top", gid=f"table:row:{r.rank_by_time}")
         ax.text(0.045, y - line_h * 0.42, shorten_kernel_name(str(r.kernel), 62), family="monospace", fontsize=7,

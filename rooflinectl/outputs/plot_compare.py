@@ -20,12 +20,12 @@ from rooflinectl.outputs.plot_names import ellipsize, short_op
 from rooflinectl.outputs.plot_roofs import (
     compute_frame,
     draw_roofs,
-    format_time,
     place_groups,
     roof_lines,
     setup_axes,
 )
 from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.outputs.units import seconds
 
 _SUMS = ["time_s", "flops", "bytes"]
 FASTER, SLOWER, UNCHANGED = "#2ca02c", "#d62728", "#777777"
@@ -138,7 +138,7 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
     overall = t_before / t_after if t_after > 0 else math.inf
     fig.suptitle(title or f"Roofline comparison: {after.ceilings.device_name}", x=MAIN_RECT[0], y=0.975, ha="left",
                  fontsize=14, fontweight="bold")
-    fig.text(MAIN_RECT[0], 0.935, f"{names[0]}: {format_time(t_before)}  →  {names[1]}: {format_time(t_after)} of kernel time"
+    fig.text(MAIN_RECT[0], 0.935, f"{names[0]}: {seconds(t_before, micro='µs')}  →  {names[1]}: {seconds(t_after, micro='µs')} of kernel time"
              f"  ({overall:.2f}× {'faster' if overall >= 1 else 'slower'})", fontsize=10.5, color="#222222", gid="totals")
     _draw_pair_table(fig.add_axes(TABLE_RECT), pairs, top, names)
     _draw_notes(fig, pairs, drawable, b_rest, a_rest, names, before, after)
@@ -155,7 +155,7 @@ def _draw_pair_table(ax: Axes, pairs: pd.DataFrame, top: int, names: tuple[str, 
             fontsize=8, color="#555555", va="top", transform=ax.transAxes, gid="table:header")
     for i, r in enumerate(pairs.head(top).itertuples()):
         color = speedup_color(r.speedup)
-        ax.text(0, 0.93 - i * 0.04, f"{ellipsize(r.label, 26):<26} {format_time(r.time_s_before):>9} {format_time(r.time_s_after):>9}"
+        ax.text(0, 0.93 - i * 0.04, f"{ellipsize(r.label, 26):<26} {seconds(r.time_s_before, micro='µs'):>9} {seconds(r.time_s_after, micro='µs'):>9}"
                 f" {r.speedup:>7.2f}×  {r.level}", family="monospace", fontsize=8, color=color, va="top",
                 transform=ax.transAxes, gid=f"table:row:{i}")
 

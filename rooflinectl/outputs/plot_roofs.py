@@ -15,34 +15,13 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.outputs.units import si
 
 MEMORY_STYLES = {"dram": "-", "l2": "--", "l1": ":"}
 MEMORY_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
 ROOF_COLOR = "#333333"
 STRIP_DECADES = 1.0
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels  # the zero-FLOP strip sits this many decades left of the lowest intensity
-
-
-def format_si(value: float, unit: str, digits: int = 3) -> str:
-    """989e12, 'FLOP/s' -> '989 TFLOP/s'; 4.8e12, 'B/s' -> '4.8 TB/s'."""
-    if not math.isfinite(value) or value <= 0:
-        return f"0 {unit}"
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")):
-        if value >= factor or factor == 1.0:
-            scaled = value / factor
-            number = f"{scaled:.0f}" if scaled >= 10**digits else f"{scaled:.{digits}g}"
-            return f"{number} {prefix}{unit}"
-    raise AssertionError("unreachable")
-
-
-def format_time(seconds: float) -> str:
-    """Seconds in the unit a person reads: '3.1 ms', '42 µs'."""
-    if not math.isfinite(seconds):
-        return "?"
-    for factor, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if seconds >= factor:
-            return f"{seconds / factor:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
 
 
 @dataclass(frozen=True)
@@ -62,7 +41,7 @@ def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame) -> list[RoofLine]:
     Precisions that share one roof (int math held against simt.fp32) are named together.
     """
     lines = [
-        RoofLine(level, "memory", roof.value, roof.source, f"{MEMORY_NAMES[level]} {format_si(roof.value, 'B/s', 2)} ({roof.source})")
+        RoofLine(level, "memory", roof.value, roof.source, f"{MEMORY_NAMES[level]} {si(roof.value, 'B/s', 2)} ({roof.source})")
         for level, roof in ceilings.memory_bytes_per_s.items()
         if level in MEMORY_NAMES and roof.value > 0
     ]
@@ -79,7 +58,7 @@ def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame) -> list[RoofLine]:
         roof = ceilings.compute_flops_per_s[key]
         unit, precision = key.split(".", 1)
         names = "/".join([precision] + [p for p in precisions if p != precision])
-        label = f"{names} {unit} {format_si(roof.value, 'FLOP/s')} ({roof.source})"
+        label = f"{names} {unit} {si(roof.value, 'FLOP/s')} ({roof.source})"
         lines.append(RoofLine(key, "compute", roof.value, roof.source, label))
     return lines
 
@@ -148,7 +127,7 @@ def setup_axes(ax: Axes, frame: Frame) -> None:
     ax.xaxis.set_major_locator(LogLocator(base=10, numticks=20))
     ax.yaxis.set_major_locator(LogLocator(base=10, numticks=20))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_si(v, "FLOP/s", 3)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: si(v, "FLOP/s", 3)))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, which="major", color="#e4e4e4", linewidth=0.7)

@@ -15,12 +15,11 @@ from rich.text import Text
 from rooflinectl.outputs.plot_names import group_label
 from rooflinectl.outputs.plot_roofs import (
     compute_frame,
-    format_si,
-    format_time,
     place_groups,
     roof_lines,
 )
 from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.outputs.units import seconds, si
 
 BOUND_STYLES = {"memory": "bold blue", "compute": "bold dark_orange", "latency": "bold magenta", "unknown": "dim"}
 _SYMBOLS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -71,7 +70,7 @@ def render_terminal(data: ProfileData, width: int = 80, height: int = 22, top: i
     decade_rows = {round((ly1 - e) / (ly1 - ly0) * (rows - 1)): e for e in range(math.ceil(ly0), math.floor(ly1) + 1)}
     body = Text()
     for i, row in enumerate(grid):
-        label = format_si(10.0 ** decade_rows[i], "FLOP/s") if i in decade_rows else ""
+        label = si(10.0 ** decade_rows[i], "FLOP/s") if i in decade_rows else ""
         body.append(f"{label:>{_Y_LABEL_W}}│", style="grey50")
         for ch, style in row:
             body.append(ch, style=style)
@@ -92,7 +91,7 @@ def render_terminal(data: ProfileData, width: int = 80, height: int = 22, top: i
         where = {"unknown": "no cost (not drawn)", "no_flops": "0 FLOP (not drawn)"}.get(r.where, str(r.bound))
         style = "bold red" if r.above_roof else BOUND_STYLES.get(str(r.bound), "")
         key.add_row(Text(_SYMBOLS[r.rank_by_time - 1], style=style), f"{100 * r.time_share:.1f}%",
-                    format_time(r.time_s), where + (" ⚠ above roof" if r.above_roof else ""), group_label(r, 40))
+                    seconds(r.time_s, micro='µs'), where + (" ⚠ above roof" if r.above_roof else ""), group_label(r, 40))
     roofs = Text("  ".join(("/ " if r.kind == "memory" else "─ ") + r.label for r in lines if r.key != "l2" and r.key != "l1"),
                  style="grey50")
     return Group(Text(f"Roofline: {data.ceilings.device_name}", style="bold"), roofs, body, key)

@@ -115,28 +115,6 @@ def where(row: pd.Series) -> str:
     return label
 
 
-def fmt_time(seconds: float) -> str:
-    """Seconds as a readable string with its unit: 1.23 ms, 45.6 us, 2.10 s."""
-    s = abs(seconds)
-    if s >= 1:
-        return f"{seconds:.2f} s"
-    if s >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} us"
-
-
-def fmt_rate(value: float, unit: str) -> str:
-    """1.2e12 FLOP/s -> '1.20 TFLOP/s'."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
-        if abs(value) >= factor:
-            return f"{value / factor:.2f} {prefix}{unit}"
-    return f"{value:.0f} {unit}"
-
-
-def fmt_pct(share: float) -> str:
-    return f"{share * 100:.1f}%"
-
-
 def dram_bytes_per_s(ctx: AdviceContext) -> float:
     roof = ctx.ceilings.memory_bytes_per_s.get("dram")
     return float(roof.value) if roof else math.nan

@@ -13,9 +13,9 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rooflinectl.outputs.advice.common import fmt_time
 from rooflinectl.outputs.advice.engine import AdviceReport, exit_code
 from rooflinectl.outputs.advice.registry import Finding, severity_rank
+from rooflinectl.outputs.units import seconds
 
 FORMATS: tuple[str, ...] = ("rich", "markdown", "json", "github", "junit")
 _STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
@@ -30,7 +30,7 @@ def _headline(report: AdviceReport, fail_on: str | None) -> str:
     code = exit_code(report, fail_on)
     verdict = f"fail on {fail_on}: exit {code}" if fail_on else "no --fail-on: exit 0"
     return (f"{len(report.findings)} finding(s) on {report.device_name}; estimated saving "
-            f"{fmt_time(report.total_saving_s)} of {fmt_time(report.run_time_s)} "
+            f"{seconds(report.total_saving_s, decimals=2)} of {seconds(report.run_time_s, decimals=2)} "
             f"({_share(report, report.total_saving_s)}, Amdahl-capped); {verdict}.")
 
 
@@ -44,7 +44,7 @@ def rich_renderable(report: AdviceReport, fail_on: str | None = None) -> Rendera
     for n, f in enumerate(report.findings, 1):
         table.add_row(str(n), Text(f.severity, style=_STYLE[f.severity]), f.rule_id,
                       f"{f.title}: {f.subject}" if f.subject else f.title,
-                      fmt_time(f.est_saving_s), _share(report, f.est_saving_s))
+                      seconds(f.est_saving_s, decimals=2), _share(report, f.est_saving_s))
         body = Text()
         body.append(f"{n}. {f.title}", style="bold")
         body.append(f"  [{f.rule_id}]\n", style="dim")
@@ -70,7 +70,7 @@ def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
         for n, f in enumerate(report.findings, 1):
             what = f"{f.title}: {f.subject}" if f.subject else f.title
             lines.append(f"| {n} | {f.severity} | `{f.rule_id}` | {_md_cell(what)} | "
-                         f"{fmt_time(f.est_saving_s)} | {_share(report, f.est_saving_s)} |")
+                         f"{seconds(f.est_saving_s, decimals=2)} | {_share(report, f.est_saving_s)} |")
         lines.append("")
         for n, f in enumerate(report.findings, 1):
             lines += [f"### {n}. {f.title} (`{f.rule_id}`, {f.severity})", "",
@@ -98,7 +98,7 @@ def render_github(report: AdviceReport, fail_on: str | None = None) -> str:
     for f in report.findings:
         title = _gh_escape(f"rooflinectl {f.rule_id}: {f.title}", prop=True)
         message = _gh_escape(f"{f.evidence} Fix: {f.recommendation} "
-                             f"(est. saving {fmt_time(f.est_saving_s)}, {_share(report, f.est_saving_s)})")
+                             f"(est. saving {seconds(f.est_saving_s, decimals=2)}, {_share(report, f.est_saving_s)})")
         lines.append(f"::{_GITHUB_LEVEL[f.severity]} title={title}::{message}")
     lines.append(_headline(report, fail_on))
     return "\n".join(lines) + "\n"
@@ -118,7 +118,7 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
             failures += 1
             failure = ET.SubElement(case, "failure", type=bad[0].severity,
                                     message=f"{entry.title}: {len(bad)} finding(s), est. saving "
-                                            f"{fmt_time(sum(f.est_saving_s for f in bad))}")
+                                            f"{seconds(sum(f.est_saving_s for f in bad), decimals=2)}")
             failure.text = "\n\n".join(f"{f.evidence}\nFix: {f.recommendation}" for f in bad)
         elif entry.gate and not found and entry.id not in report.active_gates:
             skipped += 1

@@ -9,9 +9,6 @@ import pandas as pd
 from rooflinectl.outputs.advice.common import (
     FUSIBLE_FAMILIES,
     element_bytes,
-    fmt_pct,
-    fmt_rate,
-    fmt_time,
     known_cost,
     launch_sequence,
     main_shape,
@@ -23,6 +20,7 @@ from rooflinectl.outputs.advice.common import (
     where,
 )
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.outputs.units import percent, seconds, si
 
 
 def _fusible(row: pd.Series) -> bool:
@@ -115,9 +113,9 @@ def fusion_chain(ctx: AdviceContext) -> list[Finding]:
         findings.append(make_finding(
             "fusion.memory-chain",
             evidence=(f"{len(parts)} memory-bound kernels launched back to back {count}x over "
-                      f"{parts[0].get('shapes', '')}: {ops}; {fmt_time(chain_s)} per chain, moving "
+                      f"{parts[0].get('shapes', '')}: {ops}; {seconds(chain_s, decimals=2)} per chain, moving "
                       f"{chain_bytes / 1e6:.2f} MB of which {external_bytes / 1e6:.2f} MB is the "
-                      f"chain's own input/output (best kernel at {fmt_rate(best_bw, 'B/s')})."),
+                      f"chain's own input/output (best kernel at {si(best_bw, 'B/s', decimals=2)})."),
             recommendation=fix,
             est_saving_s=saving_s,
             rows=rows,
@@ -186,7 +184,7 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
             evidence=(f"{where(row)} normalises a materialised score matrix of {scores:,} elements "
                       f"({score_bytes / 1e6:.1f} MB over {int(calls)} calls) that "
                       f"{len(consumers)} matmul group(s) read; softmax and element-wise work on it "
-                      f"takes {fmt_time(side_s)}."),
+                      f"takes {seconds(side_s, decimals=2)}."),
             recommendation=("Replace matmul-softmax-matmul with "
                             "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=..., "
                             "is_causal=...) (FlashAttention / memory-efficient kernels): the score "
@@ -238,9 +236,9 @@ def kv_cache_growth(ctx: AdviceContext) -> list[Finding]:
         findings.append(make_finding(
             "attention.kv-cache-growth",
             evidence=(f"{op}{' in ' + module if module else ''} runs decode attention (query length 1) "
-                      f"over {len(distinct)} different key/value lengths ({fmt_time(attn_s)}, "
-                      f"{fmt_pct(attn_s / total_s) if total_s else '?'} of the run); "
-                      f"{len(growing)} copy groups re-build the cache ({fmt_time(copy_s)})."),
+                      f"over {len(distinct)} different key/value lengths ({seconds(attn_s, decimals=2)}, "
+                      f"{percent(attn_s / total_s) if total_s else '?'} of the run); "
+                      f"{len(growing)} copy groups re-build the cache ({seconds(copy_s, decimals=2)})."),
             recommendation=("Keep the KV cache pre-allocated and write each token in place "
                             "(index_copy_ / a static cache), and use paged attention for many "
                             "sequences (vLLM PagedAttention, flash_attn_with_kvcache, FlexAttention "

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from rooflinectl.outputs.advice.common import fmt_pct, fmt_time, usable
+from rooflinectl.outputs.advice.common import usable
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.outputs.units import percent, seconds
 
 
 def _gate(rule_id: str, value: float, limit: float, *, floor: bool = False, evidence: str,
@@ -14,7 +15,7 @@ def _gate(rule_id: str, value: float, limit: float, *, floor: bool = False, evid
         return []
     return [make_finding(
         rule_id,
-        evidence=f"{evidence}; the threshold is {fmt_pct(limit)}.",
+        evidence=f"{evidence}; the threshold is {percent(limit)}.",
         recommendation=recommendation,
         est_saving_s=0.0,
         numbers={number: value, "threshold": float(limit)},
@@ -36,7 +37,7 @@ def min_efficiency(ctx: AdviceContext) -> list[Finding]:
     eff = float(known["roof_time_s"].fillna(0.0).sum()) / time_s
     return _gate(
         "gate.min-efficiency", eff, limit, floor=True,
-        evidence=f"kernels with a known cost ran at {fmt_pct(eff)} of their roofs over {fmt_time(time_s)}",
+        evidence=f"kernels with a known cost ran at {percent(eff)} of their roofs over {seconds(time_s, decimals=2)}",
         recommendation="Act on the findings above, or lower min_efficiency in [tool.rooflinectl] if the threshold is too strict.",
         number="efficiency",
         subject="efficiency",
@@ -58,7 +59,7 @@ def unknown_share(ctx: AdviceContext) -> list[Finding]:
     share = float(share)
     return _gate(
         "gate.unknown-share", share, limit,
-        evidence=f"{fmt_pct(share)} of kernel time has no cost model (cost_source none)",
+        evidence=f"{percent(share)} of kernel time has no cost model (cost_source none)",
         recommendation="Add cost formulas for the ops listed by `rooflinectl show --unknown`, return a cost from Triton kernels through launch_metadata, or run with counters (ncu).",
         number="unknown_share",
         subject="unknown cost",
@@ -76,7 +77,7 @@ def launch_overhead_gate(ctx: AdviceContext) -> list[Finding]:
     share = float(idle) / float(window)
     return _gate(
         "gate.launch-overhead", share, limit,
-        evidence=f"the device was idle {fmt_pct(share)} of the window ({fmt_time(float(idle))} of {fmt_time(float(window))})",
+        evidence=f"the device was idle {percent(share)} of the window ({seconds(float(idle), decimals=2)} of {seconds(float(window), decimals=2)})",
         recommendation="Capture the step in a CUDA graph (see launch.overhead), or raise max_launch_overhead.",
         number="idle_share",
         subject="launch overhead",

@@ -7,8 +7,6 @@ import pandas as pd
 from rooflinectl.outputs.advice.common import (
     MATH_FAMILIES,
     TYPICAL_LIBRARY_EFFICIENCY,
-    fmt_pct,
-    fmt_time,
     is_custom,
     num,
     text,
@@ -17,6 +15,7 @@ from rooflinectl.outputs.advice.common import (
     where,
 )
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.outputs.units import percent, seconds
 
 STOP_EFFICIENCY = 0.8  # at or above this share of the roof, a custom kernel cannot win much
 STOP_MIN_SHARE = 0.05
@@ -70,8 +69,8 @@ def library_fallback(ctx: AdviceContext) -> list[Finding]:
                 "attention": "F.scaled_dot_product_attention"}[text(row, "op_family")]
         findings.append(make_finding(
             "library.fallback",
-            evidence=(f"custom kernel {text(row, 'kernel')} ({where(row)}) reaches {fmt_pct(eff)} of its "
-                      f"roof; the {source} reaches {fmt_pct(lib_eff)}."),
+            evidence=(f"custom kernel {text(row, 'kernel')} ({where(row)}) reaches {percent(eff)} of its "
+                      f"roof; the {source} reaches {percent(lib_eff)}."),
             recommendation=(f"Call {call} for this {text(row, 'op_family')} unless the custom kernel fuses "
                             "something the library cannot; if it must stay, autotune its tile sizes."),
             est_saving_s=time_s * (1.0 - eff / lib_eff),
@@ -99,10 +98,10 @@ def stop_here(ctx: AdviceContext) -> list[Finding]:
         headroom_s = max(0.0, num(row, "headroom_s", time_s - num(row, "roof_time_s", time_s)))
         findings.append(make_finding(
             "roof.stop-here",
-            evidence=(f"{where(row)} runs at {fmt_pct(eff)} of its {text(row, 'bound')} roof "
-                      f"({fmt_pct(time_s / total_s)} of kernel time)."),
-            recommendation=(f"Stop here: a custom kernel can win at most {fmt_pct(headroom_s / time_s)} of "
-                            f"this kernel ({fmt_time(headroom_s)}, {fmt_pct(headroom_s / total_s)} of kernel "
+            evidence=(f"{where(row)} runs at {percent(eff)} of its {text(row, 'bound')} roof "
+                      f"({percent(time_s / total_s)} of kernel time)."),
+            recommendation=(f"Stop here: a custom kernel can win at most {percent(headroom_s / time_s)} of "
+                            f"this kernel ({seconds(headroom_s, decimals=2)}, {percent(headroom_s / total_s)} of kernel "
                             "time). To go faster, do less work: fuse it away, lower the precision, or "
                             "change the algorithm."),
             est_saving_s=0.0,
@@ -131,7 +130,7 @@ def _tiling_findings(ctx: AdviceContext, rule_id: str, bound: str, fix: str) -> 
         findings.append(make_finding(
             rule_id,
             evidence=(f"custom {bound}-bound kernel {text(row, 'kernel')} ({where(row)}) reaches "
-                      f"{fmt_pct(eff)} of its roof ({achieved}) over {fmt_time(time_s)}."),
+                      f"{percent(eff)} of its roof ({achieved}) over {seconds(time_s, decimals=2)}."),
             recommendation=fix,
             est_saving_s=time_s - roof_s / TARGET_EFFICIENCY,
             rows=(i,),
@@ -179,7 +178,7 @@ def above_roof(ctx: AdviceContext) -> list[Finding]:
     for i, row in ctx.kernels[ctx.kernels["above_roof"].astype(bool)].iterrows():
         findings.append(make_finding(
             "data.above-roof",
-            evidence=(f"{where(row)} shows {fmt_pct(num(row, 'efficiency', 0.0))} of its roof "
+            evidence=(f"{where(row)} shows {percent(num(row, 'efficiency', 0.0))} of its roof "
                       f"(cost from {text(row, 'cost_source')}: {text(row, 'cost_note') or 'no note'})."),
             recommendation=("Check the cost formula for this op (FLOPs or bytes over-counted) and the "
                             "ceilings (`rooflinectl ceilings --measure`); treat this row as unknown."),

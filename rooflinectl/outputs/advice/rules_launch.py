@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from rooflinectl.outputs.advice.common import (
-    fmt_pct,
-    fmt_time,
     num,
     sm_count,
     text,
@@ -13,6 +11,7 @@ from rooflinectl.outputs.advice.common import (
     where,
 )
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.outputs.units import percent, seconds
 
 # Kernel-to-kernel gap that remains inside a CUDA-graph replay (~1 us on Hopper-class GPUs).
 GRAPH_GAP_S = 1.0e-6
@@ -65,12 +64,12 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     per_launch_s = window_s / launches if launches else 0.0
     return [make_finding(
         "launch.overhead",
-        evidence=(f"The GPU was idle {fmt_time(idle_s)} of a {fmt_time(window_s)} window "
-                  f"({fmt_pct(idle_share)}) across {int(launches)} launches "
+        evidence=(f"The GPU was idle {seconds(idle_s, decimals=2)} of a {seconds(window_s, decimals=2)} window "
+                  f"({percent(idle_share)}) across {int(launches)} launches "
                   f"({int(short)} shorter than {SHORT_KERNEL_S * 1e6:.0f} us); "
-                  f"one launch every {fmt_time(per_launch_s)}"
+                  f"one launch every {seconds(per_launch_s, decimals=2)}"
                   + ("." if unprofiled_s is None else
-                     f"; without the profiler's own cost per event, about {fmt_time(expected_idle_s)} idle.")),
+                     f"; without the profiler's own cost per event, about {seconds(expected_idle_s, decimals=2)} idle.")),
         recommendation=("Capture the step in a CUDA graph: torch.compile(model, mode=\"reduce-overhead\"), "
                         "or torch.cuda.graphs / torch.cuda.make_graphed_callables with static input "
                         "buffers; also batch more work per call if you can."),
@@ -115,7 +114,7 @@ def small_grid(ctx: AdviceContext) -> list[Finding]:
         findings.append(make_finding(
             "grid.small",
             evidence=(f"{where(row)} runs {blocks:.0f} blocks on {sms} SMs for "
-                      f"{fmt_time(time_per_call_s(row))} per call ({fmt_pct(time_s / total_s)} of kernel time)."),
+                      f"{seconds(time_per_call_s(row), decimals=2)} per call ({percent(time_s / total_s)} of kernel time)."),
             recommendation=fix,
             est_saving_s=saving_s,
             rows=(int(i),),

@@ -10,9 +10,6 @@ from rooflinectl.outputs.advice.common import (
     FUSIBLE_FAMILIES,
     TYPICAL_LIBRARY_EFFICIENCY,
     element_bytes,
-    fmt_pct,
-    fmt_rate,
-    fmt_time,
     gemm_m,
     gemm_operands,
     num,
@@ -22,6 +19,7 @@ from rooflinectl.outputs.advice.common import (
     usable,
 )
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.outputs.units import percent, seconds, si
 
 MIN_BF16_STORAGE_SHARE = 0.05  # bf16 storage is worth a sentence from this share of kernel time
 DECODE_MAX_M = 16  # a GEMM with at most this many rows is decode-like (weight-streaming)
@@ -72,9 +70,9 @@ def fp32_matmul(ctx: AdviceContext) -> list[Finding]:
             continue
         findings.append(make_finding(
             "precision.fp32-matmul",
-            evidence=(f"{len(rows)} fp32 {family} group(s) ran on CUDA cores: {fmt_time(time_s)} at "
-                      f"{fmt_rate(flops / time_s if time_s else 0.0, 'FLOP/s')}; this GPU's TF32 tensor "
-                      f"roof is {fmt_rate(tf32.value, 'FLOP/s')} (float32_matmul_precision="
+            evidence=(f"{len(rows)} fp32 {family} group(s) ran on CUDA cores: {seconds(time_s, decimals=2)} at "
+                      f"{si(flops / time_s if time_s else 0.0, 'FLOP/s', decimals=2)}; this GPU's TF32 tensor "
+                      f"roof is {si(tf32.value, 'FLOP/s', decimals=2)} (float32_matmul_precision="
                       f"{ctx.metadata.get('float32_matmul_precision', '?')!r})."),
             recommendation=fixes[family],
             est_saving_s=saving_s,
@@ -102,8 +100,8 @@ def bf16_storage(ctx: AdviceContext) -> list[Finding]:
         return []
     return [make_finding(
         "precision.bf16-storage",
-        evidence=(f"{len(items)} memory-bound fp32 kernel groups take {fmt_time(time_s)} "
-                  f"({fmt_pct(time_s / total_s)} of kernel time); their traffic is 4 bytes per element."),
+        evidence=(f"{len(items)} memory-bound fp32 kernel groups take {seconds(time_s, decimals=2)} "
+                  f"({percent(time_s / total_s)} of kernel time); their traffic is 4 bytes per element."),
         recommendation=("Keep activations in bf16: torch.autocast(\"cuda\", dtype=torch.bfloat16) for the "
                         "forward, or model.to(torch.bfloat16) where accuracy allows; norms and softmax "
                         "still accumulate in fp32 inside the kernel."),
@@ -147,7 +145,7 @@ def weight_only_quant(ctx: AdviceContext) -> list[Finding]:
     return [make_finding(
         "quant.weight-only",
         evidence=(f"{len(rows)} memory-bound GEMM group(s) with M <= {DECODE_MAX_M} rows stream "
-                  f"{weight_bytes / 1e9:.2f} GB of weights in {fmt_time(time_s)} (decode-like)."),
+                  f"{weight_bytes / 1e9:.2f} GB of weights in {seconds(time_s, decimals=2)} (decode-like)."),
         recommendation=("Quantise the linear weights: torchao.quantization.quantize_(model, "
                         "Int8WeightOnlyConfig()) or a float8 weight-only config on Hopper; fewer weight "
                         "bytes is the speed-up for GEMV-shaped work."),
@@ -190,7 +188,7 @@ def grouped_gemm(ctx: AdviceContext) -> list[Finding]:
         findings.append(make_finding(
             "moe.grouped-gemm",
             evidence=(f"{int(calls)} launches of {op} against {list(weight)} weights with {len(ms)} "
-                      f"different row counts take {fmt_time(time_s)} at {fmt_pct(roof_s / time_s)} of their roof."),
+                      f"different row counts take {seconds(time_s, decimals=2)} at {percent(roof_s / time_s)} of their roof."),
             recommendation=("Run the experts as one grouped GEMM: torch._grouped_mm (PyTorch 2.8+), a Triton "
                             "grouped/persistent MoE kernel (e.g. vLLM fused_moe), or sort tokens by expert "
                             "and pad into one bmm."),
