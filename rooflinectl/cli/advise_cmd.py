@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
+from rooflinectl.cli.common import console
 from rooflinectl.errors import RooflineError
 from rooflinectl.outputs.advice import RULES, SEVERITIES, Thresholds, advise, exit_code
 from rooflinectl.outputs.advice.config import load_config
@@ -95,7 +95,7 @@ def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min
     if output is not None:
         write_atomic(output, render_text(report, fmt, level))
     elif fmt == "rich":
-        Console().print(rich_renderable(report, level))
+        console().print(rich_renderable(report, level))
     else:
         click.echo(render_text(report, fmt, level), nl=False)
     ctx.exit(exit_code(report, level))

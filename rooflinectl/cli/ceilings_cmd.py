@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rooflinectl.ceilings import DEFAULT_BUDGET_S, DEVICE_KINDS, current_ceilings, measure_ceilings
+from rooflinectl.cli.common import console
 from rooflinectl.errors import RooflineError
 
 
@@ -54,5 +53,4 @@ def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: 
     if fmt == "json":
         click.echo(ceilings_json(ceilings))
     else:
-        width = None if sys.stdout.isatty() else 160
-        Console(width=width, file=sys.stdout).print(render_ceilings(ceilings))
+        console().print(render_ceilings(ceilings))

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 
+from rooflinectl.cli.common import console
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_OK, RooflineError
 from rooflinectl.outputs.advice.config import load_config
 from rooflinectl.outputs.diff import diff_profiles, diff_renderable, render_diff_markdown
@@ -52,5 +52,5 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
     elif fmt == "markdown":
         click.echo(render_diff_markdown(report, pct, top), nl=False)
     else:
-        Console().print(diff_renderable(report, pct, top))
+        console().print(diff_renderable(report, pct, top))
     ctx.exit(EXIT_FINDINGS if pct is not None and report.regressions(pct) else EXIT_OK)
