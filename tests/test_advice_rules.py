@@ -63,6 +63,20 @@ def test_launch_overhead_from_idle_time():
     assert "reduce-overhead" in f.recommendation
 
 
+def test_launch_overhead_uses_idle_expected_without_the_profiler():
+    data = profile(tiny_rows(), summary={"device_idle_s": 0.02, "device_idle_unprofiled_s": 0.008,
+                                         "window_s": 0.025, "launches": 2000, "short_launches": 2000})
+    (f,) = findings(data, "launch.overhead")
+    assert f.est_saving_s == pytest.approx(0.008 - 2000 * 1e-6)  # idle without the profiler - 1 us/launch
+
+
+def test_launch_overhead_silent_when_gaps_are_graph_sized():
+    # 2000 launches with 0.3 us between them: already what a CUDA-graph replay leaves
+    data = profile(tiny_rows(), summary={"device_idle_s": 0.0006, "window_s": 0.004, "launches": 2000,
+                                         "short_launches": 2000})
+    assert findings(data, "launch.overhead") == []
+
+
 def test_launch_overhead_silent_when_busy_or_on_cpu():
     busy = profile(tiny_rows(), summary={"device_idle_s": 0.001, "window_s": 0.025})
     assert findings(busy, "launch.overhead") == []
