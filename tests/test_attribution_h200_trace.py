@@ -96,3 +96,18 @@ def test_naive_attention_trace() -> None:
     # the capture's profiler-overhead probe (200 tiny adds) is never counted
     assert "aten::add_" not in set(table["op"])
     assert data.metadata["profiler_overhead_per_op_s"] > 0
+
+
+def test_graph_replayed_kernels_say_why_they_have_no_cost() -> None:
+    from rooflinectl.attribution.join import attribute
+    from rooflinectl.capture.trace import from_chrome_trace
+
+    trace = from_chrome_trace({"traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 10.0, "dur": 5.0,
+         "args": {"correlation": 7, "External id": 0}},
+        {"ph": "X", "cat": "kernel", "name": "gemmSN_TN_kernel", "ts": 20.0, "dur": 2.0,
+         "args": {"correlation": 7, "External id": 0, "grid": [1, 1, 1], "block": [128, 1, 1]}},
+    ]})
+    launches = attribute(trace, "cuda", {}).launches
+    assert launches.iloc[0]["cost_source"] == "none"
+    assert "CUDA graph" in launches.iloc[0]["cost_note"]

@@ -199,6 +199,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
         if costed >= 0:
             time_by_op[costed] += k.dur_ns
     records = []
+    graph_correlations = set(trace.graph_launches)
     for k, op_i, costed, declared, ts in pending:
         inner = index.innermost_cpu_op(op_i)
         module = index.module(op_i)
@@ -220,8 +221,10 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
                                    source="analytic", **common))
         else:
             op_name = index.ops[inner].name if inner >= 0 else ""
+            note = ("replayed from a CUDA graph: the trace links no op, so no cost" if k.correlation in graph_correlations
+                    else "no cost formula for this kernel's op")
             records.append(_record(k.name, op_name, None, 0.0, shapes="", origin=origin, source="none",
-                                   note="no cost formula for this kernel's op", **common))
+                                   note=note, **common))
     return records
 
 

@@ -66,12 +66,14 @@ class RawTrace:
     kernels: list[RawKernel]
     launch_ts_ns: dict[int, int]  # correlation id -> launch call start
     triton_launches: list[dict[str, Any]] = field(default_factory=list)  # name + launch_metadata
+    graph_launches: list[int] = field(default_factory=list)  # correlation ids of cudaGraphLaunch calls
 
     def to_json(self) -> dict[str, Any]:
         return {
             "ops": [asdict(o) for o in self.ops],
             "kernels": [asdict(k) for k in self.kernels],
             "launch_ts_ns": {str(k): v for k, v in self.launch_ts_ns.items()},
+            "graph_launches": self.graph_launches,
             "triton_launches": self.triton_launches,
         }
 
@@ -87,6 +89,7 @@ class RawTrace:
             ops=[RawOp(**o) for o in data["ops"]],
             kernels=kernels,
             launch_ts_ns={int(k): int(v) for k, v in data.get("launch_ts_ns", {}).items()},
+            graph_launches=[int(c) for c in data.get("graph_launches", [])],
             triton_launches=list(data.get("triton_launches", [])),
         )
 
@@ -114,6 +117,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
     ops: list[RawOp] = []
     kernels: list[RawKernel] = []
     launches: dict[int, int] = {}
+    graph_launches: list[int] = []
     for e in events:
         cat = e.get("cat", "")
         args = e.get("args", {}) or {}
@@ -154,7 +158,9 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
             ))
         elif cat in LAUNCH_CATEGORIES and "correlation" in args:
             launches[int(args["correlation"])] = _ns(e["ts"], base_us)
+            if str(e.get("name", "")).startswith(("cudaGraphLaunch", "cuGraphLaunch")):
+                graph_launches.append(int(args["correlation"]))
     ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
     kernels.sort(key=lambda k: (k.ts_ns, k.correlation))
-    return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches)
+    return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches, graph_launches=graph_launches)
 
