@@ -7,24 +7,10 @@ plus each output written once.
 from __future__ import annotations
 
 import pytest
+from cost_helpers import T, cost
 
-from rooflinectl.costs import OpCall, TensorArg, cost_of
+from rooflinectl.costs import OpCall, cost_of
 from rooflinectl.costs.linalg import conv_out_shape
-
-ITEMSIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int32": 4, "int64": 8,
-            "bool": 1}
-
-
-def T(*shape: int, dtype: str = "fp32", strides: tuple[int, ...] | None = None,
-      storage: int | None = None) -> TensorArg:
-    return TensorArg(tuple(shape), dtype, ITEMSIZE[dtype], strides, storage)
-
-
-def cost(name: str, *args):
-    result = cost_of(OpCall(name, tuple(args)))
-    assert result is not None, f"{name} gave no cost"
-    return result
-
 
 # --- GEMM ----------------------------------------------------------------------------------------
 

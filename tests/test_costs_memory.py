@@ -3,22 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from cost_helpers import T, cost
 
-from rooflinectl.costs import OpCall, TensorArg, cost_of
-
-ITEMSIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "int64": 8, "int32": 4, "bool": 1}
-
-
-def T(*shape: int, dtype: str = "fp32", strides: tuple[int, ...] | None = None,
-      storage: int | None = None) -> TensorArg:
-    return TensorArg(tuple(shape), dtype, ITEMSIZE[dtype], strides, storage)
-
-
-def cost(name: str, *args):
-    result = cost_of(OpCall(name, tuple(args)))
-    assert result is not None, f"{name} gave no cost"
-    return result
-
+from rooflinectl.costs import OpCall, cost_of
 
 # --- copies and casts ----------------------------------------------------------------------------
 
