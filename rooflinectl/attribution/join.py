@@ -20,11 +20,13 @@ Rules (the README repeats them):
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rooflinectl.attribution.calls import op_call, shapes_text
@@ -69,14 +71,17 @@ class _OpIndex:
                                     if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)])
         self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in self.ops
                                     if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)})
-        self.excluded_spans = [(o.ts_ns, o.end_ns) for o in self.ops
-                               if o.category == "user_annotation" and o.name == CALIBRATION_NAME]
+        self.excluded_spans = _merge([(o.ts_ns, o.end_ns) for o in self.ops
+                                      if o.category == "user_annotation" and o.name == CALIBRATION_NAME])
+        self._region_starts = [a for a, _ in self.region_spans]
+        self._excluded_starts = [a for a, _ in self.excluded_spans]
         self._costs: dict[int, tuple[OpCost | None, str]] = {}
 
     def in_window(self, ts_ns: int) -> bool:
-        if any(a <= ts_ns <= b for a, b in self.excluded_spans):
+        """Counted: inside a region (or anywhere, without regions) and outside the overhead probe."""
+        if _inside(ts_ns, self._excluded_starts, self.excluded_spans):
             return False
-        return not self.region_spans or any(a <= ts_ns <= b for a, b in self.region_spans)
+        return not self.region_spans or _inside(ts_ns, self._region_starts, self.region_spans)
 
     def module(self, i: int) -> str:
         while i >= 0:
@@ -108,6 +113,12 @@ class _OpIndex:
         while i >= 0 and self.ops[i].category != "cpu_op":
             i = self.parent[i]
         return i
+
+
+def _inside(ts_ns: int, starts: list[int], spans: list[tuple[int, int]]) -> bool:
+    """ts within one of the merged, sorted spans (binary search: traces have many regions)."""
+    i = bisect.bisect_right(starts, ts_ns) - 1
+    return i >= 0 and ts_ns <= spans[i][1]
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -173,12 +184,13 @@ def _window_ns(launches: pd.DataFrame, index: _OpIndex) -> int:
         return 0
     if not index.region_spans:
         return int(launches["end_ns"].max() - launches["start_ns"].min())
-    total = 0
-    for a, b in index.region_spans:
-        inside = launches[(launches["launch_ns"] >= a) & (launches["launch_ns"] <= b)]
-        if len(inside):
-            total += int(inside["end_ns"].max() - inside["start_ns"].min())
-    return total
+    starts = np.array([a for a, _ in index.region_spans])
+    ends = np.array([b for _, b in index.region_spans])
+    launch = launches["launch_ns"].to_numpy()
+    region = np.searchsorted(starts, launch, side="right") - 1
+    inside = (region >= 0) & (launch <= ends[np.clip(region, 0, None)])
+    spans = launches[inside].groupby(region[inside]).agg(first=("start_ns", "min"), last=("end_ns", "max"))
+    return int((spans["last"] - spans["first"]).sum())
 
 
 def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, Any]]:
