@@ -57,3 +57,22 @@ def test_recorded_profiles_give_stable_capped_advice(path):
     for f in first.findings:
         rows_s = float(data.kernels.loc[list(f.rows), "time_s"].sum()) if f.rows else 0.0
         assert f.est_saving_s <= rows_s + f.idle_saving_s + 1e-12
+
+
+EXPECTED = {  # example -> the rule its H200 before-profile must show and its after-profile must not
+    "fp32_mlp": "precision.fp32-matmul",
+    "gelu_chain": "fusion.memory-chain",
+    "tiny_batch_loop": "launch.overhead",
+    "attention_advice": "attention.materialised-scores",
+}
+
+
+@pytest.mark.parametrize("example", sorted(EXPECTED))
+def test_h200_examples_show_their_finding_and_the_fix_removes_it(example):
+    """Profiles recorded on the H200 by scripts/gpu.d/50-advice.sh (tests/data/advice/)."""
+    before = advise(load_profile(DATA / "advice" / f"h200_{example}.before.profile.json"))
+    after = advise(load_profile(DATA / "advice" / f"h200_{example}.after.profile.json"))
+    assert EXPECTED[example] in rule_ids(before)
+    assert EXPECTED[example] not in rule_ids(after)
+    (finding,) = before.findings_of(EXPECTED[example])[:1]
+    assert finding.est_saving_s > 0
