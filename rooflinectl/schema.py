@@ -41,9 +41,6 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "rank": ("int", "process rank for multi-GPU runs (0 otherwise)"),
 }
 
-# Optional per-level bytes, present when hardware counters were read.
-COUNTER_COLUMNS = ("dram_bytes", "l2_bytes", "l1_bytes")
-
 BOUNDS = ("memory", "compute", "latency", "unknown")
 COST_SOURCES = ("analytic", "triton", "inductor", "ncu", "none")
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from rooflinectl.cli.main import main
 from rooflinectl.errors import EXIT_USAGE
 from rooflinectl.outputs.profile_file import load_profile
-from rooflinectl.schema import KERNEL_COLUMNS
+from rooflinectl.schema import BOUNDS, COST_SOURCES, KERNEL_COLUMNS
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -40,6 +40,8 @@ def test_profile_writes_contract_columns(mlp_profile: Path) -> None:
     # 2 steps x (forward 2 GEMMs + backward up to 4) per layer, 2 layers: every GEMM is 2*16*64*256 FLOPs
     assert set((gemms["flops"] / gemms["calls"]).round()) == {2 * 16 * 64 * 256}
     assert data.summary["known_cost_time_share"] > 0.95
+    assert set(data.kernels["bound"]) <= set(BOUNDS)
+    assert set(data.kernels["cost_source"]) <= set(COST_SOURCES)
 
 
 def test_show_formats(mlp_profile: Path) -> None:
