@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -30,11 +31,13 @@ def profile_path(tmp_path):
 
 
 def run(args, cwd=None):
-    runner = CliRunner()
-    if cwd is None:
-        return runner.invoke(command, [str(a) for a in args], catch_exceptions=False)
-    with runner.isolated_filesystem(temp_dir=cwd):
-        return runner.invoke(command, [str(a) for a in args], catch_exceptions=False)
+    previous = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)  # the command reads the nearest pyproject.toml from here upwards
+    try:
+        return CliRunner().invoke(command, [str(a) for a in args], catch_exceptions=False)
+    finally:
+        os.chdir(previous)
 
 
 def test_rich_default(profile_path):
