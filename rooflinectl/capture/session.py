@@ -125,7 +125,7 @@ def _tiny_op_loop_s(device_kind: str) -> float:
     return time.perf_counter() - start
 
 
-def _overhead_per_op_s(device_kind: str, profiled_s: float, plain_s: float) -> float:
+def _overhead_per_op_s(profiled_s: float, plain_s: float) -> float:
     """What the profiler adds to each recorded op on the host: the same tiny-op loop timed with
     and without it. Advice uses it to tell idle time the profiler caused from idle time the run
     has without it."""
@@ -152,7 +152,7 @@ def profiling(device_kind: str) -> Iterator[Capture]:
         prof.start()
         with torch.profiler.record_function(CALIBRATION_NAME):  # excluded from what is counted
             profiled_s = _tiny_op_loop_s(device_kind)
-        capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(device_kind, profiled_s, plain_s)
+        capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(profiled_s, plain_s)
         try:
             yield capture
         finally:
