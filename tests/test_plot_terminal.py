@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pandas as pd
 from rich.console import Console
 from test_plot_helpers import make_profile
 
@@ -34,3 +35,14 @@ def test_terminal_shows_roofs_points_and_key() -> None:
 def test_terminal_top_limits_the_points() -> None:
     grid = "".join(line.split("│", 1)[1] for line in _render(top=3).splitlines() if "│" in line)
     assert "1" in grid and "3" in grid and "5" not in grid
+
+
+def test_groups_in_one_cell_are_listed() -> None:
+    data = make_profile()
+    first = data.kernels.sort_values("time_s", ascending=False).index[0]
+    twin = data.kernels.loc[[first]].copy()
+    twin["time_s"] = twin["time_s"] * 0.999  # same intensity and rate: same cell, ranked second
+    data.kernels = pd.concat([data.kernels, twin], ignore_index=True)
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    console.print(render_terminal(data, width=100, height=22, top=10))
+    assert "1 also stands for 2 (same cell)" in console.file.getvalue()

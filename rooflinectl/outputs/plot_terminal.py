@@ -61,11 +61,15 @@ def render_terminal(data: ProfileData, width: int = 80, height: int = 22, top: i
             if rc:
                 grid[rc[0]][rc[1]] = (ch, "grey50")
     shown = points[(points["where"] == "roofline") & (points["rank_by_time"] <= min(top, len(_SYMBOLS)))]
-    for r in shown.itertuples():
+    drawn: dict[tuple[int, int], list[str]] = {}
+    for r in shown.itertuples():  # largest first: a shared cell shows the largest group; the rest are listed
         rc = cell(r.x, r.y)
         if rc:
+            drawn.setdefault(rc, []).append(_SYMBOLS[r.rank_by_time - 1])
             style = "bold red" if r.above_roof else BOUND_STYLES.get(str(r.bound), "")
-            grid[rc[0]][rc[1]] = (_SYMBOLS[r.rank_by_time - 1], style)
+            if len(drawn[rc]) == 1:
+                grid[rc[0]][rc[1]] = (_SYMBOLS[r.rank_by_time - 1], style)
+    shared = {symbols[0]: symbols for symbols in drawn.values() if len(symbols) > 1}
 
     decade_rows = {round((ly1 - e) / (ly1 - ly0) * (rows - 1)): e for e in range(math.ceil(ly0), math.floor(ly1) + 1)}
     body = Text()
@@ -94,4 +98,6 @@ def render_terminal(data: ProfileData, width: int = 80, height: int = 22, top: i
                     seconds(r.time_s, micro='µs'), where + (" ⚠ above roof" if r.above_roof else ""), group_label(r, 40))
     roofs = Text("  ".join(("/ " if r.kind == "memory" else "─ ") + r.label for r in lines if r.key != "l2" and r.key != "l1"),
                  style="grey50")
-    return Group(Text(f"Roofline: {data.ceilings.device_name}", style="bold"), roofs, body, key)
+    overlaps = Text("".join(f"{first} also stands for {', '.join(rest[1:])} (same cell)\n"
+                            for first, rest in shared.items()), style="grey50")
+    return Group(Text(f"Roofline: {data.ceilings.device_name}", style="bold"), roofs, body, overlaps, key)
