@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.capture.runner import profile_calls
-from rooflinectl.capture.session import pick_device
+from rooflinectl.ceilings import resolve_device_kind
 from rooflinectl.outputs.profile_file import ProfileData, load_profile, save_profile
 from rooflinectl.pipeline import profile_data
 
@@ -54,7 +54,7 @@ class Profile:
 def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, iters: int = 10, device: str = "auto",
             **kwargs: Any) -> Profile:
     """Call fn(*args, **kwargs) `warmup` times, then profile `iters` calls."""
-    device_kind = pick_device(device)
+    device_kind = resolve_device_kind(device)
     capture = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind)
     name = getattr(fn, "__qualname__", repr(fn))
     return Profile(profile_data(capture, command=[f"rooflinectl.profile({name})"], completed=True, exit_code=0))

@@ -128,3 +128,13 @@ def test_missing_default_profile(tmp_path: Path, monkeypatch) -> None:
     result = _invoke("show")
     assert result.exit_code == EXIT_USAGE
     assert "No profile file" in result.output
+
+
+def test_device_cuda_without_cuda_is_one_sentence() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = _invoke("profile", str(EXAMPLES / "mlp.py"), "--device", "cuda", "-q")
+    assert result.exit_code == 3  # EXIT_ENVIRONMENT
+    assert "CUDA is not available" in result.output and "Traceback" not in result.output

@@ -33,12 +33,6 @@ class Capture:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def pick_device(requested: str = "auto") -> str:
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return requested
-
-
 def run_metadata(device_kind: str) -> dict[str, Any]:
     """Versions and math modes: the roof a GEMM is held to follows the mode it ran in."""
     meta: dict[str, Any] = {

@@ -7,9 +7,10 @@ import sys
 import click
 
 from rooflinectl.capture.runner import run_function, run_script, split_target
-from rooflinectl.capture.session import pick_device, save_capture
+from rooflinectl.capture.session import save_capture
+from rooflinectl.ceilings import resolve_device_kind
 from rooflinectl.cli.common import console
-from rooflinectl.errors import EnvironmentProblem, UsageError
+from rooflinectl.errors import UsageError
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, save_profile
 from rooflinectl.outputs.table import render_profile
 from rooflinectl.pipeline import profile_data
@@ -40,12 +41,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     path, function = split_target(target)
     if function is not None and script_args:
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")
-    device_kind = pick_device(device)
-    if device_kind == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise EnvironmentProblem("--device cuda was asked for, but torch sees no CUDA device here.")
+    device_kind = resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3
     if function is None:
         outcome = run_script(path, list(script_args), device_kind)
     else:
