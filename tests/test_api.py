@@ -28,3 +28,15 @@ def test_profile_callable_plot_and_advise(tmp_path) -> None:
     prof.save(str(path))
     again = rooflinectl.load(str(path))
     assert again.kernels["flops"].sum() == prof.kernels["flops"].sum()
+
+
+def test_capture_round_trips_through_a_gzipped_file(tmp_path) -> None:
+    from rooflinectl.capture.session import load_capture, profiling, save_capture
+
+    with profiling("cpu") as capture:
+        torch.randn(8, 8) @ torch.randn(8, 8)
+    path = tmp_path / "c.capture.json.gz"
+    save_capture(capture, str(path))
+    again = load_capture(str(path))
+    assert [o.name for o in again.trace.ops] == [o.name for o in capture.trace.ops]
+    assert again.metadata["device_kind"] == "cpu"

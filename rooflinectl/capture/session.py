@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from rooflinectl.atomic import atomic_file
 from rooflinectl.capture.modules import module_scopes
 from rooflinectl.capture.region import CALIBRATION_NAME
 from rooflinectl.capture.trace import RawTrace, from_chrome_trace
@@ -166,10 +167,8 @@ def save_capture(capture: Capture, path: str) -> None:
 
     assert capture.trace is not None
     payload = {"device_kind": capture.device_kind, "metadata": capture.metadata, "trace": capture.trace.to_json()}
-    tmp = f"{path}.tmp"
-    with gzip.open(tmp, "wt", encoding="utf-8") as handle:
+    with atomic_file(path, binary=True) as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
         json.dump(payload, handle)
-    os.replace(tmp, path)
 
 
 def load_capture(path: str) -> Capture:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from rooflinectl.atomic import atomic_file
 from rooflinectl.ceilings.measurement import Measurement
 
 CACHE_FORMAT = "rooflinectl-ceilings-cache"
@@ -70,12 +70,6 @@ def store(kind: str, identity: dict[str, Any], measurements: list[Measurement], 
         **(extra or {}),
         "measurements": [m.to_dict() for m in measurements],
     }
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=1, default=str)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as fh:
+        json.dump(payload, fh, indent=1, default=str)
     return path

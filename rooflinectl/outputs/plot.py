@@ -18,8 +18,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from rooflinectl.atomic import atomic_file
 from rooflinectl.errors import UsageError
-from rooflinectl.outputs.atomic import atomic_file
 from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
 from rooflinectl.outputs.plot_names import ellipsize, group_label, shorten_kernel_name
 from rooflinectl.outputs.plot_roofs import (

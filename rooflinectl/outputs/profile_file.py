@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
+from rooflinectl.atomic import write_atomic
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import ProfileFileError
-from rooflinectl.outputs.atomic import write_atomic
 from rooflinectl.schema import KERNEL_COLUMNS, SCHEMA_VERSION
 
 FORMAT_NAME = "rooflinectl-profile"

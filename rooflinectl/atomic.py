@@ -1,5 +1,6 @@
 """Every file rooflinectl writes goes through here: a temp file in the same folder, then a
-rename, so a crash or Ctrl-C never leaves half a profile or half a chart."""
+rename, so a crash or Ctrl-C never leaves half a profile, trace, cache or chart. A utility of no
+stage: capture, ceilings and outputs all use it."""
 
 from __future__ import annotations
 
