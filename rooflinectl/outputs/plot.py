@@ -42,7 +42,7 @@ AREA_PT2_PER_SHARE = 2600.0  # marker area (points^2) of a group holding all the
 MIN_AREA_PT2 = 14.0  # floor so a 0.01% group is still visible; documented in the size legend
 WARN_COLOR = "#d62728"
 FIGSIZE_IN = (15.0, 9.0)
-MAIN_RECT = (0.065, 0.27, 0.545, 0.65)
+MAIN_RECT = (0.09, 0.27, 0.52, 0.65)  # left margin fits "100 GFLOP/s" ticks and the axis title
 TABLE_RECT = (0.635, 0.27, 0.355, 0.65)
 
 
