@@ -10,8 +10,9 @@ import pandas as pd
 
 from rooflinectl.capture.runner import profile_calls
 from rooflinectl.ceilings import resolve_device_kind
-from rooflinectl.outputs.profile_file import ProfileData, load_profile, save_profile
+from rooflinectl.outputs.profile_file import load_profile, save_profile
 from rooflinectl.pipeline import profile_data
+from rooflinectl.profile_model import ProfileData
 
 
 @dataclass

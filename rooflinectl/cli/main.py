@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from rooflinectl import __version__
+from rooflinectl._version import __version__
 from rooflinectl.errors import RooflineError
 
 # One registry of subcommands: module name under rooflinectl.cli, and its click command object name.

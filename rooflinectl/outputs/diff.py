@@ -23,7 +23,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.profile_model import ProfileData
 
 _SUFFIX = re.compile(r"(_[0-9]+|_[0-9a-f]{8,})+$")
 MIN_GROUP_SHARE = 0.01  # a group regression counts only if it adds this share of the base total

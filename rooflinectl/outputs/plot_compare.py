@@ -24,8 +24,8 @@ from rooflinectl.outputs.plot_roofs import (
     roof_lines,
     setup_axes,
 )
-from rooflinectl.outputs.profile_file import ProfileData
-from rooflinectl.outputs.units import seconds
+from rooflinectl.profile_model import ProfileData
+from rooflinectl.units import seconds
 
 _SUMS = ["time_s", "flops", "bytes"]
 FASTER, SLOWER, UNCHANGED = "#2ca02c", "#d62728", "#777777"

@@ -19,7 +19,7 @@ from rooflinectl.outputs.advice.registry import (
     Thresholds,
     severity_rank,
 )
-from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import KERNEL_COLUMNS
 
 _DEFAULTS = {"str": "", "int": 0, "float": math.nan, "bool": False}

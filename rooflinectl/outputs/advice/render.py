@@ -15,7 +15,7 @@ from rich.text import Text
 
 from rooflinectl.outputs.advice.engine import AdviceReport, exit_code
 from rooflinectl.outputs.advice.registry import Finding, severity_rank
-from rooflinectl.outputs.units import seconds
+from rooflinectl.units import seconds
 
 FORMATS: tuple[str, ...] = ("rich", "markdown", "json", "github", "junit")
 _STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}

@@ -20,7 +20,7 @@ from rooflinectl.outputs.advice.common import (
     where,
 )
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds, si
+from rooflinectl.units import percent, seconds, si
 
 
 def _fusible(row: pd.Series) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rooflinectl.outputs.advice.common import usable
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds
+from rooflinectl.units import percent, seconds
 
 
 def _gate(rule_id: str, value: float, limit: float, *, floor: bool = False, evidence: str,

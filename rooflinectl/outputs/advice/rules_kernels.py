@@ -15,7 +15,7 @@ from rooflinectl.outputs.advice.common import (
     where,
 )
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds
+from rooflinectl.units import percent, seconds
 
 STOP_EFFICIENCY = 0.8  # at or above this share of the roof, a custom kernel cannot win much
 STOP_MIN_SHARE = 0.05

@@ -11,7 +11,7 @@ from rooflinectl.outputs.advice.common import (
     where,
 )
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds
+from rooflinectl.units import percent, seconds
 
 # Kernel-to-kernel gap that remains inside a CUDA-graph replay (~1 us on Hopper-class GPUs).
 GRAPH_GAP_S = 1.0e-6

@@ -19,7 +19,7 @@ from rooflinectl.outputs.advice.common import (
     usable,
 )
 from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds, si
+from rooflinectl.units import percent, seconds, si
 
 MIN_BF16_STORAGE_SHARE = 0.05  # bf16 storage is worth a sentence from this share of kernel time
 DECODE_MAX_M = 16  # a GEMM with at most this many rows is decode-like (weight-streaming)
