@@ -44,7 +44,7 @@ class Profile:
 
     def advise(self, **options: Any) -> Any:
         """The findings of the advice rules, most time saved first."""
-        from rooflinectl.outputs.advice import advise
+        from rooflinectl.analysis.advice import advise
 
         return advise(self.data, **options)
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 
 from rooflinectl.cli.common import console
+from rooflinectl.cli.config import load_config
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_OK, RooflineError
-from rooflinectl.outputs.advice.config import load_config
 from rooflinectl.outputs.diff import diff_profiles, diff_renderable, render_diff_markdown
 from rooflinectl.outputs.profile_file import load_profile
 

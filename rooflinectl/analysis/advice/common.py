@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from rooflinectl.outputs.advice.registry import AdviceContext
+from rooflinectl.analysis.advice.registry import AdviceContext
 
 CUSTOM_ORIGINS: frozenset[str] = frozenset({"triton", "other"})
 MATH_FAMILIES: frozenset[str] = frozenset({"gemm", "conv", "attention"})

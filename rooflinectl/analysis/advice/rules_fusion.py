@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 
-from rooflinectl.outputs.advice.common import (
+from rooflinectl.analysis.advice.common import (
     FUSIBLE_FAMILIES,
     element_bytes,
     known_cost,
@@ -19,7 +19,7 @@ from rooflinectl.outputs.advice.common import (
     time_per_call_s,
     where,
 )
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
 from rooflinectl.units import percent, seconds, si
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rooflinectl.outputs.advice.common import usable
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.analysis.advice.common import usable
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
 from rooflinectl.units import percent, seconds
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rooflinectl.outputs.advice.common import (
+from rooflinectl.analysis.advice.common import (
     MATH_FAMILIES,
     TYPICAL_LIBRARY_EFFICIENCY,
     is_custom,
@@ -14,7 +14,7 @@ from rooflinectl.outputs.advice.common import (
     usable,
     where,
 )
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
 from rooflinectl.units import percent, seconds
 
 STOP_EFFICIENCY = 0.8  # at or above this share of the roof, a custom kernel cannot win much

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import pandas as pd
 
-from rooflinectl.outputs.advice.common import (
+from rooflinectl.analysis.advice.common import (
     FUSIBLE_FAMILIES,
     TYPICAL_LIBRARY_EFFICIENCY,
     element_bytes,
@@ -18,7 +18,7 @@ from rooflinectl.outputs.advice.common import (
     text,
     usable,
 )
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
 from rooflinectl.units import percent, seconds, si
 
 MIN_BF16_STORAGE_SHARE = 0.05  # bf16 storage is worth a sentence from this share of kernel time

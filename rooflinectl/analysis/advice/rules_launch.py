@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rooflinectl.outputs.advice.common import (
+from rooflinectl.analysis.advice.common import (
     num,
     sm_count,
     text,
@@ -10,7 +10,7 @@ from rooflinectl.outputs.advice.common import (
     usable,
     where,
 )
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
 from rooflinectl.units import percent, seconds
 
 # Kernel-to-kernel gap that remains inside a CUDA-graph replay (~1 us on Hopper-class GPUs).
