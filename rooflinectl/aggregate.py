@@ -42,8 +42,8 @@ def single_or_count(noun: str) -> Callable[[pd.Series], str]:
     return name
 
 
-def aggregate(rows: pd.DataFrame, keys: list[str], **named: tuple[str, Any]) -> pd.DataFrame:
-    """Rows grouped by keys (NaN keys kept, first-seen order), one output row per group.
+def aggregate(table: pd.DataFrame, keys: list[str], **named: tuple[str, Any]) -> pd.DataFrame:
+    """The table's rows grouped by keys (NaN keys kept, first-seen order), one output row per group.
 
     Sums time_s (and calls, roof_time_s where present), sums flops and bytes by the rule above,
     combines cost_source; `named` adds or overrides pandas named aggregations. Key columns come
@@ -51,13 +51,13 @@ def aggregate(rows: pd.DataFrame, keys: list[str], **named: tuple[str, Any]) -> 
     """
     spec: dict[str, tuple[str, Any]] = {"time_s": ("time_s", "sum")}
     for column in ("calls",):
-        if column in rows.columns:
+        if column in table.columns:
             spec[column] = (column, "sum")
     for column in ("flops", "bytes", "roof_time_s"):
-        if column in rows.columns:
+        if column in table.columns:
             spec[column] = (column, sum_known)
-    if "cost_source" in rows.columns:
+    if "cost_source" in table.columns:
         spec["cost_source"] = ("cost_source", combined_cost_source)
     spec.update(named)
     spec = {k: v for k, v in spec.items() if k not in keys}
-    return rows.groupby(keys, sort=False, dropna=False).agg(**spec).reset_index()
+    return table.groupby(keys, sort=False, dropna=False).agg(**spec).reset_index()
