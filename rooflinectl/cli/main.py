@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
 
@@ -47,6 +46,3 @@ for _name in COMMANDS:
     _module = importlib.import_module(f"rooflinectl.cli.{_name}")
     main.add_command(_module.command)
 
-
-def run() -> None:  # pragma: no cover - console entry point wrapper
-    sys.exit(main())
