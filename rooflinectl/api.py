@@ -23,6 +23,7 @@ class Profile:
 
     @property
     def kernels(self) -> pd.DataFrame:
+        """One row per kernel group, largest time first (columns: schema.KERNEL_COLUMNS)."""
         return self.data.kernels
 
     @property
@@ -34,6 +35,7 @@ class Profile:
         return self.data.metadata
 
     def save(self, path: str) -> None:
+        """Write the profile file (JSON, data only, written atomically: no half file on a crash)."""
         save_profile(self.data, path)
 
     def plot(self, **options: Any) -> Any:

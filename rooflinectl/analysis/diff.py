@@ -101,12 +101,12 @@ def _change(pair: pd.Series) -> GroupChange:
 
 
 def _lonely(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    def text(row: Any, column: str) -> str:
+    def cell_text(row: Any, column: str) -> str:
         value = getattr(row, column, "")
         return "" if pd.isna(value) else str(value)
 
-    out = [{"label": group_label(text(r, "op"), text(r, "kernel"), text(r, "module"), text(r, "shapes")),
-            "kernel": text(r, "kernel"), "time_s": float(r.time_s)} for r in rows.itertuples()]
+    out = [{"label": group_label(cell_text(r, "op"), cell_text(r, "kernel"), cell_text(r, "module"), cell_text(r, "shapes")),
+            "kernel": cell_text(r, "kernel"), "time_s": float(r.time_s)} for r in rows.itertuples()]
     return sorted(out, key=lambda r: (-r["time_s"], r["label"], r["kernel"]))
 
 
