@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from rooflinectl.api import Profile, load, profile  # noqa: E402
-from rooflinectl.capture.region import region  # noqa: E402
+from rooflinectl._version import __version__
+from rooflinectl.api import Profile, load, profile
+from rooflinectl.capture.region import region
 
 __all__ = ["Profile", "__version__", "load", "profile", "region"]

@@ -10,8 +10,9 @@ import pandas as pd
 
 from rooflinectl.capture.runner import profile_calls
 from rooflinectl.ceilings import resolve_device_kind
-from rooflinectl.outputs.profile_file import ProfileData, load_profile, save_profile
+from rooflinectl.outputs.profile_file import load_profile, save_profile
 from rooflinectl.pipeline import profile_data
+from rooflinectl.profile_model import ProfileData
 
 
 @dataclass
@@ -22,6 +23,7 @@ class Profile:
 
     @property
     def kernels(self) -> pd.DataFrame:
+        """One row per kernel group, largest time first (columns: schema.KERNEL_COLUMNS)."""
         return self.data.kernels
 
     @property
@@ -33,6 +35,7 @@ class Profile:
         return self.data.metadata
 
     def save(self, path: str) -> None:
+        """Write the profile file (JSON, data only, written atomically: no half file on a crash)."""
         save_profile(self.data, path)
 
     def plot(self, **options: Any) -> Any:
@@ -43,7 +46,7 @@ class Profile:
 
     def advise(self, **options: Any) -> Any:
         """The findings of the advice rules, most time saved first."""
-        from rooflinectl.outputs.advice import advise
+        from rooflinectl.analysis.advice import advise
 
         return advise(self.data, **options)
 

@@ -39,10 +39,3 @@ class EnvironmentProblem(RooflineError):
 
     exit_code = EXIT_ENVIRONMENT
 
-
-class ScriptFailed(RooflineError):
-    """The user's script raised or exited non-zero; we keep its exit code."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code

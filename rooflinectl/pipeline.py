@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from rooflinectl import __version__
+from rooflinectl._version import __version__
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.attribution.group import group_launches
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
@@ -15,7 +15,7 @@ from rooflinectl.capture.session import Capture
 from rooflinectl.capture.trace import RawTrace
 from rooflinectl.ceilings import current_ceilings
 from rooflinectl.ceilings.model import Ceilings
-from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import KERNEL_COLUMNS
 
 

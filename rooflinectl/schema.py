@@ -12,7 +12,7 @@ SCHEMA_VERSION = 1
 KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "kernel": ("str", "GPU kernel name (CPU: the aten op that did the work)"),
     "op": ("str", "the aten op (or Triton kernel) whose cost the kernel carries"),
-    "op_family": ("str", "gemm, conv, attention, elementwise, reduction, norm, softmax, copy, index, loss, other"),
+    "op_family": ("str", "gemm, conv, attention, elementwise, reduction, norm, softmax, copy, index, loss, optimizer, other"),
     "module": ("str", "nn.Module path active at launch, '' when none"),
     "shapes": ("str", "input shapes of the op, e.g. '[64, 128] x [128, 256]'"),
     "dtype": ("str", "dtype of the op's first floating input"),
@@ -33,7 +33,7 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "bound": ("str", "memory, compute, latency or unknown"),
     "headroom_s": ("float", "time_s - roof_time_s: what reaching the roof would save"),
     "time_share": ("float", "time_s / total kernel time of the profile"),
-    "cost_source": ("str", "analytic, triton, inductor, ncu or none"),
+    "cost_source": ("str", "analytic, triton or none; mixed on re-aggregated rows; ncu reserved (see COST_SOURCES)"),
     "cost_note": ("str", "the formula used and its approximations"),
     "blocks": ("float", "median thread blocks per launch (GPU), NaN when unknown"),
     "threads_per_block": ("float", "median threads per block (GPU), NaN when unknown"),
@@ -41,8 +41,15 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "rank": ("int", "process rank for multi-GPU runs (0 otherwise)"),
 }
 
+# The vocabularies of the columns above (tests check that the pipeline produces no other value).
 BOUNDS = ("memory", "compute", "latency", "unknown")
-COST_SOURCES = ("analytic", "triton", "inductor", "ncu", "none")
+OP_FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", "softmax", "copy", "index", "loss",
+               "optimizer", "other")
+ORIGINS = ("aten", "triton", "inductor", "library", "other")
+# "mixed": a row that sums rows of several known sources (show --by op|module, diff's matched
+# groups; rooflinectl/aggregate.py). "ncu": reserved for the Nsight Compute counters tier
+# (not produced yet).
+COST_SOURCES = ("analytic", "triton", "mixed", "ncu", "none")
 
 # Whole-run figures stored in the profile's "summary" (None where they do not apply).
 SUMMARY_KEYS: dict[str, str] = {

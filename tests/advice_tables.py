@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.ceilings.model import Ceilings, Roof
-from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.profile_model import ProfileData
 
 DRAM_BYTES_PER_S = 4.8e12
 ELEMENT_SIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}

@@ -10,8 +10,8 @@ import pytest
 from advice_tables import elementwise, gemm, profile
 from click.testing import CliRunner
 
+from rooflinectl.analysis.advice import RULES
 from rooflinectl.cli.advise_cmd import command
-from rooflinectl.outputs.advice import RULES
 from rooflinectl.outputs.profile_file import save_profile
 
 ACT = (8192, 3072)

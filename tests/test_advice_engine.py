@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from advice_tables import elementwise, gemm, profile
 
+from rooflinectl.analysis.advice import RULES, Thresholds, advise, exit_code, rule
+from rooflinectl.analysis.advice.registry import make_finding
+from rooflinectl.cli.config import load_config
 from rooflinectl.errors import UsageError
-from rooflinectl.outputs.advice import RULES, Thresholds, advise, exit_code, rule
-from rooflinectl.outputs.advice.config import load_config
-from rooflinectl.outputs.advice.registry import make_finding
 
 ACT = (8192, 3072)
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import rooflinectl
-from rooflinectl.outputs.advice import advise, exit_code
+from rooflinectl.analysis.advice import advise, exit_code
 from rooflinectl.outputs.profile_file import load_profile
 
 DATA = Path(__file__).parent / "data"

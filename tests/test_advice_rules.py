@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from advice_tables import cpu_ceilings, elementwise, gemm, profile, row
 
-from rooflinectl.outputs.advice import RULES, Thresholds, advise
+from rooflinectl.analysis.advice import RULES, Thresholds, advise
 
 ACT = (8192, 3072)
 

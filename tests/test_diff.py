@@ -8,8 +8,10 @@ import pytest
 from advice_tables import elementwise, gemm, profile
 from click.testing import CliRunner
 
+from rooflinectl.analysis.diff import diff_profiles
+from rooflinectl.analysis.matching import match_groups, normalise_kernel
 from rooflinectl.cli.diff_cmd import command
-from rooflinectl.outputs.diff import diff_profiles, match_groups, normalise_kernel
+from rooflinectl.outputs.diff import movement
 from rooflinectl.outputs.profile_file import save_profile
 
 ACT = (4096, 1024)
@@ -42,9 +44,10 @@ def test_normalise_kernel_drops_compiler_suffixes():
 
 def test_groups_match_by_suffix_and_op():
     base, new = profile(base_rows()), profile(new_rows())
-    pairs = match_groups(base.kernels, new.kernels)
-    assert (0, 0, "op-shapes") in pairs  # another cuBLAS kernel for the same mm
-    assert any(p[:2] == (1, 1) for p in pairs)  # re-compiled Triton kernel
+    pairs = match_groups(base.kernels, new.kernels).pairs
+    matched = {(p.rows_base, p.rows_new): p.level for p in pairs.itertuples()}
+    assert matched[(0,), (0,)] == "op-shapes"  # another cuBLAS kernel for the same mm
+    assert matched[(1,), (1,)] == "suffix"  # re-compiled Triton kernel
     report = diff_profiles(base, new)
     assert [r["label"] for r in report.new] == ["aten::tanh @ act [4096, 1024]"]
     assert [r["label"] for r in report.vanished] == ["aten::mul @ scale [4096, 1024]"]
@@ -54,7 +57,7 @@ def test_movement_on_the_roofline():
     report = diff_profiles(profile(base_rows()), profile(new_rows()))
     mm = next(g for g in report.changed if g.label.startswith("aten::mm"))
     assert mm.delta_s < 0 and mm.perf_ratio > 5  # fp32 CUDA cores -> TF32 tensor cores
-    assert mm.movement().startswith("up ")
+    assert movement(mm).startswith("up ")
     assert report.changed == sorted(report.changed, key=lambda g: -abs(g.delta_s))
 
 

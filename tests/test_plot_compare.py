@@ -5,25 +5,26 @@ from __future__ import annotations
 import numpy as np
 from test_plot_helpers import GPU_ROWS, attention_pair, make_profile
 
-from rooflinectl.outputs.plot_compare import match_groups, plot_comparison
+from rooflinectl.outputs.plot_compare import compared_groups, plot_comparison
 
 
 def test_match_by_kernel_then_op_then_module() -> None:
     naive, sdpa = attention_pair()
-    pairs, only_before, only_after = match_groups(naive.kernels, sdpa.kernels)
+    match = compared_groups(naive, sdpa)
+    pairs = match.pairs
     levels = dict(zip(pairs["label"], pairs["level"], strict=True))
-    assert levels == {"attn (all ops)": "module", "mm · proj": "kernel"}
+    assert levels == {"attn (all ops)": "module", "mm · proj": "exact"}
     attn = pairs.set_index("label").loc["attn (all ops)"]
-    assert np.isclose(attn["time_s_before"], 15.6e-3) and np.isclose(attn["time_s_after"], 2.4e-3)
+    assert np.isclose(attn["time_s_base"], 15.6e-3) and np.isclose(attn["time_s_new"], 2.4e-3)
     assert np.isclose(attn["speedup"], 6.5)
-    assert only_before.empty and only_after.empty
+    assert match.only_base.empty and match.only_new.empty
 
 
 def test_unmatched_groups_are_reported() -> None:
     before = make_profile(GPU_ROWS)
     after = make_profile([r for r in GPU_ROWS if r[1] != "aten::embedding"])
-    pairs, only_before, only_after = match_groups(before.kernels, after.kernels)
-    assert list(only_before["op"]) == ["aten::embedding"] and only_after.empty
+    match = compared_groups(before, after)
+    assert list(match.only_base["op"]) == ["aten::embedding"] and match.only_new.empty
     fig = plot_comparison(before, after)
     notes = [t.get_text() for t in fig.texts if (t.get_gid() or "").startswith("note:")]
     assert any("Only in before" in n and "embedding" in n for n in notes), notes

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.ceilings.model import Ceilings, Roof
-from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import KERNEL_COLUMNS
 
 CUTLASS = (

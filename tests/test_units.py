@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rooflinectl.outputs.units import percent, seconds, si
+from rooflinectl.units import percent, seconds, si
 
 
 @pytest.mark.parametrize(("value", "unit", "digits", "expected"), [

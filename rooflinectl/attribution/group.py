@@ -6,6 +6,8 @@ import os
 
 import pandas as pd
 
+from rooflinectl.aggregate import aggregate
+
 GROUP_KEY = ["kernel", "op", "shapes", "dtype"]
 MAX_SEQUENCE = 100_000
 
@@ -22,29 +24,24 @@ def common_module(paths: pd.Series) -> str:
 
 
 def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
-    """Aggregate launches; returns the table (ordered by first launch) and the launch sequence
-    as row positions in that table (first MAX_SEQUENCE launches)."""
+    """Aggregate launches (rooflinectl.aggregate: one NaN rule); returns the table (ordered by
+    first launch) and the launch sequence as row positions in that table (first MAX_SEQUENCE)."""
     if launches.empty:
         return launches.drop(columns=["start_ns", "end_ns", "launch_ns"]).assign(calls=[]), []
     keyed = launches.reset_index(drop=True)
-    grouped = keyed.groupby(GROUP_KEY, sort=False, dropna=False)
-    table = grouped.agg(
+    table = aggregate(
+        keyed, GROUP_KEY,
         op_family=("op_family", "first"),
         module=("module", common_module),
         device=("device", "first"),
         origin=("origin", "first"),
         calls=("time_s", "size"),
-        time_s=("time_s", "sum"),
-        flops=("flops", lambda s: s.sum(min_count=1)),
-        bytes=("bytes", lambda s: s.sum(min_count=1)),
-        cost_source=("cost_source", "first"),
         cost_note=("cost_note", "first"),
         blocks=("blocks", "median"),
         threads_per_block=("threads_per_block", "median"),
         unit=("unit", "first"),
         precision=("precision", "first"),
-    ).reset_index()
-    position = {key: i for i, key in enumerate(grouped.groups.keys())}
-    keys = list(zip(*(keyed[c] for c in GROUP_KEY)))
-    sequence = [position[k] for k in keys[:MAX_SEQUENCE]]
+    )
+    # ngroup numbers groups in first-seen order, the order of the table's rows
+    sequence = keyed.groupby(GROUP_KEY, sort=False, dropna=False).ngroup().head(MAX_SEQUENCE).tolist()
     return table, sequence

@@ -146,21 +146,47 @@ def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
     return "aten" if has_aten_op else "other"
 
 
-def _record(kernel: str, op: str, cost: OpCost | None, share: float, module: str, shapes: str, time_s: float,
-            device: str, origin: str, source: str, metadata: dict[str, Any], start_ns: int, end_ns: int, launch_ns: int,
-            blocks: float = math.nan, threads: float = math.nan, note: str = "",
-            dtype: str = "", family: str = "other") -> dict[str, Any]:
-    if cost is not None:
-        family, dtype, note = cost.family, cost.dtype, cost.note
-    unit, precision = unit_and_precision(family, dtype, device, metadata) if dtype else ("simt", "")
+@dataclass(frozen=True)
+class _Launch:
+    """What one kernel launch (GPU) or one unit of CPU work brings to its record, whatever its cost."""
+
+    kernel: str
+    module: str
+    device: str
+    time_s: float
+    start_ns: int
+    end_ns: int
+    launch_ns: int
+    blocks: float = math.nan
+    threads_per_block: float = math.nan
+
+
+@dataclass(frozen=True)
+class _Attribution:
+    """The op a launch's cost comes from, and how: cost None means unknown (cost_source none)."""
+
+    op: str
+    cost: OpCost | None
+    share: float  # the part of the op's cost this launch carries
+    shapes: str
+    origin: str
+    source: str  # cost_source when the cost is known
+    note: str = ""  # cost_note when the cost is unknown (a known cost brings its own)
+
+
+def _record(launch: _Launch, how: _Attribution, metadata: dict[str, Any]) -> dict[str, Any]:
+    """One LAUNCH_COLUMNS row."""
+    cost = how.cost
+    family, dtype, note = (cost.family, cost.dtype, cost.note) if cost is not None else ("other", "", how.note)
+    unit, precision = unit_and_precision(family, dtype, launch.device, metadata) if dtype else ("simt", "")
     return {
-        "kernel": kernel, "op": op, "op_family": family, "module": module, "shapes": shapes, "dtype": dtype,
-        "device": device, "origin": origin, "time_s": time_s,
-        "flops": cost.flops * share if cost is not None else math.nan,
-        "bytes": cost.bytes * share if cost is not None else math.nan,
-        "cost_source": source if cost is not None else "none", "cost_note": note,
-        "blocks": blocks, "threads_per_block": threads, "unit": unit, "precision": precision,
-        "start_ns": start_ns, "end_ns": end_ns, "launch_ns": launch_ns,
+        "kernel": launch.kernel, "op": how.op, "op_family": family, "module": launch.module, "shapes": how.shapes,
+        "dtype": dtype, "device": launch.device, "origin": how.origin, "time_s": launch.time_s,
+        "flops": cost.flops * how.share if cost is not None else math.nan,
+        "bytes": cost.bytes * how.share if cost is not None else math.nan,
+        "cost_source": how.source if cost is not None else "none", "cost_note": note,
+        "blocks": launch.blocks, "threads_per_block": launch.threads_per_block, "unit": unit, "precision": precision,
+        "start_ns": launch.start_ns, "end_ns": launch.end_ns, "launch_ns": launch.launch_ns,
     }
 
 
@@ -218,40 +244,36 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
         blocks = float(math.prod(k.grid)) if k.grid else math.nan
         threads = float(math.prod(k.block)) if k.block else math.nan
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
-        common = dict(module=module, time_s=k.dur_ns / 1e9, device="cuda", metadata=metadata,
-                      start_ns=k.ts_ns, end_ns=k.end_ns, launch_ns=ts, blocks=blocks, threads=threads)
+        launch = _Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads)
         if k.category != "kernel":
-            records.append(_transfer_record(k, index.ops[inner].name if inner >= 0 else "", common))
+            how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
         elif declared is not None:
-            cost = _declared_cost(declared)
-            records.append(_record(k.name, k.name, cost, 1.0, shapes="", origin=origin, source="triton", **common))
+            how = _Attribution(k.name, _declared_cost(declared), 1.0, "", origin, "triton")
         elif costed >= 0:
             cost, shapes = index.cost(costed)
             total = time_by_op[costed]
             share = k.dur_ns / total if total > 0 else 1.0
-            records.append(_record(k.name, index.ops[costed].name, cost, share, shapes=shapes, origin=origin,
-                                   source="analytic", **common))
+            how = _Attribution(index.ops[costed].name, cost, share, shapes, origin, "analytic")
         else:
             op_name = index.ops[inner].name if inner >= 0 else ""
             note = ("replayed from a CUDA graph: the trace links no op, so no cost" if k.correlation in graph_correlations
                     else "no cost formula for this kernel's op")
-            records.append(_record(k.name, op_name, None, 0.0, shapes="", origin=origin, source="none",
-                                   note=note, **common))
+            how = _Attribution(op_name, None, 0.0, "", origin, "none", note)
+        records.append(_record(launch, how, metadata))
     return records
 
 
-def _transfer_record(k: RawKernel, op_name: str, common: dict[str, Any]) -> dict[str, Any]:
+def _transfer_attribution(k: RawKernel, op_name: str) -> _Attribution:
     """A memset or memcpy carries its own size from the trace, never a share of its op's FLOPs
     (cuBLAS clears a workspace with a memset inside a GEMM op, for example)."""
     if k.bytes is None:
-        return _record(k.name, op_name, None, 0.0, shapes="", origin="aten", source="none",
-                       note="memset/memcpy size not recorded in the trace", **common)
+        return _Attribution(op_name, None, 0.0, "", "aten", "none", "memset/memcpy size not recorded in the trace")
     device_to_device = k.category == "gpu_memcpy" and "DtoD" in k.name
     moved = 2 * k.bytes if device_to_device else k.bytes
     what = "memset: bytes written" if k.category == "gpu_memset" else (
         "device copy: bytes read and written" if device_to_device else "host-device copy: bytes transferred (PCIe/C2C bound, not DRAM)")
     cost = OpCost(0.0, float(moved), "copy", "", f"{what}, size from the trace")
-    return _record(k.name, op_name, cost, 1.0, shapes="", origin="aten", source="analytic", **common)
+    return _Attribution(op_name, cost, 1.0, "", "aten", "analytic")
 
 
 def _may_do_work(op: RawOp) -> bool:
@@ -288,11 +310,10 @@ def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, An
         if not index.in_window(op.ts_ns):
             continue
         cost, shapes = index.cost(i)
-        common = dict(module=index.module(i), time_s=op.dur_ns / 1e9, device="cpu", metadata=metadata,
-                      start_ns=op.ts_ns, end_ns=op.end_ns, launch_ns=op.ts_ns)
+        launch = _Launch(op.name, index.module(i), "cpu", op.dur_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
         if cost is not None:
-            records.append(_record(op.name, op.name, cost, 1.0, shapes=shapes, origin="aten", source="analytic", **common))
+            how = _Attribution(op.name, cost, 1.0, shapes, "aten", "analytic")
         else:
-            records.append(_record(op.name, op.name, None, 0.0, shapes=shapes_text(op_call(op)), origin="aten",
-                                   source="none", note="no cost formula for this op", **common))
+            how = _Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", "no cost formula for this op")
+        records.append(_record(launch, how, metadata))
     return records

@@ -1,6 +1,7 @@
 """Which roof an op is held against: the math unit and precision it ran in, not only its dtype.
 
-PyTorch's defaults (checked with Nsight Compute on the H200, NOTES-profiling.md): fp32 matmuls
+PyTorch's defaults (checked with Nsight Compute on the H200: fp32 convolutions and fp32 SDPA
+counted as tf32 tensor-core ops, fp32 matmuls as FFMA instructions): fp32 matmuls
 run on CUDA cores unless torch.backends.cuda.matmul.allow_tf32 (float32_matmul_precision
 "high"/"medium"); fp32 convolutions run as TF32 since cudnn.allow_tf32 is True; fp32 SDPA
 kernels use TF32 tensor cores. Element-wise work always runs on CUDA cores ("simt").

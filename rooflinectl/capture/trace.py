@@ -23,6 +23,9 @@ LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 
 @dataclass
 class RawOp:
+    """One CPU op or annotation from the profiler trace, as recorded: the inputs the cost model
+    reads (dims, types, strides, scalar values, storages) and the External id its kernels cite."""
+
     external_id: int
     name: str
     category: str  # cpu_op or user_annotation
@@ -43,6 +46,8 @@ class RawOp:
 
 @dataclass
 class RawKernel:
+    """One device activity (kernel, memcpy or memset) with the ids that link it to its launching op."""
+
     name: str
     category: str  # kernel, gpu_memcpy, gpu_memset
     ts_ns: int
@@ -62,6 +67,11 @@ class RawKernel:
 
 @dataclass
 class RawTrace:
+    """What capture hands on: the raw events of a run, knowing nothing of costs or rooflines.
+
+    Saved as the capture file (`--save-trace`), so attribution can be re-run without the GPU.
+    """
+
     ops: list[RawOp]
     kernels: list[RawKernel]
     launch_ts_ns: dict[int, int]  # correlation id -> launch call start

@@ -16,7 +16,7 @@ from typing import Any
 
 from rooflinectl.ceilings.detect import GpuInfo, nvml_snapshot
 from rooflinectl.ceilings.gpu_kernels import FMA_BLOCK, READ_BLOCK, fma_flops, triton_kernels
-from rooflinectl.ceilings.measurement import Measurement, Progress, run_steps
+from rooflinectl.ceilings.measurement import Measurement
 
 GIB = 1 << 30
 GEMM_SHAPES = ((8192, 8192, 8192),)  # (m, n, k); the best median counts
@@ -282,8 +282,3 @@ def gpu_steps(info: GpuInfo) -> list[tuple[str, Callable[[], list[Measurement]]]
                           lambda p=precision, s=shapes: [measure_gemm(info, f"tensor.{p}", p, s)]))
     return steps
 
-
-def measure_gpu(info: GpuInfo, *, budget_s: float = 16.0,
-                progress: Progress | None = None) -> list[Measurement]:
-    """Every GPU step that fits in budget_s (see run_steps)."""
-    return run_steps(gpu_steps(info), budget_s=budget_s, progress=progress)

@@ -14,7 +14,6 @@ MEMORY_LEVEL_OF = {
     "l2.read": "l2",
 }
 KERNEL_FLOOR_KEY = "launch.empty_kernel"  # GPU time of an empty kernel (profiler), seconds
-UNITS = {"memory": "bytes/s", "compute": "flop/s", "latency": "s"}
 
 
 @dataclass

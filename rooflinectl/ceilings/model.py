@@ -14,6 +14,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Roof:
+    """One ceiling's value and where it came from (spec sheet, measured here, estimate)."""
+
     value: float  # bytes/s for memory roofs, FLOP/s for compute roofs
     source: str  # spec | spec-clock-scaled | measured | estimate
     note: str = ""
@@ -21,6 +23,10 @@ class Roof:
 
 @dataclass
 class Ceilings:
+    """What one device can do: memory bandwidth per level and compute peaks per unit and precision,
+    each with its source, and the shortest kernel (the latency floor). A profile stores the
+    ceilings its rows were placed against, so a profile reads the same on any machine."""
+
     device_name: str
     device_kind: str  # "cuda" or "cpu"
     memory_bytes_per_s: dict[str, Roof] = field(default_factory=dict)  # "dram", "l2", "l1"

@@ -14,12 +14,13 @@ from typing import Any
 
 import click
 
+from rooflinectl.analysis.advice import RULES, SEVERITIES, Thresholds, advise, exit_code
+from rooflinectl.atomic import write_atomic
 from rooflinectl.cli.common import console
+from rooflinectl.cli.config import load_config
 from rooflinectl.errors import RooflineError
-from rooflinectl.outputs.advice import RULES, SEVERITIES, Thresholds, advise, exit_code
-from rooflinectl.outputs.advice.config import load_config
-from rooflinectl.outputs.advice.render import FORMATS, render_text, rich_renderable
-from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile, write_atomic
+from rooflinectl.outputs.advice_render import FORMATS, render_text, rich_renderable
+from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 
 _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
 

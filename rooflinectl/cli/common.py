@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, ProfileData, load_profile
+from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
+from rooflinectl.profile_model import ProfileData
 
 
 def console() -> Console:

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import click
 
+from rooflinectl.analysis.diff import diff_profiles
 from rooflinectl.cli.common import console
+from rooflinectl.cli.config import load_config
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_OK, RooflineError
-from rooflinectl.outputs.advice.config import load_config
-from rooflinectl.outputs.diff import diff_profiles, diff_renderable, render_diff_markdown
+from rooflinectl.outputs.diff import diff_dict, diff_renderable, render_diff_markdown
 from rooflinectl.outputs.profile_file import load_profile
 
 
@@ -48,7 +49,7 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
         ctx.exit(exc.exit_code)
         return
     if fmt == "json":
-        click.echo(json.dumps(report.to_dict(pct), indent=1))
+        click.echo(json.dumps(diff_dict(report, pct), indent=1))
     elif fmt == "markdown":
         click.echo(render_diff_markdown(report, pct, top), nl=False)
     else:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
 
-from rooflinectl import __version__
+from rooflinectl._version import __version__
 from rooflinectl.errors import RooflineError
 
 # One registry of subcommands: module name under rooflinectl.cli, and its click command object name.
@@ -47,6 +46,3 @@ for _name in COMMANDS:
     _module = importlib.import_module(f"rooflinectl.cli.{_name}")
     main.add_command(_module.command)
 
-
-def run() -> None:  # pragma: no cover - console entry point wrapper
-    sys.exit(main())

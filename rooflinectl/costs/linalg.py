@@ -4,7 +4,9 @@ We add what that registry leaves out: output shapes (the profiler records inputs
 (inputs read once, output written once: the minimum traffic a perfect tiling reaches), int8
 `_int_mm`, and causal attention. Where our model differs from flop_counter:
 - causal attention counts half the score/value FLOPs (flop_counter counts the full square;
-  Nsight Compute on the H200 counted about half: see NOTES-profiling.md);
+  Nsight Compute on the H200 counted about half: on a GPT-2 forward with causal SDPA it counted
+  2.209e12 bf16 tensor FLOPs, against 2.02e12 for the linear layers plus 1.55e11 for halved
+  attention, 3.09e11 unhalved);
 - convolution backward counts grad-input and grad-weight (both usually requested) unless the
   recorded output_mask says otherwise.
 """

@@ -174,6 +174,6 @@ def _register_foreach(names: tuple[str, ...], flops_per_element: float) -> None:
     cost_formula(*full, family="optimizer")(formula)
 
 
-_register_foreach(("add", "sub", "mul", "div", "sqrt", "neg", "exp", "reciprocal", "lerp_scalar"), 1)
+_register_foreach(("add", "sub", "mul", "div", "sqrt", "neg", "exp", "reciprocal"), 1)
 _register_foreach(("addcmul", "addcdiv", "lerp"), 2)
 _register_foreach(("copy", "zero", "maximum", "minimum", "clamp_min", "clamp_max", "sign", "abs"), 0)

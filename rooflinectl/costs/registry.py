@@ -17,6 +17,9 @@ FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", "so
 
 @dataclass(frozen=True)
 class OpCost:
+    """What one call of an op costs at the minimum, as a registered formula computes it from the
+    call's shapes: attribution spreads it over the kernels the call launched."""
+
     flops: float  # FMA counted as 2
     bytes: float  # minimum traffic: inputs read once, outputs written once
     family: str

@@ -67,6 +67,9 @@ FLOAT_DTYPES = ("fp64", "fp32", "fp16", "bf16", "fp8")
 
 @dataclass(frozen=True)
 class TensorArg:
+    """One tensor input of a recorded op, reduced to what the cost formulas need: shape, dtype,
+    element size, strides and storage identity (shared storage is read once)."""
+
     shape: tuple[int, ...]
     dtype: str  # short name: fp32, bf16, int64, ...
     itemsize: int

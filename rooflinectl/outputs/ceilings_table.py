@@ -17,7 +17,7 @@ from rich.text import Text
 from rooflinectl.ceilings.build import ridge_points
 from rooflinectl.ceilings.measurement import kind_of
 from rooflinectl.ceilings.model import Ceilings, Roof
-from rooflinectl.outputs.units import percent, seconds, si
+from rooflinectl.units import percent, seconds, si
 
 _SOURCE_STYLE = {"measured": "green", "spec": "cyan", "spec-clock-scaled": "cyan", "estimate": "yellow"}
 

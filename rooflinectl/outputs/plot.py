@@ -29,8 +29,8 @@ from rooflinectl.outputs.plot_roofs import (
     roof_lines,
     setup_axes,
 )
-from rooflinectl.outputs.profile_file import ProfileData
-from rooflinectl.outputs.units import seconds
+from rooflinectl.profile_model import ProfileData
+from rooflinectl.units import seconds
 
 SUPPORTED_EXTENSIONS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 BOUND_COLORS = {"memory": "#1f77b4", "compute": "#ff7f0e", "latency": "#9467bd", "unknown": "#8c8c8c"}

@@ -1,7 +1,7 @@
 """Before/after roofline: an arrow per kernel group from where it was to where it is, with speedup.
 
-Groups are matched at the finest level both profiles share: (op, module, kernel), then
-(op, module), then the module as a whole (so naive attention's bmm+softmax+bmm in `attn` is
+Groups are matched, per iteration, by the matcher `diff` uses (analysis/matching.py): from the
+same group down to the module as a whole (so naive attention's bmm+softmax+bmm in `attn` is
 compared with the fused SDPA kernel in the same `attn`). What matches nothing is listed.
 """
 
@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from rooflinectl.analysis.matching import GroupMatch, match_groups, per_iteration
 from rooflinectl.errors import UsageError
 from rooflinectl.outputs.plot import MAIN_RECT, TABLE_RECT, WARN_COLOR, filter_table, new_figure
 from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
@@ -24,10 +25,9 @@ from rooflinectl.outputs.plot_roofs import (
     roof_lines,
     setup_axes,
 )
-from rooflinectl.outputs.profile_file import ProfileData
-from rooflinectl.outputs.units import seconds
+from rooflinectl.profile_model import ProfileData, iterations_of
+from rooflinectl.units import seconds
 
-_SUMS = ["time_s", "flops", "bytes"]
 FASTER, SLOWER, UNCHANGED = "#2ca02c", "#d62728", "#777777"
 UNCHANGED_WITHIN = 0.03  # a speed-up within 3% of 1.0 is run-to-run noise, drawn grey
 
@@ -38,47 +38,25 @@ def speedup_color(speedup: float) -> str:
     return FASTER if speedup > 1 else SLOWER
 
 
-def _aggregate(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Sum time, FLOPs and bytes per key; a group with any unknown cost stays unknown (NaN)."""
-    agg = rows.assign(_unknown=rows["cost_source"] == "none").groupby(keys, sort=False).agg(
-        time_s=("time_s", "sum"), flops=("flops", lambda s: s.sum(min_count=len(s))),
-        bytes=("bytes", lambda s: s.sum(min_count=len(s))), unknown=("_unknown", "any"))
-    agg["cost_source"] = ["none" if u else "analytic" for u in agg["unknown"]]
-    return agg.drop(columns="unknown").reset_index()
+def pair_label(level: str, op: str, module: str) -> str:
+    """'mm · proj' for a matched op, 'attn (all ops)' for a module matched as a whole."""
+    leaf = module.split(".")[-1]
+    if level == "module":
+        return f"{leaf} (all ops)"
+    return f"{short_op(op)} · {leaf}" if module else short_op(op)
 
 
-def match_groups(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Pairs (label, level, before_*, after_*), and the rows of each side that matched nothing."""
-    pairs: list[pd.DataFrame] = []
-    b_left, a_left = before.copy(), after.copy()
-    levels = (("kernel", ["op", "module", "kernel"]), ("op", ["op", "module"]), ("module", ["module"]))
-    for level, keys in levels:
-        if level == "module":
-            b_left, a_left = b_left[b_left["module"] != ""], a_left[a_left["module"] != ""]
-        b_agg, a_agg = _aggregate(b_left, keys), _aggregate(a_left, keys)
-        both = b_agg.merge(a_agg, on=keys, suffixes=("_before", "_after"))
-        if len(both):
-            both["level"] = level
-            both["label"] = [
-                (f"{short_op(r.op)} · {r.module.split('.')[-1]}" if r.module else short_op(r.op)) if level != "module"
-                else f"{r.module.split('.')[-1]} (all ops)"
-                for r in both.itertuples()
-            ]
-            pairs.append(both)
-            matched = both[keys]
-            b_left = b_left.merge(matched, on=keys, how="left", indicator=True).query("_merge == 'left_only'").drop(columns="_merge")
-            a_left = a_left.merge(matched, on=keys, how="left", indicator=True).query("_merge == 'left_only'").drop(columns="_merge")
-    b_rest = before.merge(b_left[["kernel", "op", "module"]].drop_duplicates(), on=["kernel", "op", "module"])
-    a_rest = after.merge(a_left[["kernel", "op", "module"]].drop_duplicates(), on=["kernel", "op", "module"])
-    table = pd.concat(pairs, ignore_index=True) if pairs else pd.DataFrame(
-        columns=["label", "level"] + [f"{c}_{s}" for c in _SUMS + ["cost_source"] for s in ("before", "after")])
-    table["speedup"] = table["time_s_before"] / table["time_s_after"]
-    table = table.sort_values("time_s_before", ascending=False, ignore_index=True)
-    return table, b_rest, a_rest
+def compared_groups(before: ProfileData, after: ProfileData, filter_regex: str | None = None) -> GroupMatch:
+    """The matched pairs (analysis/matching.py, per iteration) with a chart label and the speedup."""
+    match = match_groups(filter_table(per_iteration(before), filter_regex), filter_table(per_iteration(after), filter_regex))
+    pairs = match.pairs
+    pairs["label"] = [pair_label(r.level, r.op_new, r.module_new) for r in pairs.itertuples()]
+    pairs["speedup"] = pairs["time_s_base"].astype(float) / pairs["time_s_new"].astype(float)
+    return match
 
 
 def _side(table: pd.DataFrame, side: str) -> pd.DataFrame:
-    cols = {f"{c}_{side}": c for c in _SUMS + ["cost_source"]}
+    cols = {f"{c}_{side}": c for c in ("time_s", "flops", "bytes", "cost_source")}
     return place_groups(table[list(cols)].rename(columns=cols))
 
 
@@ -87,9 +65,11 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
     """Roofline with an arrow per matched group, its speedup, and the total time of each profile."""
     if after.ceilings.memory_bytes_per_s.get("dram") is None:
         raise UsageError("The second profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
-    b_rows, a_rows = filter_table(before.kernels, filter_regex), filter_table(after.kernels, filter_regex)
-    pairs, b_rest, a_rest = match_groups(b_rows, a_rows)
-    pb, pa = _side(pairs, "before"), _side(pairs, "after")
+    match = compared_groups(before, after, filter_regex)
+    pairs, b_rest, a_rest = match.pairs, match.only_base, match.only_new
+    b_rows = filter_table(per_iteration(before), filter_regex)
+    a_rows = filter_table(per_iteration(after), filter_regex)
+    pb, pa = _side(pairs, "base"), _side(pairs, "new")
     ob, oa = place_groups(b_rest), place_groups(a_rest)
 
     fig = new_figure(dpi)
@@ -136,9 +116,10 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
 
     t_before, t_after = float(b_rows["time_s"].sum()), float(a_rows["time_s"].sum())
     overall = t_before / t_after if t_after > 0 else math.inf
+    per = " per iteration" if max(iterations_of(before), iterations_of(after)) > 1 else ""
     fig.suptitle(title or f"Roofline comparison: {after.ceilings.device_name}", x=MAIN_RECT[0], y=0.975, ha="left",
                  fontsize=14, fontweight="bold")
-    fig.text(MAIN_RECT[0], 0.935, f"{names[0]}: {seconds(t_before, micro='µs')}  →  {names[1]}: {seconds(t_after, micro='µs')} of kernel time"
+    fig.text(MAIN_RECT[0], 0.935, f"{names[0]}: {seconds(t_before, micro='µs')}  →  {names[1]}: {seconds(t_after, micro='µs')} of kernel time{per}"
              f"  ({overall:.2f}× {'faster' if overall >= 1 else 'slower'})", fontsize=10.5, color="#222222", gid="totals")
     _draw_pair_table(fig.add_axes(TABLE_RECT), pairs, top, names)
     _draw_notes(fig, pairs, drawable, b_rest, a_rest, names, before, after)
@@ -155,7 +136,7 @@ def _draw_pair_table(ax: Axes, pairs: pd.DataFrame, top: int, names: tuple[str, 
             fontsize=8, color="#555555", va="top", transform=ax.transAxes, gid="table:header")
     for i, r in enumerate(pairs.head(top).itertuples()):
         color = speedup_color(r.speedup)
-        ax.text(0, 0.93 - i * 0.04, f"{ellipsize(r.label, 26):<26} {seconds(r.time_s_before, micro='µs'):>9} {seconds(r.time_s_after, micro='µs'):>9}"
+        ax.text(0, 0.93 - i * 0.04, f"{ellipsize(r.label, 26):<26} {seconds(r.time_s_base, micro='µs'):>9} {seconds(r.time_s_new, micro='µs'):>9}"
                 f" {r.speedup:>7.2f}×  {r.level}", family="monospace", fontsize=8, color=color, va="top",
                 transform=ax.transAxes, gid=f"table:row:{i}")
 
@@ -164,7 +145,7 @@ def _draw_notes(fig: Figure, pairs: pd.DataFrame, drawable: pd.Series, b_rest: p
                 names: tuple[str, str], before: ProfileData, after: ProfileData) -> None:
     """What has no arrow, and why: matched but cost unknown, or present on one side only."""
     notes: list[str] = []
-    t_b, t_a = before.kernels["time_s"].sum(), after.kernels["time_s"].sum()
+    t_b, t_a = per_iteration(before)["time_s"].sum(), per_iteration(after)["time_s"].sum()
     unknown = pairs[~drawable]
     if len(unknown):
         notes.append("Matched but cost unknown (no arrow): " + ", ".join(

@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rooflinectl.ceilings.model import Ceilings
-from rooflinectl.outputs.units import si
+from rooflinectl.units import si
 
 MEMORY_STYLES = {"dram": "-", "l2": "--", "l1": ":"}
 MEMORY_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1"}

@@ -18,8 +18,8 @@ from rooflinectl.outputs.plot_roofs import (
     place_groups,
     roof_lines,
 )
-from rooflinectl.outputs.profile_file import ProfileData
-from rooflinectl.outputs.units import seconds, si
+from rooflinectl.profile_model import ProfileData
+from rooflinectl.units import seconds, si
 
 BOUND_STYLES = {"memory": "bold blue", "compute": "bold dark_orange", "latency": "bold magenta", "unknown": "dim"}
 _SYMBOLS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"

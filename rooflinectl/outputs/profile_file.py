@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +22,11 @@ import pandas as pd
 from rooflinectl.atomic import write_atomic
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import ProfileFileError
+from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import KERNEL_COLUMNS, SCHEMA_VERSION
 
 FORMAT_NAME = "rooflinectl-profile"
 DEFAULT_PROFILE_PATH = "rooflinectl.profile.json"
-
-
-@dataclass
-class ProfileData:
-    """What a profile file holds, in memory."""
-
-    kernels: pd.DataFrame
-    ceilings: Ceilings
-    metadata: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
 
 
 def _jsonable(value: Any) -> Any:

@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.outputs.plot_names import shorten_kernel_name
-from rooflinectl.outputs.profile_file import ProfileData
-from rooflinectl.outputs.units import percent, seconds, si
+from rooflinectl.profile_model import ProfileData
+from rooflinectl.units import percent, seconds, si
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "red"}
 

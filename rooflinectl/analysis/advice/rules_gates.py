@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rooflinectl.outputs.advice.common import usable
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds
+from rooflinectl.analysis.advice.common import usable
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.units import percent, seconds
 
 
 def _gate(rule_id: str, value: float, limit: float, *, floor: bool = False, evidence: str,
@@ -60,7 +60,7 @@ def unknown_share(ctx: AdviceContext) -> list[Finding]:
     return _gate(
         "gate.unknown-share", share, limit,
         evidence=f"{percent(share)} of kernel time has no cost model (cost_source none)",
-        recommendation="Add cost formulas for the ops listed by `rooflinectl show --unknown`, return a cost from Triton kernels through launch_metadata, or run with counters (ncu).",
+        recommendation="Add cost formulas for the ops whose rows show cost_source none (`rooflinectl show --format csv`), or return a cost from Triton kernels through launch_metadata.",
         number="unknown_share",
         subject="unknown cost",
     )

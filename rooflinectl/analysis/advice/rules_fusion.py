@@ -6,30 +6,30 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 
-from rooflinectl.outputs.advice.common import (
+from rooflinectl.analysis.advice.common import (
     FUSIBLE_FAMILIES,
+    cell_float,
+    cell_text,
     element_bytes,
     known_cost,
     launch_sequence,
     main_shape,
-    num,
     numel,
     parse_shapes,
-    text,
     time_per_call_s,
     where,
 )
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds, si
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.units import percent, seconds, si
 
 
 def _fusible(row: pd.Series) -> bool:
     return (
-        text(row, "op_family") in FUSIBLE_FAMILIES
-        and text(row, "origin") != "inductor"
-        and text(row, "bound") in ("memory", "latency")
+        cell_text(row, "op_family") in FUSIBLE_FAMILIES
+        and cell_text(row, "origin") != "inductor"
+        and cell_text(row, "bound") in ("memory", "latency")
         and known_cost(row)  # the estimate uses bytes and achieved bandwidth, not the roof
-        and num(row, "bytes", 0.0) > 0
+        and cell_float(row, "bytes", 0.0) > 0
     )
 
 
@@ -60,12 +60,12 @@ def _chains_without_sequence(kernels: pd.DataFrame) -> Counter[tuple[int, ...]]:
     for i in range(len(kernels)):
         row = kernels.iloc[i]
         if _fusible(row):
-            key = (text(row, "module"), numel(main_shape(row.get("shapes", ""))), text(row, "dtype"))
+            key = (cell_text(row, "module"), numel(main_shape(row.get("shapes", ""))), cell_text(row, "dtype"))
             groups[key].append(i)
     chains: Counter[tuple[int, ...]] = Counter()
     for rows in groups.values():
         if len(rows) >= 2:
-            calls = min(int(num(kernels.iloc[i], "calls", 1.0)) for i in rows)
+            calls = min(int(cell_float(kernels.iloc[i], "calls", 1.0)) for i in rows)
             chains[tuple(rows)] = max(1, calls)
     return chains
 
@@ -89,20 +89,20 @@ def fusion_chain(ctx: AdviceContext) -> list[Finding]:
     for rows, count in sorted(chains.items()):
         parts = [kernels.iloc[i] for i in rows]
         chain_s = sum(time_per_call_s(r) for r in parts)
-        chain_bytes = sum(num(r, "bytes", 0.0) / max(1.0, num(r, "calls", 1.0)) for r in parts)
+        chain_bytes = sum(cell_float(r, "bytes", 0.0) / max(1.0, cell_float(r, "calls", 1.0)) for r in parts)
         link_bytes = 2.0 * numel(main_shape(parts[0].get("shapes", ""))) * element_bytes(parts[0])
         external_bytes = max(chain_bytes - (len(parts) - 1) * link_bytes, link_bytes)
-        best_bw = max(num(r, "achieved_bytes_per_s", 0.0) for r in parts)
+        best_bw = max(cell_float(r, "achieved_bytes_per_s", 0.0) for r in parts)
         if best_bw <= 0 or chain_s <= 0:
             continue
         fused_s = max(external_bytes / best_bw, floor_s)
         saving_s = count * max(0.0, chain_s - fused_s)
         if saving_s <= 0:
             continue
-        ops = " -> ".join(text(r, "op") or text(r, "kernel") for r in parts)
-        short = "+".join((text(r, "op") or text(r, "kernel")).split("::")[-1].lstrip("_") for r in parts)
-        custom = any(text(r, "origin") in ("triton", "other") for r in parts)
-        module = next((text(r, "module") for r in parts if text(r, "module")), "")
+        ops = " -> ".join(cell_text(r, "op") or cell_text(r, "kernel") for r in parts)
+        short = "+".join((cell_text(r, "op") or cell_text(r, "kernel")).split("::")[-1].lstrip("_") for r in parts)
+        custom = any(cell_text(r, "origin") in ("triton", "other") for r in parts)
+        module = next((cell_text(r, "module") for r in parts if cell_text(r, "module")), "")
         place = f" in {module}" if module else ""
         if custom:
             fix = (f"Fuse {ops}{place} into one Triton kernel: load each input once, compute the chain "
@@ -150,7 +150,7 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
     findings: list[Finding] = []
     for i in range(len(kernels)):
         row = kernels.iloc[i]
-        if text(row, "op_family") != "softmax":
+        if cell_text(row, "op_family") != "softmax":
             continue
         shape = main_shape(row.get("shapes", ""))
         if len(shape) < 3 or shape[-1] < 16:
@@ -159,7 +159,7 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
         consumers, producers, scalers = [], [], []
         for j in range(len(kernels)):
             other = kernels.iloc[j]
-            family = text(other, "op_family")
+            family = cell_text(other, "op_family")
             shapes = parse_shapes(other.get("shapes", ""))
             if family == "gemm":
                 if any(numel(s) == scores and len(s) >= 3 for s in shapes):
@@ -170,15 +170,15 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
                 scalers.append(j)
         if not consumers:
             continue
-        calls = max(1.0, num(row, "calls", 1.0))
+        calls = max(1.0, cell_float(row, "calls", 1.0))
         score_bytes = scores * element_bytes(row) * calls
         gemm_rows = consumers + producers
-        gemm_s = sum(num(kernels.iloc[j], "time_s", 0.0) for j in gemm_rows)
+        gemm_s = sum(cell_float(kernels.iloc[j], "time_s", 0.0) for j in gemm_rows)
         bw = float(dram.value) if dram else 0.0
         gemm_part_s = min(2.0 * score_bytes / bw, gemm_s) if bw > 0 else 0.0
-        side_s = num(row, "time_s", 0.0) + sum(num(kernels.iloc[j], "time_s", 0.0) for j in scalers)
+        side_s = cell_float(row, "time_s", 0.0) + sum(cell_float(kernels.iloc[j], "time_s", 0.0) for j in scalers)
         saving_s = side_s + gemm_part_s
-        module = text(row, "module")
+        module = cell_text(row, "module")
         findings.append(make_finding(
             "attention.materialised-scores",
             evidence=(f"{where(row)} normalises a materialised score matrix of {scores:,} elements "
@@ -193,7 +193,7 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
             rows=[i, *gemm_rows, *scalers],
             numbers={"score_elements": float(scores), "score_bytes": score_bytes,
                      "softmax_and_elementwise_s": side_s, "gemm_score_traffic_s": gemm_part_s},
-            subject=module or text(row, "op"),
+            subject=module or cell_text(row, "op"),
         ))
     return findings
 
@@ -202,12 +202,12 @@ def _decode_groups(kernels: pd.DataFrame, families: tuple[str, ...], decode_only
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i in range(len(kernels)):
         row = kernels.iloc[i]
-        if text(row, "op_family") not in families:
+        if cell_text(row, "op_family") not in families:
             continue
         shapes = parse_shapes(row.get("shapes", ""))
         if decode_only and not (shapes and len(shapes[0]) >= 3 and shapes[0][-2] == 1):
             continue
-        groups[(text(row, "op"), text(row, "module"))].append(i)
+        groups[(cell_text(row, "op"), cell_text(row, "module"))].append(i)
     return groups
 
 
@@ -226,13 +226,13 @@ def kv_cache_growth(ctx: AdviceContext) -> list[Finding]:
     copies = _decode_groups(kernels, ("copy",), decode_only=False)
     total_s = ctx.run_time_s
     for (op, module), rows in sorted(decode.items()):
-        distinct = {text(kernels.iloc[i], "shapes") for i in rows}
+        distinct = {cell_text(kernels.iloc[i], "shapes") for i in rows}
         if len(distinct) < 4:
             continue
         growing = [j for (_, cmod), cr in sorted(copies.items()) if cmod == module
-                   for j in cr if len({text(kernels.iloc[k], "shapes") for k in cr}) >= 4]
-        copy_s = sum(num(kernels.iloc[j], "time_s", 0.0) for j in growing)
-        attn_s = sum(num(kernels.iloc[i], "time_s", 0.0) for i in rows)
+                   for j in cr if len({cell_text(kernels.iloc[k], "shapes") for k in cr}) >= 4]
+        copy_s = sum(cell_float(kernels.iloc[j], "time_s", 0.0) for j in growing)
+        attn_s = sum(cell_float(kernels.iloc[i], "time_s", 0.0) for i in rows)
         findings.append(make_finding(
             "attention.kv-cache-growth",
             evidence=(f"{op}{' in ' + module if module else ''} runs decode attention (query length 1) "

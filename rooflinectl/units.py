@@ -1,7 +1,8 @@
 """Readable numbers for every output (table, charts, advice): 4.8 TB/s, 989 TFLOP/s, 12.3 ms, 27.9%.
 
 One home for the formatting, so that a roof or a time reads the same in the table, on the chart
-and in the advice text. Missing values (None, NaN) read "-", zero reads "0 <unit>", infinities
+and in the advice text. A core module (not under outputs/): the advice rules (analysis) write
+their evidence with it too. Missing values (None, NaN) read "-", zero reads "0 <unit>", infinities
 read "inf" / "-inf", and negative values keep their sign with the prefix of their magnitude.
 
 Two styles of number: `digits` significant digits (the default: "4.8", "989", "12.3") or, with

@@ -9,8 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from rooflinectl.errors import EXIT_FINDINGS, EXIT_OK
-from rooflinectl.outputs.advice.registry import (
+from rooflinectl.analysis.advice.registry import (
     RULES,
     SEVERITIES,
     AdviceContext,
@@ -19,7 +18,8 @@ from rooflinectl.outputs.advice.registry import (
     Thresholds,
     severity_rank,
 )
-from rooflinectl.outputs.profile_file import ProfileData
+from rooflinectl.errors import EXIT_FINDINGS, EXIT_OK
+from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import KERNEL_COLUMNS
 
 _DEFAULTS = {"str": "", "int": 0, "float": math.nan, "bool": False}

@@ -13,9 +13,9 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rooflinectl.outputs.advice.engine import AdviceReport, exit_code
-from rooflinectl.outputs.advice.registry import Finding, severity_rank
-from rooflinectl.outputs.units import seconds
+from rooflinectl.analysis.advice.engine import AdviceReport, exit_code
+from rooflinectl.analysis.advice.registry import Finding, severity_rank
+from rooflinectl.units import seconds
 
 FORMATS: tuple[str, ...] = ("rich", "markdown", "json", "github", "junit")
 _STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}

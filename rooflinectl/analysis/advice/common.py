@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from rooflinectl.outputs.advice.registry import AdviceContext
+from rooflinectl.analysis.advice.registry import AdviceContext
 
 CUSTOM_ORIGINS: frozenset[str] = frozenset({"triton", "other"})
 MATH_FAMILIES: frozenset[str] = frozenset({"gemm", "conv", "attention"})
@@ -56,7 +56,7 @@ def element_bytes(row: pd.Series) -> float:
     return 4.0
 
 
-def num(row: pd.Series, key: str, default: float = math.nan) -> float:
+def cell_float(row: pd.Series, key: str, default: float = math.nan) -> float:
     """A float cell, or default when the column is missing or the cell is empty."""
     value = row.get(key, default)
     try:
@@ -66,28 +66,29 @@ def num(row: pd.Series, key: str, default: float = math.nan) -> float:
     return default if math.isnan(value) else value
 
 
-def text(row: pd.Series, key: str) -> str:
+def cell_text(row: pd.Series, key: str) -> str:
+    """A string cell, or "" when the column is missing or the cell is empty (None, NaN)."""
     value = row.get(key, "")
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def time_per_call_s(row: pd.Series) -> float:
-    calls = max(1.0, num(row, "calls", 1.0))
-    return num(row, "time_s", 0.0) / calls
+    calls = max(1.0, cell_float(row, "calls", 1.0))
+    return cell_float(row, "time_s", 0.0) / calls
 
 
 def is_custom(row: pd.Series) -> bool:
-    return text(row, "origin") in CUSTOM_ORIGINS
+    return cell_text(row, "origin") in CUSTOM_ORIGINS
 
 
 def known_cost(row: pd.Series) -> bool:
     """FLOPs and bytes were counted (cost_source is not none)."""
-    return text(row, "cost_source") not in ("", "none")
+    return cell_text(row, "cost_source") not in ("", "none")
 
 
 def usable(row: pd.Series) -> bool:
     """A row whose numbers can be reasoned about: known cost and not above its roof."""
-    if text(row, "cost_source") in ("", "none"):
+    if cell_text(row, "cost_source") in ("", "none"):
         return False
     return not bool(row.get("above_roof", False))
 
@@ -104,9 +105,9 @@ def launch_sequence(ctx: AdviceContext) -> list[int] | None:
 
 def where(row: pd.Series) -> str:
     """A short human label: op (module) [shapes]."""
-    op = text(row, "op") or text(row, "kernel")
-    module = text(row, "module")
-    shapes = text(row, "shapes")
+    op = cell_text(row, "op") or cell_text(row, "kernel")
+    module = cell_text(row, "module")
+    shapes = cell_text(row, "shapes")
     label = op
     if module:
         label += f" in {module}"

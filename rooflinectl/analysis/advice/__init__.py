@@ -5,14 +5,14 @@ Importing this package registers every rule (each rules_* module registers its o
 
 from __future__ import annotations
 
-from rooflinectl.outputs.advice import (  # noqa: F401 - imported for their registrations
+from rooflinectl.analysis.advice import (  # noqa: F401 - imported for their registrations
     rules_fusion,
     rules_gates,
     rules_kernels,
     rules_launch,
     rules_precision,
 )
-from rooflinectl.outputs.advice.engine import AdviceReport, advise, exit_code
-from rooflinectl.outputs.advice.registry import RULES, SEVERITIES, Finding, Thresholds, rule
+from rooflinectl.analysis.advice.engine import AdviceReport, advise, exit_code
+from rooflinectl.analysis.advice.registry import RULES, SEVERITIES, Finding, Thresholds, rule
 
 __all__ = ["RULES", "SEVERITIES", "AdviceReport", "Finding", "Thresholds", "advise", "exit_code", "rule"]

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from rooflinectl.outputs.advice.common import (
-    num,
+from rooflinectl.analysis.advice.common import (
+    cell_float,
+    cell_text,
     sm_count,
-    text,
     time_per_call_s,
     usable,
     where,
 )
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.units import percent, seconds
 
 # Kernel-to-kernel gap that remains inside a CUDA-graph replay (~1 us on Hopper-class GPUs).
 GRAPH_GAP_S = 1.0e-6
@@ -98,15 +98,15 @@ def small_grid(ctx: AdviceContext) -> list[Finding]:
     total_s = ctx.total_kernel_time_s
     findings: list[Finding] = []
     for i, row in ctx.kernels.iterrows():
-        blocks = num(row, "blocks")
-        time_s = num(row, "time_s", 0.0)
+        blocks = cell_float(row, "blocks")
+        time_s = cell_float(row, "time_s", 0.0)
         if blocks != blocks or blocks <= 0 or blocks >= sms or not usable(row):
             continue
         if time_per_call_s(row) < LONG_KERNEL_S or not total_s or time_s / total_s < MIN_GRID_SHARE:
             continue
-        headroom_s = num(row, "headroom_s", time_s)
+        headroom_s = cell_float(row, "headroom_s", time_s)
         saving_s = min(time_s * (1.0 - blocks / sms), headroom_s)
-        family = text(row, "op_family")
+        family = cell_text(row, "op_family")
         if family == "gemm":
             fix = ("Split the reduction dimension (split-K / stream-K): torch.compile(mode=\"max-autotune\") "
                    "tries split-K configs; in Triton, add a SPLIT_K axis to the grid.")
@@ -121,6 +121,6 @@ def small_grid(ctx: AdviceContext) -> list[Finding]:
             est_saving_s=saving_s,
             rows=(int(i),),
             numbers={"blocks": blocks, "sms": float(sms), "time_s": time_s},
-            subject=text(row, "kernel") or text(row, "op"),
+            subject=cell_text(row, "kernel") or cell_text(row, "op"),
         ))
     return findings

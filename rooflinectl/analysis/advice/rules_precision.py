@@ -6,20 +6,20 @@ from collections import defaultdict
 
 import pandas as pd
 
-from rooflinectl.outputs.advice.common import (
+from rooflinectl.analysis.advice.common import (
     FUSIBLE_FAMILIES,
     TYPICAL_LIBRARY_EFFICIENCY,
+    cell_float,
+    cell_text,
     element_bytes,
     gemm_m,
     gemm_operands,
-    num,
     numel,
     parse_shapes,
-    text,
     usable,
 )
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds, si
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.units import percent, seconds, si
 
 MIN_BF16_STORAGE_SHARE = 0.05  # bf16 storage is worth a sentence from this share of kernel time
 DECODE_MAX_M = 16  # a GEMM with at most this many rows is decode-like (weight-streaming)
@@ -45,13 +45,13 @@ def fp32_matmul(ctx: AdviceContext) -> list[Finding]:
     bw = float(ctx.ceilings.dram().value) if "dram" in ctx.ceilings.memory_bytes_per_s else float("inf")
     floor_s = float(ctx.ceilings.kernel_floor_s.value)
     by_family: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for i, row in _rows(ctx, lambda r: text(r, "op_family") in ("gemm", "conv", "attention")
-                        and text(r, "precision") == "fp32" and text(r, "unit") == "simt"
-                        and text(r, "bound") != "latency" and usable(r)):
-        eff = min(max(num(row, "efficiency", 0.5), 0.05), 0.8)
-        roof_s = max(num(row, "flops", 0.0) / tf32.value, num(row, "bytes", 0.0) / bw)
-        new_s = max(roof_s / eff, num(row, "calls", 1.0) * floor_s)
-        by_family[text(row, "op_family")].append((i, max(0.0, num(row, "time_s", 0.0) - new_s)))
+    for i, row in _rows(ctx, lambda r: cell_text(r, "op_family") in ("gemm", "conv", "attention")
+                        and cell_text(r, "precision") == "fp32" and cell_text(r, "unit") == "simt"
+                        and cell_text(r, "bound") != "latency" and usable(r)):
+        eff = min(max(cell_float(row, "efficiency", 0.5), 0.05), 0.8)
+        roof_s = max(cell_float(row, "flops", 0.0) / tf32.value, cell_float(row, "bytes", 0.0) / bw)
+        new_s = max(roof_s / eff, cell_float(row, "calls", 1.0) * floor_s)
+        by_family[cell_text(row, "op_family")].append((i, max(0.0, cell_float(row, "time_s", 0.0) - new_s)))
     fixes = {
         "gemm": "torch.set_float32_matmul_precision(\"high\") (TF32 on tensor cores, ~10 mantissa bits), "
                 "or torch.autocast(\"cuda\", dtype=torch.bfloat16) for the bf16 roof.",
@@ -63,8 +63,8 @@ def fp32_matmul(ctx: AdviceContext) -> list[Finding]:
     findings = []
     for family, items in sorted(by_family.items()):
         rows = [i for i, _ in items]
-        time_s = sum(num(ctx.kernels.iloc[i], "time_s", 0.0) for i in rows)
-        flops = sum(num(ctx.kernels.iloc[i], "flops", 0.0) for i in rows)
+        time_s = sum(cell_float(ctx.kernels.iloc[i], "time_s", 0.0) for i in rows)
+        flops = sum(cell_float(ctx.kernels.iloc[i], "flops", 0.0) for i in rows)
         saving_s = sum(s for _, s in items)
         if saving_s <= 0:
             continue
@@ -92,9 +92,9 @@ def bf16_storage(ctx: AdviceContext) -> list[Finding]:
     """
     if not ctx.on_gpu:
         return []
-    items = _rows(ctx, lambda r: text(r, "precision") == "fp32" and text(r, "bound") == "memory"
-                  and text(r, "op_family") in FUSIBLE_FAMILIES and usable(r))
-    time_s = sum(num(r, "time_s", 0.0) for _, r in items)
+    items = _rows(ctx, lambda r: cell_text(r, "precision") == "fp32" and cell_text(r, "bound") == "memory"
+                  and cell_text(r, "op_family") in FUSIBLE_FAMILIES and usable(r))
+    time_s = sum(cell_float(r, "time_s", 0.0) for _, r in items)
     total_s = ctx.total_kernel_time_s
     if not items or not total_s or time_s / total_s < MIN_BF16_STORAGE_SHARE:
         return []
@@ -124,9 +124,9 @@ def weight_only_quant(ctx: AdviceContext) -> list[Finding]:
         return []
     picked: list[tuple[int, float, float]] = []
     for i, row in ctx.kernels.iterrows():
-        if text(row, "op_family") != "gemm" or "bmm" in text(row, "op") or text(row, "bound") != "memory":
+        if cell_text(row, "op_family") != "gemm" or "bmm" in cell_text(row, "op") or cell_text(row, "bound") != "memory":
             continue
-        if text(row, "precision") in ("int8", "fp8") or not usable(row):
+        if cell_text(row, "precision") in ("int8", "fp8") or not usable(row):
             continue
         shapes = parse_shapes(row.get("shapes", ""))
         m = gemm_m(shapes)
@@ -134,13 +134,13 @@ def weight_only_quant(ctx: AdviceContext) -> list[Finding]:
         if m is None or ops is None or m > DECODE_MAX_M or numel(ops[1]) < MIN_WEIGHT_ELEMENTS:
             continue
         size = element_bytes(row)
-        weight_bytes = numel(ops[1]) * size * num(row, "calls", 1.0)
-        share = min(1.0, weight_bytes / max(num(row, "bytes", weight_bytes), 1.0))
-        picked.append((int(i), weight_bytes, num(row, "time_s", 0.0) * share * (1.0 - 1.0 / size)))
+        weight_bytes = numel(ops[1]) * size * cell_float(row, "calls", 1.0)
+        share = min(1.0, weight_bytes / max(cell_float(row, "bytes", weight_bytes), 1.0))
+        picked.append((int(i), weight_bytes, cell_float(row, "time_s", 0.0) * share * (1.0 - 1.0 / size)))
     if not picked:
         return []
     rows = [i for i, _, _ in picked]
-    time_s = sum(num(ctx.kernels.iloc[i], "time_s", 0.0) for i in rows)
+    time_s = sum(cell_float(ctx.kernels.iloc[i], "time_s", 0.0) for i in rows)
     weight_bytes = sum(w for _, w, _ in picked)
     return [make_finding(
         "quant.weight-only",
@@ -166,11 +166,11 @@ def grouped_gemm(ctx: AdviceContext) -> list[Finding]:
     """
     groups: dict[tuple[str, tuple[int, ...], str], list[int]] = defaultdict(list)
     for i, row in ctx.kernels.iterrows():
-        if text(row, "op_family") != "gemm" or not usable(row):
+        if cell_text(row, "op_family") != "gemm" or not usable(row):
             continue
         ops = gemm_operands(parse_shapes(row.get("shapes", "")))
         if ops is not None:
-            groups[(text(row, "op"), ops[1], text(row, "dtype"))].append(int(i))
+            groups[(cell_text(row, "op"), ops[1], cell_text(row, "dtype"))].append(int(i))
     findings = []
     lib_eff = TYPICAL_LIBRARY_EFFICIENCY["gemm"]
     for (op, weight, _), rows in sorted(groups.items()):

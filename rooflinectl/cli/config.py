@@ -11,6 +11,9 @@ its [tool.rooflinectl.advise] / [tool.rooflinectl.diff] sub-tables:
   disable = ["roof.stop-here"]   # rule ids not to run
   fail_on_regression = 5.0       # diff: percent
 Other keys are left alone (other commands read the same table).
+
+Reading the file is input parsing at the edge, so it lives with the commands that read it
+(`advise`, `diff`); the advice rules (analysis) receive plain Thresholds and never read files.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rooflinectl.analysis.advice.registry import SEVERITIES
 from rooflinectl.errors import UsageError
-from rooflinectl.outputs.advice.registry import SEVERITIES
 
 _FLOAT_KEYS = ("min_efficiency", "max_unknown_share", "max_launch_overhead", "min_saving_share", "fail_on_regression")
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rooflinectl.outputs.advice.common import (
+from rooflinectl.analysis.advice.common import (
     MATH_FAMILIES,
     TYPICAL_LIBRARY_EFFICIENCY,
+    cell_float,
+    cell_text,
     is_custom,
-    num,
-    text,
     time_per_call_s,
     usable,
     where,
 )
-from rooflinectl.outputs.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.outputs.units import percent, seconds
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.units import percent, seconds
 
 STOP_EFFICIENCY = 0.8  # at or above this share of the roof, a custom kernel cannot win much
 STOP_MIN_SHARE = 0.05
@@ -29,22 +29,22 @@ def library_efficiency(ctx: AdviceContext, row: pd.Series) -> tuple[float, str]:
     """The efficiency a library reaches on this work: same shapes, else same family and
     precision in this profile (time-weighted), else a typical figure. Returns (eff, source)."""
     k = ctx.kernels
-    lib = k[~k["origin"].isin(["triton", "other"]) & (k["op_family"] == text(row, "op_family"))]
+    lib = k[~k["origin"].isin(["triton", "other"]) & (k["op_family"] == cell_text(row, "op_family"))]
     lib = lib[[usable(r) for _, r in lib.iterrows()]] if len(lib) else lib
-    same = lib[(lib["shapes"] == text(row, "shapes")) & (lib["precision"] == text(row, "precision"))]
+    same = lib[(lib["shapes"] == cell_text(row, "shapes")) & (lib["precision"] == cell_text(row, "precision"))]
     for subset, source in ((same, "library on the same shapes"),
-                           (lib[lib["precision"] == text(row, "precision")], "library in this profile")):
+                           (lib[lib["precision"] == cell_text(row, "precision")], "library in this profile")):
         time_s = float(subset["time_s"].sum()) if len(subset) else 0.0
         if time_s > 0:
             return float(subset["roof_time_s"].sum()) / time_s, source
-    return TYPICAL_LIBRARY_EFFICIENCY.get(text(row, "op_family"), 0.6), "typical library efficiency"
+    return TYPICAL_LIBRARY_EFFICIENCY.get(cell_text(row, "op_family"), 0.6), "typical library efficiency"
 
 
 def _library_case(ctx: AdviceContext, row: pd.Series) -> tuple[float, str] | None:
-    if not (is_custom(row) and text(row, "op_family") in MATH_FAMILIES and usable(row)):
+    if not (is_custom(row) and cell_text(row, "op_family") in MATH_FAMILIES and usable(row)):
         return None
     lib_eff, source = library_efficiency(ctx, row)
-    if num(row, "efficiency", 1.0) >= LIBRARY_GAP * lib_eff:
+    if cell_float(row, "efficiency", 1.0) >= LIBRARY_GAP * lib_eff:
         return None
     return lib_eff, source
 
@@ -63,20 +63,20 @@ def library_fallback(ctx: AdviceContext) -> list[Finding]:
         if case is None:
             continue
         lib_eff, source = case
-        eff = num(row, "efficiency", 0.0)
-        time_s = num(row, "time_s", 0.0)
+        eff = cell_float(row, "efficiency", 0.0)
+        time_s = cell_float(row, "time_s", 0.0)
         call = {"gemm": "torch.matmul / F.linear (cuBLAS)", "conv": "F.conv2d (cuDNN)",
-                "attention": "F.scaled_dot_product_attention"}[text(row, "op_family")]
+                "attention": "F.scaled_dot_product_attention"}[cell_text(row, "op_family")]
         findings.append(make_finding(
             "library.fallback",
-            evidence=(f"custom kernel {text(row, 'kernel')} ({where(row)}) reaches {percent(eff)} of its "
+            evidence=(f"custom kernel {cell_text(row, 'kernel')} ({where(row)}) reaches {percent(eff)} of its "
                       f"roof; the {source} reaches {percent(lib_eff)}."),
-            recommendation=(f"Call {call} for this {text(row, 'op_family')} unless the custom kernel fuses "
+            recommendation=(f"Call {call} for this {cell_text(row, 'op_family')} unless the custom kernel fuses "
                             "something the library cannot; if it must stay, autotune its tile sizes."),
             est_saving_s=time_s * (1.0 - eff / lib_eff),
             rows=(int(i),),
             numbers={"efficiency": eff, "library_efficiency": lib_eff, "time_s": time_s},
-            subject=text(row, "kernel"),
+            subject=cell_text(row, "kernel"),
         ))
     return findings
 
@@ -91,14 +91,14 @@ def stop_here(ctx: AdviceContext) -> list[Finding]:
     total_s = ctx.total_kernel_time_s
     findings = []
     for i, row in ctx.kernels.iterrows():
-        eff = num(row, "efficiency", 0.0)
-        time_s = num(row, "time_s", 0.0)
+        eff = cell_float(row, "efficiency", 0.0)
+        time_s = cell_float(row, "time_s", 0.0)
         if not usable(row) or eff < STOP_EFFICIENCY or not total_s or time_s / total_s < STOP_MIN_SHARE:
             continue
-        headroom_s = max(0.0, num(row, "headroom_s", time_s - num(row, "roof_time_s", time_s)))
+        headroom_s = max(0.0, cell_float(row, "headroom_s", time_s - cell_float(row, "roof_time_s", time_s)))
         findings.append(make_finding(
             "roof.stop-here",
-            evidence=(f"{where(row)} runs at {percent(eff)} of its {text(row, 'bound')} roof "
+            evidence=(f"{where(row)} runs at {percent(eff)} of its {cell_text(row, 'bound')} roof "
                       f"({percent(time_s / total_s)} of kernel time)."),
             recommendation=(f"Stop here: a custom kernel can win at most {percent(headroom_s / time_s)} of "
                             f"this kernel ({seconds(headroom_s, decimals=2)}, {percent(headroom_s / total_s)} of kernel "
@@ -107,35 +107,35 @@ def stop_here(ctx: AdviceContext) -> list[Finding]:
             est_saving_s=0.0,
             rows=(int(i),),
             numbers={"efficiency": eff, "headroom_s": headroom_s, "max_win_share": headroom_s / time_s},
-            subject=text(row, "kernel") or text(row, "op"),
+            subject=cell_text(row, "kernel") or cell_text(row, "op"),
         ))
     return findings
 
 
 def _far_custom(ctx: AdviceContext, bound: str) -> list[tuple[int, pd.Series]]:
     return [(int(i), r) for i, r in ctx.kernels.iterrows()
-            if is_custom(r) and usable(r) and text(r, "bound") == bound
-            and num(r, "efficiency", 1.0) < FAR_EFFICIENCY and time_per_call_s(r) >= MIN_CALL_S
+            if is_custom(r) and usable(r) and cell_text(r, "bound") == bound
+            and cell_float(r, "efficiency", 1.0) < FAR_EFFICIENCY and time_per_call_s(r) >= MIN_CALL_S
             and _library_case(ctx, r) is None]
 
 
 def _tiling_findings(ctx: AdviceContext, rule_id: str, bound: str, fix: str) -> list[Finding]:
     findings = []
     for i, row in _far_custom(ctx, bound):
-        time_s = num(row, "time_s", 0.0)
-        roof_s = num(row, "roof_time_s", 0.0)
-        eff = num(row, "efficiency", 0.0)
-        achieved = (f"{num(row, 'achieved_bytes_per_s', 0.0) / 1e9:.0f} GB/s" if bound == "memory"
-                    else f"{num(row, 'achieved_flops_per_s', 0.0) / 1e12:.1f} TFLOP/s")
+        time_s = cell_float(row, "time_s", 0.0)
+        roof_s = cell_float(row, "roof_time_s", 0.0)
+        eff = cell_float(row, "efficiency", 0.0)
+        achieved = (f"{cell_float(row, 'achieved_bytes_per_s', 0.0) / 1e9:.0f} GB/s" if bound == "memory"
+                    else f"{cell_float(row, 'achieved_flops_per_s', 0.0) / 1e12:.1f} TFLOP/s")
         findings.append(make_finding(
             rule_id,
-            evidence=(f"custom {bound}-bound kernel {text(row, 'kernel')} ({where(row)}) reaches "
+            evidence=(f"custom {bound}-bound kernel {cell_text(row, 'kernel')} ({where(row)}) reaches "
                       f"{percent(eff)} of its roof ({achieved}) over {seconds(time_s, decimals=2)}."),
             recommendation=fix,
             est_saving_s=time_s - roof_s / TARGET_EFFICIENCY,
             rows=(i,),
             numbers={"efficiency": eff, "time_s": time_s, "roof_time_s": roof_s},
-            subject=text(row, "kernel"),
+            subject=cell_text(row, "kernel"),
         ))
     return findings
 
@@ -178,13 +178,13 @@ def above_roof(ctx: AdviceContext) -> list[Finding]:
     for i, row in ctx.kernels[ctx.kernels["above_roof"].astype(bool)].iterrows():
         findings.append(make_finding(
             "data.above-roof",
-            evidence=(f"{where(row)} shows {percent(num(row, 'efficiency', 0.0))} of its roof "
-                      f"(cost from {text(row, 'cost_source')}: {text(row, 'cost_note') or 'no note'})."),
+            evidence=(f"{where(row)} shows {percent(cell_float(row, 'efficiency', 0.0))} of its roof "
+                      f"(cost from {cell_text(row, 'cost_source')}: {cell_text(row, 'cost_note') or 'no note'})."),
             recommendation=("Check the cost formula for this op (FLOPs or bytes over-counted) and the "
                             "ceilings (`rooflinectl ceilings --measure`); treat this row as unknown."),
             est_saving_s=0.0,
             rows=(int(i),),
-            numbers={"efficiency": num(row, "efficiency", 0.0)},
-            subject=text(row, "kernel") or text(row, "op"),
+            numbers={"efficiency": cell_float(row, "efficiency", 0.0)},
+            subject=cell_text(row, "kernel") or cell_text(row, "op"),
         ))
     return findings

@@ -1,0 +1,63 @@
+"""One aggregation of kernel-table rows, with one rule for unknown costs.
+
+Every stage that sums rows uses it: attribution (launches -> kernel groups), analysis (`show
+--by op|module`, and the matching of two profiles for `diff` and `plot A B`). The rule:
+- a sum of FLOPs, bytes or roof time over rows of which any has an unknown cost (NaN) is unknown
+  (NaN): a missing cost never counts as zero, and a group is never placed on the roofline with
+  the time of all its rows but the FLOPs of some;
+- the group's cost_source is the one its rows share; "none" when any row's cost is unknown;
+  "mixed" when the rows' costs are known from several sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+MIXED_SOURCE = "mixed"
+
+
+def sum_known(values: pd.Series) -> float:
+    """The sum, or NaN when any value is NaN (unknown stays unknown; an empty series sums to 0)."""
+    return values.sum(min_count=len(values))
+
+
+def combined_cost_source(sources: pd.Series) -> str:
+    """The rows' common cost_source; "none" if any row's cost is unknown; else "mixed"."""
+    unique = set(sources)
+    if "none" in unique:
+        return "none"
+    return unique.pop() if len(unique) == 1 else MIXED_SOURCE
+
+
+def single_or_count(noun: str) -> Callable[[pd.Series], str]:
+    """An aggregator naming a group: its one value, or "N <noun>" when the rows differ."""
+
+    def name(values: pd.Series) -> str:
+        count = values.nunique()
+        return values.iloc[0] if count == 1 else f"{count} {noun}"
+
+    return name
+
+
+def aggregate(table: pd.DataFrame, keys: list[str], **named: tuple[str, Any]) -> pd.DataFrame:
+    """The table's rows grouped by keys (NaN keys kept, first-seen order), one output row per group.
+
+    Sums time_s (and calls, roof_time_s where present), sums flops and bytes by the rule above,
+    combines cost_source; `named` adds or overrides pandas named aggregations. Key columns come
+    back as columns (reset index).
+    """
+    spec: dict[str, tuple[str, Any]] = {"time_s": ("time_s", "sum")}
+    for column in ("calls",):
+        if column in table.columns:
+            spec[column] = (column, "sum")
+    for column in ("flops", "bytes", "roof_time_s"):
+        if column in table.columns:
+            spec[column] = (column, sum_known)
+    if "cost_source" in table.columns:
+        spec["cost_source"] = ("cost_source", combined_cost_source)
+    spec.update(named)
+    spec = {k: v for k, v in spec.items() if k not in keys}
+    return table.groupby(keys, sort=False, dropna=False).agg(**spec).reset_index()

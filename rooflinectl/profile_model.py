@@ -1,0 +1,41 @@
+"""The profile model: what a profile holds in memory (kernel table, ceilings, metadata, summary).
+
+A core type that every stage may import: the pipeline builds it, analysis reads it, outputs
+render it. Reading and writing the file is an output (rooflinectl/outputs/profile_file.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl.ceilings.model import Ceilings
+
+
+@dataclass
+class ProfileData:
+    """A profile in memory.
+
+    kernels: one row per kernel group, columns as schema.KERNEL_COLUMNS documents them;
+    ceilings: the roofs the rows were placed against, each with its source;
+    metadata: tool and library versions, command, device, math modes, completed or not;
+    summary: whole-run figures (schema.SUMMARY_KEYS).
+    """
+
+    kernels: pd.DataFrame
+    ceilings: Ceilings
+    metadata: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def iterations_of(profile: ProfileData) -> float:
+    """How many iterations the profile's times cover (summary "iterations", at least 1).
+
+    Two profiles compare per iteration: divide totals by this.
+    """
+    try:
+        return max(1.0, float(profile.summary.get("iterations") or 1))
+    except (TypeError, ValueError):
+        return 1.0
