@@ -1,8 +1,9 @@
 """Realistic kernel tables for the advice and diff tests, built on CPU without a profiler.
 
 Rows carry the contract columns (rooflinectl.schema.KERNEL_COLUMNS); the derived ones
-(intensity, roof_time_s, efficiency, bound, headroom_s, ...) are computed here the way the
-analysis stage defines them, against H200-like ceilings.
+(intensity, roof_time_s, efficiency, bound, headroom_s, ...) come from the product's own
+analysis.roofline.place_on_roofline, against H200-like ceilings. Rows whose kernels a custom
+Triton kernel wrote are made by the attribution stage itself (triton_row).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from typing import Any
 
 import pandas as pd
 
+from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.profile_model import ProfileData
+from rooflinectl.schema import KERNEL_COLUMNS
 
 DRAM_BYTES_PER_S = 4.8e12
 ELEMENT_SIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
@@ -49,6 +52,8 @@ def row(op: str, family: str, shapes: str, *, flops: float, bytes_: float, time_
         blocks: float = math.nan, cost_source: str = "analytic") -> dict[str, Any]:
     """One kernel-table row; give time_s, or efficiency (share of the roof) to derive it."""
     precision = precision or PRECISION_OF.get(dtype, "fp32")
+    if cost_source == "none":  # as attribution writes it: an unknown cost is NaN, never a number
+        flops = bytes_ = math.nan
     if unit is None:
         unit = "tensor" if family in ("gemm", "conv", "attention") and precision != "fp32" else "simt"
     out = {"kernel": kernel or f"{op.split('::')[-1]}_kernel", "op": op, "op_family": family, "module": module,
@@ -84,37 +89,17 @@ def gemm(op: str, m: int, k: int, n: int, *, dtype: str = "bfloat16", efficiency
 
 
 def analyse(rows: list[dict[str, Any]], ceilings: Ceilings) -> pd.DataFrame:
-    """Fill the derived columns as the analysis stage defines them (schema.KERNEL_COLUMNS)."""
-    out = []
-    bw = ceilings.dram().value
-    for r in rows:
-        r = dict(r)
-        eff_wanted = r.pop("_efficiency")
-        roof = ceilings.compute_roof(r["unit"], r["precision"])
-        peak = roof.value if roof else math.inf
-        known = r["cost_source"] != "none"
-        roof_s = max(r["flops"] / peak, r["bytes"] / bw) if known else math.nan
-        if r["time_s"] is None:
-            r["time_s"] = roof_s / eff_wanted
-        t = r["time_s"]
-        r["intensity"] = r["flops"] / r["bytes"] if known and r["bytes"] else math.nan
-        r["achieved_flops_per_s"] = r["flops"] / t if known else math.nan
-        r["achieved_bytes_per_s"] = r["bytes"] / t if known else math.nan
-        r["attainable_flops_per_s"] = min(peak, r["intensity"] * bw) if known else math.nan
-        r["roof_time_s"] = roof_s
-        r["efficiency"] = roof_s / t if known else math.nan
-        if not known:
-            r["bound"] = "unknown"
-        elif t / r["calls"] < 5e-6 and r["efficiency"] < 0.3:
-            r["bound"] = "latency"
-        else:
-            r["bound"] = "compute" if r["flops"] / peak > r["bytes"] / bw else "memory"
-        r["headroom_s"] = t - roof_s if known else math.nan
-        r["above_roof"] = bool(known and r["efficiency"] > 1.05)
-        out.append(r)
-    table = pd.DataFrame(out)
-    table["time_share"] = table["time_s"] / table["time_s"].sum()
-    return table
+    """Place the rows on the roofline with the product's own function (analysis.roofline, tested
+    against hand values in test_roofline_analysis.py); a row given an efficiency instead of a
+    time gets time = roof time / efficiency."""
+    table = pd.DataFrame([{k: v for k, v in r.items() if k != "_efficiency"} for r in rows])
+    wanted = pd.Series([r["_efficiency"] for r in rows], dtype=float)
+    untimed = table["time_s"].isna()
+    table["time_s"] = table["time_s"].astype(float).fillna(1.0)
+    roof_s = place_on_roofline(table, ceilings)["roof_time_s"]
+    table.loc[untimed, "time_s"] = roof_s[untimed] / wanted[untimed]
+    placed = place_on_roofline(table, ceilings)
+    return placed[list(KERNEL_COLUMNS)]
 
 
 def profile(rows: list[dict[str, Any]], *, ceilings: Ceilings | None = None, sequence: list[int] | None = None,

@@ -2,8 +2,8 @@
 
 The table mimics one H200 training step: bf16 GEMMs (compute-bound), softmax/norm/element-wise
 (memory-bound), a zero-FLOP copy, kernels of unknown cost, a launch-bound tiny kernel, and one
-row whose counts put it above its roof. The analysis columns are derived here the way the
-analysis stage defines them in schema.py, so the plot sees the table it will see in real use.
+row whose counts put it above its roof. The analysis columns come from the product's
+place_on_roofline, so the plot sees the table it will see in real use.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import KERNEL_COLUMNS
@@ -84,38 +85,20 @@ GPU_ROWS: list[tuple[Any, ...]] = [
 
 
 def analyse(rows: list[tuple[Any, ...]], ceilings: Ceilings, device: str = "cuda") -> pd.DataFrame:
-    """Fill the analysis columns from (flops, bytes, time) the way schema.py defines them."""
-    bw = ceilings.dram().value
-    records = []
-    for kernel, op, family, module, precision, unit, calls, time_s, flops, nbytes, source in rows:
-        known = source != "none"
-        roof = ceilings.compute_roof(unit, precision) if known else None
-        peak = roof.value if roof else math.nan
-        intensity = (flops / nbytes if flops > 0 else 0.0) if known else math.nan
-        roof_time = max(flops / peak, nbytes / bw) if known else math.nan
-        attainable = min(peak, intensity * bw) if known else math.nan
-        efficiency = roof_time / time_s if known else math.nan
-        if not known:
-            bound = "unknown"
-        elif time_s / calls < 5e-6:
-            bound = "latency"
-        else:
-            bound = "compute" if flops / peak > nbytes / bw else "memory"
-        records.append(
-            {
-                "kernel": kernel, "op": op, "op_family": family, "module": module, "shapes": "[4096, 4096]",
-                "dtype": "bfloat16", "device": device, "origin": "triton" if source == "triton" else "aten",
-                "calls": calls, "time_s": time_s, "flops": flops, "bytes": nbytes, "intensity": intensity,
-                "precision": precision, "unit": unit,
-                "achieved_flops_per_s": flops / time_s, "achieved_bytes_per_s": nbytes / time_s,
-                "attainable_flops_per_s": attainable, "roof_time_s": roof_time, "efficiency": efficiency,
-                "bound": bound, "headroom_s": time_s - roof_time, "time_share": 0.0, "cost_source": source,
-                "cost_note": "", "blocks": 1024.0, "threads_per_block": 256.0,
-                "above_roof": bool(known and efficiency > 1.05), "rank": 0,
-            }
-        )
-    table = pd.DataFrame.from_records(records, columns=list(KERNEL_COLUMNS))
-    table["time_share"] = table["time_s"] / table["time_s"].sum()
+    """The contract columns of each row, placed on the roofline by the product's own function
+    (analysis.roofline, tested against hand values in test_roofline_analysis.py)."""
+    records = [
+        {"kernel": kernel, "op": op, "op_family": family, "module": module, "shapes": "[4096, 4096]",
+         "dtype": "bfloat16", "device": device, "origin": "triton" if source == "triton" else "aten",
+         "calls": calls, "time_s": time_s, "flops": flops if source != "none" else math.nan,
+         "bytes": nbytes if source != "none" else math.nan, "precision": precision, "unit": unit,
+         "cost_source": source, "cost_note": "", "blocks": 1024.0, "threads_per_block": 256.0, "rank": 0}
+        for kernel, op, family, module, precision, unit, calls, time_s, flops, nbytes, source in rows
+    ]
+    columns = [c for c in KERNEL_COLUMNS if c in ("kernel", "op", "op_family", "module", "shapes", "dtype", "device",
+                                                   "origin", "calls", "time_s", "flops", "bytes", "precision", "unit",
+                                                   "cost_source", "cost_note", "blocks", "threads_per_block", "rank")]
+    table = place_on_roofline(pd.DataFrame.from_records(records, columns=columns), ceilings)[list(KERNEL_COLUMNS)]
     return table.sort_values("time_s", ascending=False, ignore_index=True)
 
 
