@@ -119,3 +119,25 @@ def profile(rows: list[dict[str, Any]], *, ceilings: Ceilings | None = None, seq
             "device_kind": ceilings.device_kind, "device_name": ceilings.device_name}
     meta.update(metadata or {})
     return ProfileData(kernels=kernels, ceilings=ceilings, metadata=meta, summary=base)
+
+
+def triton_row(name: str, *, flops: float, bytes_: float, flops_key: str = "flops16", time_s: float | None = None,
+               efficiency: float | None = None, calls: int = 1) -> dict[str, Any]:
+    """A row for a user Triton kernel that declares its cost through launch_metadata, made the
+    way `rooflinectl profile` makes it: the capture's summary of the declared dict, then the
+    attribution stage (join and grouping) on a trace holding the kernel's launches."""
+    from rooflinectl.attribution.group import group_launches
+    from rooflinectl.attribution.join import attribute
+    from rooflinectl.capture.trace import RawKernel, RawTrace
+    from rooflinectl.capture.triton_hook import _summarise
+
+    declared = _summarise({"name": name, flops_key: flops / calls, "bytes": bytes_ / calls})
+    dur_ns = 1000
+    kernels = [RawKernel(name=name, category="kernel", ts_ns=10_000 * i, dur_ns=dur_ns, external_id=-1,
+                         correlation=i + 1, grid=(132, 1, 1), block=(128, 1, 1)) for i in range(calls)]
+    trace = RawTrace(ops=[], kernels=kernels, launch_ts_ns={i + 1: 10_000 * i for i in range(calls)},
+                     triton_launches=[declared] * calls)
+    table, _ = group_launches(attribute(trace, "cuda", {}).launches)
+    (out,) = table.to_dict("records")
+    out.update(rank=0, time_s=time_s, _efficiency=efficiency)
+    return out

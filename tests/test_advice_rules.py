@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from advice_tables import cpu_ceilings, elementwise, gemm, profile, row
+from advice_tables import cpu_ceilings, elementwise, gemm, profile, row, triton_row
 
 from rooflinectl.analysis.advice import RULES, Thresholds, advise
 
@@ -173,9 +175,12 @@ def test_growing_kv_cache():
 
 def custom_gemm_rows(custom_eff: float):
     return [gemm("aten::mm", 4096, 4096, 4096, efficiency=0.75),
-            gemm("matmul_kernel", 4096, 4096, 4096, efficiency=custom_eff, origin="triton", kernel="matmul_kernel")]
+            triton_row("matmul_kernel", flops=2.0 * 4096**3, bytes_=3.0 * 4096**2 * 2, efficiency=custom_eff)]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "unreachable on real data: attribution gives a Triton kernel's declared cost op_family 'other' and "
+    "the SIMT roof, while library.fallback looks for custom gemm/conv/attention rows (issue 17 report)"))
 def test_slow_custom_gemm_falls_back_to_the_library():
     (f,) = findings(profile(custom_gemm_rows(0.2)), "library.fallback")
     t = float(profile(custom_gemm_rows(0.2)).kernels.at[1, "time_s"])
@@ -193,19 +198,19 @@ def test_stop_here_at_the_roof():
 
 
 def test_custom_memory_kernel_far_from_roof():
-    rows = [elementwise("my_copy", ACT, origin="triton", efficiency=0.2, kernel="my_copy_kernel")]
+    copy_bytes = 2.0 * math.prod(ACT) * 2  # read and write bf16
+    rows = [triton_row("my_copy_kernel", flops=0.0, bytes_=copy_bytes, efficiency=0.2)]
     (f,) = findings(profile(rows), "custom.memory-far-from-roof")
     data = profile(rows)
     assert f.est_saving_s == pytest.approx(data.kernels.at[0, "time_s"] - data.kernels.at[0, "roof_time_s"] / 0.8)
     assert "oalesce" in f.recommendation
-    rows = [elementwise("my_copy", ACT, origin="triton", efficiency=0.7)]
+    rows = [triton_row("my_copy_kernel", flops=0.0, bytes_=copy_bytes, efficiency=0.7)]
     assert findings(profile(rows), "custom.memory-far-from-roof") == []
 
 
 def test_custom_compute_kernel_far_from_roof():
     def rows(eff):
-        return [row("my_fused_mlp", "other", "[4096, 4096]", flops=1e12, bytes_=1e8, efficiency=eff,
-                    precision="bf16", unit="tensor", origin="triton", kernel="fused_mlp_kernel")]
+        return [triton_row("fused_mlp_kernel", flops=1e12, bytes_=1e8, efficiency=eff)]
     (f,) = findings(profile(rows(0.2)), "custom.compute-far-from-roof")
     assert "autotune" in f.recommendation
     assert findings(profile(rows(0.7)), "custom.compute-far-from-roof") == []
@@ -235,7 +240,7 @@ def test_small_grid():
 
 
 def test_above_roof_is_flagged_and_ignored_by_other_rules():
-    rows = [gemm("matmul_kernel", 4096, 4096, 4096, efficiency=1.5, origin="triton")]
+    rows = [triton_row("matmul_kernel", flops=2.0 * 4096**3, bytes_=3.0 * 4096**2 * 2, efficiency=1.5)]
     report = advise(profile(rows))
     assert [f.rule_id for f in report.findings] == ["data.above-roof"]
 

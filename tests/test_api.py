@@ -10,20 +10,28 @@ from rooflinectl.schema import KERNEL_COLUMNS
 
 
 def test_profile_callable_plot_and_advise(tmp_path) -> None:
-    a, b = torch.randn(128, 256), torch.randn(256, 64)
+    a, b, bias, residual = torch.randn(128, 256), torch.randn(256, 512), torch.randn(512), torch.randn(128, 512)
 
-    def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x @ y)
+    def step(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x @ y + bias) + residual
 
-    prof = rooflinectl.profile(step, a, b, warmup=1, iters=3, device="cpu")
+    prof = rooflinectl.profile(step, a, b, bias, residual, warmup=1, iters=3, device="cpu")
     assert list(prof.kernels.columns) == list(KERNEL_COLUMNS)
     mm = prof.kernels[prof.kernels["op"] == "aten::mm"].iloc[0]
     assert mm["calls"] == 3
-    assert mm["flops"] == 3 * 2 * 128 * 64 * 256  # iters x 2*M*N*K
+    assert mm["flops"] == 3 * 2 * 128 * 512 * 256  # iters x 2*M*N*K
     assert prof.summary["iterations"] == 3
-    assert isinstance(prof.plot(), matplotlib.figure.Figure)
+    fig = prof.plot()
+    assert prof.data.ceilings.device_name in fig._suptitle.get_text()
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts if (t.get_gid() or "").startswith("label:")]
+    assert len(labels) == len(prof.kernels)  # every group has a known cost here, so every one is drawn
+    assert any(t.startswith("1. ") and "mm" in t for t in labels) == (prof.kernels.iloc[0]["op"] == "aten::mm")
     report = prof.advise()
-    assert isinstance(report.findings, list)
+    assert report.run_time_s == prof.summary["window_s"]
+    (chain,) = report.findings_of("fusion.memory-chain")  # add (bias), gelu, add (residual): one pass would do
+    chain_ops = sorted(prof.kernels.loc[list(chain.rows), "op"])
+    assert chain_ops == ["aten::add", "aten::add", "aten::gelu"]
+    assert 0 < chain.est_saving_s < prof.kernels.loc[list(chain.rows), "time_s"].sum()
     path = tmp_path / "api.profile.json"
     prof.save(str(path))
     again = rooflinectl.load(str(path))

@@ -63,6 +63,11 @@ def test_show_without_profile_reads_default(tmp_path: Path, mlp_profile: Path, m
     (tmp_path / "rooflinectl.profile.json").write_bytes(mlp_profile.read_bytes())
     result = _invoke("show", "--top", "2")
     assert result.exit_code == 0, result.output
+    data = load_profile(mlp_profile)
+    assert f"in {data.summary['launches']} launches" in result.output  # the default file's run, not another
+    rows = [line for line in result.output.splitlines() if line.startswith("│") and "%" in line]
+    assert len(rows) == 2  # --top 2
+    assert rows[0].split("│")[2].strip() == str(data.kernels.iloc[0]["calls"])  # largest group first
 
 
 def test_function_mode(tmp_path: Path) -> None:
