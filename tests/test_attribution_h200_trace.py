@@ -95,7 +95,18 @@ def test_naive_attention_trace() -> None:
     assert (memsets["flops"] == 0).all()  # a cuBLAS workspace memset carries no GEMM FLOPs
     # the capture's profiler-overhead probe (200 tiny adds) is never counted
     assert "aten::add_" not in set(table["op"])
-    assert data.metadata["profiler_overhead_per_op_s"] > 0
+    # host events: the profiler events inside the attention's work, counted here from the raw
+    # trace (no region in this run: all of it, less the probe and its 200 adds)
+    ops = capture.trace.ops
+    probe = [(o.ts_ns, o.end_ns) for o in ops if o.name == "rooflinectl.calibration"]
+    assert len(probe) == 1
+    outside_probe = [o for o in ops if not probe[0][0] <= o.ts_ns <= probe[0][1]]
+    assert data.summary["host_events"] == len(outside_probe)
+    # the idle time to expect without the profiler takes each event's measured cost off the idle time
+    overhead_s = data.metadata["profiler_overhead_per_op_s"]
+    assert 0 < overhead_s < 1e-4
+    expected_idle_s = max(data.summary["device_idle_s"] - len(outside_probe) * overhead_s, 0.0)
+    assert data.summary["device_idle_unprofiled_s"] == pytest.approx(expected_idle_s)
 
 
 def test_graph_replayed_kernels_say_why_they_have_no_cost() -> None:
@@ -111,3 +122,14 @@ def test_graph_replayed_kernels_say_why_they_have_no_cost() -> None:
     launches = attribute(trace, "cuda", {}).launches
     assert launches.iloc[0]["cost_source"] == "none"
     assert "CUDA graph" in launches.iloc[0]["cost_note"]
+
+
+def test_values_stay_in_the_schema_vocabularies(mlp) -> None:
+    """Every value the pipeline writes is one schema.py documents (the file is a contract)."""
+    from rooflinectl.schema import BOUNDS, COST_SOURCES, OP_FAMILIES, ORIGINS
+
+    table = mlp.kernels
+    assert set(table["bound"]) <= set(BOUNDS)
+    assert set(table["cost_source"]) <= set(COST_SOURCES)
+    assert set(table["op_family"]) <= set(OP_FAMILIES)
+    assert set(table["origin"]) <= set(ORIGINS)

@@ -7,6 +7,7 @@ reference figures by scripts/bench_ceilings.py.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -36,15 +37,26 @@ def test_current_ceilings_cuda_without_cache(tmp_path, monkeypatch):
 
 def test_measure_small_budget_fills_roofs_and_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLINECTL_CACHE_DIR", str(tmp_path))
-    from rooflinectl.ceilings import current_ceilings
+    from rooflinectl.ceilings import current_ceilings, measure_ceilings, measure_gpu
     from rooflinectl.ceilings.detect import detect_gpu
-    from rooflinectl.ceilings.measure_gpu import measure_fma, measure_launch
 
     info = detect_gpu()
-    launch = measure_launch(info)
+    launch = measure_gpu.measure_launch(info)
     floor = [m for m in launch if m.key == "launch.empty_kernel"][0]
     assert floor.value is not None and 0 < floor.value < 1e-3, floor
-    fma = measure_fma(info, "fp32")
+    fma = measure_gpu.measure_fma(info, "fp32")
     assert fma.value is not None and fma.value > 1e12, fma
-    c = current_ceilings("cuda")
-    json.dumps(c.to_dict())
+
+    measured = measure_ceilings("cuda", budget_s=6.0)
+    path = Path(measured.details["cache"])
+    assert path.parent == tmp_path and path.is_file()  # written where ROOFLINECTL_CACHE_DIR says
+    roofs = {**measured.memory_bytes_per_s, **measured.compute_flops_per_s}
+    assert any(r.source == "measured" for r in roofs.values()), roofs
+    json.dumps(measured.to_dict())
+
+    # a second call and a profile's ceilings read the cache: measuring again would fail here
+    monkeypatch.setattr(measure_gpu, "gpu_steps", lambda info: pytest.fail("measured again instead of reading the cache"))
+    for again in (measure_ceilings("cuda", budget_s=6.0), current_ceilings("cuda")):
+        assert again.details["cache"] == str(path)
+        assert {k: (r.value, r.source) for k, r in {**again.memory_bytes_per_s, **again.compute_flops_per_s}.items()} \
+            == {k: (r.value, r.source) for k, r in roofs.items()}
