@@ -3,8 +3,8 @@
 attribution joins each kernel to the op that launched it and asks costs (a library of FLOP and
 byte formulas, keyed by op name: capture knows nothing of it) what that op's call costs, then
 groups the launches into kernel rows; analysis places the rows against the ceilings and sums up
-the run. Outputs
-(files, tables, charts, advice reports) come after this module and are never imported here.
+the run. Outputs (files, tables, charts, advice reports) come after this module and are never
+imported here.
 """
 
 from __future__ import annotations
