@@ -54,6 +54,7 @@ def test_h200_spec_roofs_are_clock_scaled() -> None:
     assert c.compute_flops_per_s["simt.fp32"].value == pytest.approx(132 * 256 * 1980e6)
     assert "tensor.fp4" not in c.compute_flops_per_s
     assert c.details["spec_entry"] == "H200 SXM"
+    assert c.compute_flops_per_s["tensor.bf16"].clock_mhz == 1980.0  # the clock the value was scaled to
 
 
 def test_no_clock_anywhere_uses_the_datasheet() -> None:
@@ -61,6 +62,20 @@ def test_no_clock_anywhere_uses_the_datasheet() -> None:
     c = gpu_spec_ceilings(merge_gpu_info(0, torch_fields, None, {}, "NVML unavailable"))
     bf16 = c.compute_flops_per_s["tensor.bf16"]
     assert (bf16.value, bf16.source) == (pytest.approx(989.5e12), "spec")
+    assert bf16.clock_mhz is None  # a datasheet figure does not say its clock: it never scales
+
+
+def test_measured_compute_roofs_keep_the_clock_nvml_read_while_they_ran() -> None:
+    c = gpu_spec_ceilings(merge_gpu_info(0, H200_TORCH, None, H200_NVML, None))
+    busy = {"sm_clock_mhz": 1755, "throttle_reasons": ["sw_power_cap"]}
+    idle = {"sm_clock_mhz": 345, "throttle_reasons": ["gpu_idle"]}
+    apply_measurements(c, [Measurement("tensor.bf16", 768e12, "flop/s", "cuBLAS", clocks=busy),
+                           Measurement("tensor.fp16", 748e12, "flop/s", "cuBLAS", clocks=idle),
+                           Measurement("simt.fp32", 60e12, "flop/s", "Triton")])
+    assert c.compute_flops_per_s["tensor.bf16"].clock_mhz == 1755.0
+    assert c.compute_flops_per_s["tensor.fp16"].clock_mhz is None  # read while idle: not the work's clock
+    assert c.compute_flops_per_s["simt.fp32"].clock_mhz is None  # NVML read nothing
+    assert Ceilings.from_dict(c.to_dict()).compute_flops_per_s["tensor.bf16"].clock_mhz == 1755.0
 
 
 def test_unknown_gpu_gets_labelled_estimates_from_its_compute_capability() -> None:

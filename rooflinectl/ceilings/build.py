@@ -52,6 +52,7 @@ def gpu_spec_ceilings(info: GpuInfo) -> Ceilings:
     clock_src = "NVML/torch max SM clock" if info.max_sm_clock_hz else "datasheet boost clock"
     for key, rate in (RATES.get(rates_key, {}) if rates_key else {}).items():
         datasheet = spec.datasheet_flops_per_s.get(key) if spec else None
+        clock_mhz: float | None = None  # a datasheet figure does not say its clock
         if datasheet and not (info.sms and info.max_sm_clock_hz):
             value, source, note = datasheet, "spec", "datasheet (SM count or SM clock not read)"
         elif sms and clock_hz:
@@ -60,9 +61,10 @@ def gpu_spec_ceilings(info: GpuInfo) -> Ceilings:
             if datasheet:
                 note += f"; datasheet {datasheet / 1e12:.1f} TFLOP/s"
             source = ("spec-clock-scaled" if info.max_sm_clock_hz else "spec") if spec else "estimate"
+            clock_mhz = clock_hz / 1e6
         else:
             continue
-        compute[key] = Roof(value, source, note)
+        compute[key] = Roof(value, source, note, clock_mhz)
     if not compute:
         missing.append("no compute roofs: neither the name nor the compute capability is known")
 
@@ -140,6 +142,15 @@ def _clock_text(clocks: dict[str, Any]) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def measured_clock_mhz(clocks: dict[str, Any]) -> float | None:
+    """The SM clock NVML read while a figure was measured; None when it was not read, or read
+    while the GPU sat idle (then it says nothing of the clock the work ran at)."""
+    value = clocks.get("sm_clock_mhz")
+    if not value or "gpu_idle" in (clocks.get("throttle_reasons") or []):
+        return None
+    return float(value)
+
+
 def apply_measurements(ceilings: Ceilings, measurements: list[Measurement], *,
                        measured_at: str = "") -> Ceilings:
     """Measured figures replace spec roofs, except flagged-low ones; each is listed in details.
@@ -167,7 +178,7 @@ def apply_measurements(ceilings: Ceilings, measurements: list[Measurement], *,
             if m.value > best_memory.get(level, (0.0, ""))[0]:
                 best_memory[level] = (m.value, m.key)
         elif kind == "compute":
-            ceilings.compute_flops_per_s[m.key] = Roof(m.value, "measured", m.method)
+            ceilings.compute_flops_per_s[m.key] = Roof(m.value, "measured", m.method, measured_clock_mhz(m.clocks))
         elif m.key == KERNEL_FLOOR_KEY:
             ceilings.kernel_floor_s = Roof(m.value, "measured", m.method)
         else:

@@ -15,7 +15,8 @@ from typing import Any
 
 from rooflinectl.ceilings.specs import FP32_CORES_PER_SM_BY_MAJOR
 
-# NVML clocks-event (throttle) reason bits, from nvml.h (nvmlClocksEventReason*).
+# NVML clocks-event (throttle) reason bits, from nvml.h (pynvml's nvmlClocksEventReason* and
+# nvmlClocksThrottleReason* constants; tests/test_nvml_capture.py checks the two agree).
 THROTTLE_REASONS: dict[int, str] = {
     0x1: "gpu_idle",
     0x2: "applications_clocks_setting",
@@ -26,6 +27,8 @@ THROTTLE_REASONS: dict[int, str] = {
     0x40: "hw_thermal_slowdown",
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
+    0x200: "board_limit",
+    0x400: "reliability",
 }
 
 

@@ -2,6 +2,8 @@
 
 A roof is a value with its unit in the name and a source ("spec", "spec-clock-scaled",
 "measured", "estimate") so no chart or table shows a number without saying where it came from.
+A compute roof also knows the SM clock it holds at (`clock_mhz`: the clock a spec roof was scaled
+to, or the one NVML read while it was measured), so analysis can follow the clock a run ran at.
 Compute roofs are keyed "<unit>.<precision>", unit being "tensor" (tensor cores) or "simt"
 (CUDA cores, or a CPU's vector units): e.g. "tensor.bf16", "simt.fp32".
 """
@@ -19,6 +21,7 @@ class Roof:
     value: float  # bytes/s for memory roofs, FLOP/s for compute roofs
     source: str  # spec | spec-clock-scaled | measured | estimate
     note: str = ""
+    clock_mhz: float | None = None  # compute roofs: the SM clock the value holds at (None: unknown)
 
 
 @dataclass
