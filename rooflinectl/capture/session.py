@@ -20,6 +20,7 @@ import torch
 
 from rooflinectl.atomic import atomic_file
 from rooflinectl.capture.modules import module_scopes
+from rooflinectl.capture.nvml_sampler import nvml_sampling
 from rooflinectl.capture.region import CALIBRATION_NAME
 from rooflinectl.capture.trace import RawTrace, from_chrome_trace
 from rooflinectl.capture.triton_hook import triton_launches
@@ -148,6 +149,7 @@ def profiling(device_kind: str) -> Iterator[Capture]:
         with torch.profiler.record_function(CALIBRATION_NAME):  # excluded from what is counted
             profiled_s = _tiny_op_loop_s(device_kind)
         capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(profiled_s, plain_s)
+        stack.enter_context(nvml_sampling(capture))  # stops after the trace is set, to align the samples with it
         try:
             yield capture
         finally:
