@@ -6,7 +6,9 @@ Every stage that sums rows uses it: attribution (launches -> kernel groups), ana
   (NaN): a missing cost never counts as zero, and a group is never placed on the roofline with
   the time of all its rows but the FLOPs of some;
 - the group's cost_source is the one its rows share; "none" when any row's cost is unknown;
-  "mixed" when the rows' costs are known from several sources.
+  "mixed" when the rows' costs are known from several sources;
+- the group's SM clock (sm_clock_mhz, where present) is the time-weighted mean of its rows'
+  known clocks, NaN when none is known.
 """
 
 from __future__ import annotations
@@ -58,6 +60,16 @@ def aggregate(table: pd.DataFrame, keys: list[str], **named: tuple[str, Any]) ->
             spec[column] = (column, sum_known)
     if "cost_source" in table.columns:
         spec["cost_source"] = ("cost_source", combined_cost_source)
+    clocked = "sm_clock_mhz" in table.columns and "sm_clock_mhz" not in keys and "sm_clock_mhz" not in named
+    if clocked:
+        known = table["sm_clock_mhz"].notna()
+        table = table.assign(_clock_x_time=(table["sm_clock_mhz"] * table["time_s"]).where(known, 0.0),
+                             _clocked_time=table["time_s"].where(known, 0.0))
+        spec.update(_clock_x_time=("_clock_x_time", "sum"), _clocked_time=("_clocked_time", "sum"))
     spec.update(named)
     spec = {k: v for k, v in spec.items() if k not in keys}
-    return table.groupby(keys, sort=False, dropna=False).agg(**spec).reset_index()
+    out = table.groupby(keys, sort=False, dropna=False).agg(**spec).reset_index()
+    if clocked:
+        weight = out.pop("_clocked_time")
+        out["sm_clock_mhz"] = (out.pop("_clock_x_time") / weight).where(weight > 0)
+    return out

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl._version import __version__
+from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.attribution.group import group_launches
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
@@ -30,9 +31,12 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
                   iterations: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The kernel table (KERNEL_COLUMNS order, by time) and the summary of one trace."""
     attributed = attribute(trace, device_kind, metadata)
-    table, sequence = group_launches(attributed.launches)
+    samples = device_samples(metadata)
+    launches = with_sm_clock(attributed.launches, samples)  # compute roofs follow the clock sampled
+    table, sequence = group_launches(launches)
     if table.empty:
-        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns")] + ["calls"])
+        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns")]
+                             + ["calls", "sm_clock_mhz"])
     placed = place_on_roofline(table, ceilings)
     placed["rank"] = 0
     placed = placed[list(KERNEL_COLUMNS)]
@@ -42,6 +46,7 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
     sequence = [remap[i] for i in sequence]
     summary = summarise(placed, attributed.launches, attributed.window_s, sequence, iterations)
     summary["regions"] = attributed.regions
+    summary["clocks"] = clock_summary(launches, samples, metadata, placed, ceilings)
     summary["host_events"] = attributed.host_events
     overhead_s = metadata.get("profiler_overhead_per_op_s")
     if overhead_s is not None:

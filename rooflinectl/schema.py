@@ -39,6 +39,8 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "threads_per_block": ("float", "median threads per block (GPU), NaN when unknown"),
     "above_roof": ("bool", "efficiency above 1.05: a bug in the numbers, never a success"),
     "rank": ("int", "process rank for multi-GPU runs (0 otherwise)"),
+    "sm_clock_mhz": ("float", "SM clock the group's kernels ran at, MHz: time-weighted mean of the NVML samples "
+                              "over their launches (compute roofs scale with it); NaN when not sampled"),
 }
 
 # The vocabularies of the columns above (tests check that the pipeline produces no other value).
@@ -66,4 +68,8 @@ SUMMARY_KEYS: dict[str, str] = {
     "short_launches": "launches shorter than 5 microseconds",
     "launch_sequence": "row indices (position in the kernel table) in launch order, first 100000",
     "iterations": "iterations profiled (function mode), else 1",
+    "clocks": "NVML while the counted kernels ran (GPU runs; None on CPU): status and message, SM clock "
+              "{mean, min, max} MHz, memory clock, power {mean, max} W and its limit, temperature, throttle_kernel_s "
+              "(kernel time under each clocks-event reason), other_processes, roof_shifts (per compute roof: "
+              "its clock, the kernels' clock, peak_change, attainable_change)",
 }

@@ -1,6 +1,9 @@
 """Place each kernel group against its roofs. Pure: DataFrame and Ceilings in, DataFrame out.
 
 attainable = min(peak[unit, precision], intensity x DRAM bandwidth)
+peak       = the compute roof at the clock the group's kernels ran at: roof x sm_clock_mhz / the
+             roof's clock_mhz, where NVML sampled the run and the ceilings know their clock (the
+             memory roof does not follow the SM clock)
 roof_time  = max(flops / peak, bytes / DRAM bandwidth): the time the work needs at the roof
 efficiency = roof_time / time  (the same as achieved / attainable, and defined for 0-FLOP copies)
 bound      = latency  when one call's roof time is under the device's kernel floor (the work is
@@ -17,14 +20,30 @@ import math
 import numpy as np
 import pandas as pd
 
-from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.ceilings.model import Ceilings, Roof
 
 ABOVE_ROOF = 1.05
 
 
-def _peak(ceilings: Ceilings, unit: str, precision: str) -> float:
+def peak_of(ceilings: Ceilings, unit: str, precision: str) -> float:
+    """The compute roof of a precision on a unit, FLOP/s (inf when the device has none)."""
     roof = ceilings.compute_roof(unit, precision)
     return roof.value if roof is not None else math.inf
+
+
+def clock_scale(roof: Roof | None, sm_clock_mhz: float) -> float:
+    """How much a compute roof moves at a given SM clock: clock / the roof's clock (peaks are
+    SMs x FLOP per clock x clock); 1 when either clock is unknown."""
+    if roof is None or not roof.clock_mhz or sm_clock_mhz is None or not math.isfinite(sm_clock_mhz) \
+            or sm_clock_mhz <= 0:
+        return 1.0
+    return float(sm_clock_mhz) / float(roof.clock_mhz)
+
+
+def _peaks(table: pd.DataFrame, ceilings: Ceilings) -> np.ndarray:
+    clocks = table["sm_clock_mhz"] if "sm_clock_mhz" in table.columns else [math.nan] * len(table)
+    return np.array([peak_of(ceilings, u, p) * clock_scale(ceilings.compute_roof(u, p), float(c))
+                     for u, p, c in zip(table["unit"], table["precision"], clocks)], dtype=float)
 
 
 def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
@@ -32,7 +51,7 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     out = table.copy()
     bandwidth = ceilings.dram().value
     floor_s = ceilings.kernel_floor_s.value
-    peaks = np.array([_peak(ceilings, u, p) for u, p in zip(out["unit"], out["precision"])], dtype=float)
+    peaks = _peaks(out, ceilings)
     flops = out["flops"].to_numpy(dtype=float)
     nbytes = out["bytes"].to_numpy(dtype=float)
     time_s = out["time_s"].to_numpy(dtype=float)
