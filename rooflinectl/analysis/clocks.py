@@ -311,6 +311,7 @@ def roof_clock_shifts(table: pd.DataFrame, ceilings: Ceilings) -> list[dict[str,
         ratio = np.divide(after, before, out=np.ones(len(before)), where=np.asarray(before) > 0)
         out.append({"roof": key, "roof_clock_mhz": float(roof.clock_mhz), "kernel_clock_mhz": clock,
                     "peak_change": clock / float(roof.clock_mhz) - 1.0,
+                    "notable": abs(clock / float(roof.clock_mhz) - 1.0) > ROOF_SHIFT_NOTICE,
                     "attainable_change": float(np.average(ratio, weights=weights)) - 1.0,
                     "time_s": float(weights.sum())})
     return out

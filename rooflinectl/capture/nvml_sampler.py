@@ -255,15 +255,14 @@ def nvml_sampling(capture: _CaptureLike, nvml: Any = None) -> Iterator[None]:
         return
     period_s = period_from_env()
     if period_s is None:
-        capture.metadata["nvml"] = {"status": "off", "message": f"NVML sampling switched off ({PERIOD_ENV}=0)"}
+        capture.metadata["nvml"] = {"status": "off", "message": f"switched off ({PERIOD_ENV}=0)"}
         yield
         return
     index, uuid = _cuda_device()
     sampler = NvmlSampler(index, uuid, period_s, nvml=nvml)
     problem = sampler.start()
     if problem is not None:
-        capture.metadata["nvml"] = {"status": "unavailable",
-                                    "message": f"{problem}: clocks, power and throttling were not sampled"}
+        capture.metadata["nvml"] = {"status": "unavailable", "message": problem}
         yield
         return
     try:

@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from rooflinectl.outputs.clocks_text import clock_lines
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.profile_model import ProfileData
 from rooflinectl.units import percent, seconds, si
@@ -58,6 +59,7 @@ def summary_text(data: ProfileData) -> Text:
         f" idle {seconds(s.get('device_idle_s') or 0.0)}"
         + (f"; regions: {', '.join(s['regions'])}" if s.get("regions") else ""),
     ]
+    lines += clock_lines(s.get("clocks"))
     sources = {r.source for r in [*c.memory_bytes_per_s.values(), *c.compute_flops_per_s.values()]}
     if "estimate" in sources:
         lines.append("some roofs are estimates: `rooflinectl ceilings --measure` measures them once for this machine")
