@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.analysis.roofline import clock_scale, peak_of
+from rooflinectl.attribution.group import GROUP_KEY
 from rooflinectl.ceilings.detect import THROTTLE_REASONS
 from rooflinectl.ceilings.model import Ceilings
 
@@ -238,7 +239,39 @@ def clock_summary(launches: pd.DataFrame, samples: Samples | None, metadata: dic
     out = _clock_summary(launches, samples, metadata)
     if out is not None and out.get("status") == "sampled" and table is not None and ceilings is not None:
         out["roof_shifts"] = roof_clock_shifts(table, ceilings)
+        if samples is not None and not launches.empty:
+            out.update(capping_cost(launches, samples, table))
     return _plain(out)
+
+
+def capping_cost(launches: pd.DataFrame, samples: Samples, table: pd.DataFrame) -> dict[str, Any]:
+    """Kernel time under a power or thermal cap (any of CAPPING_REASONS), and what the cap cost
+    the compute-bound groups: per launch, its time under the cap x (1 - its clock / the device's
+    max SM clock), summed per table row (`cap_cost_by_row`: [row, seconds]).
+
+    Compute-bound work runs in proportion to the SM clock; memory-bound work is not counted (the
+    HBM clock does not drop under these caps). A launch's clock is its mean over the launch, so a
+    launch longer than the sampling period that was capped for part of it is approximated.
+    """
+    max_mhz = samples.device.get("max_sm_clock_mhz")
+    mask = sum(bit for bit, name in THROTTLE_REASONS.items() if name in CAPPING_REASONS)
+    known = samples.reasons >= 0
+    flag = np.where(known, ((samples.reasons & mask) != 0).astype(float), np.nan)
+    start = launches["start_ns"].to_numpy(dtype=float)
+    end = launches["end_ns"].to_numpy(dtype=float)
+    capped_ns, _ = _StepFunction(samples.t_ns, flag, _max_half_ns(samples)).integrals(start, end)
+    out: dict[str, Any] = {"capped_kernel_s": float(capped_ns.sum()) / 1e9, "cap_cost_s": 0.0, "cap_cost_by_row": []}
+    if not max_mhz or not capped_ns.any():
+        return out
+    rows = table.reset_index(drop=True).reset_index(names="row")[["row", *GROUP_KEY, "bound"]]
+    where = launches[GROUP_KEY].merge(rows, on=GROUP_KEY, how="left")
+    clock = launch_sm_clock_mhz(launches, samples)
+    slower = np.clip(1.0 - np.nan_to_num(clock, nan=float(max_mhz)) / float(max_mhz), 0.0, None)
+    cost_s = np.where(where["bound"].to_numpy() == "compute", capped_ns * slower / 1e9, 0.0)
+    by_row = pd.Series(cost_s).groupby(where["row"].to_numpy()).sum()
+    out["cap_cost_s"] = float(cost_s.sum())
+    out["cap_cost_by_row"] = [[int(r), float(c)] for r, c in by_row.items() if c > 0]
+    return out
 
 
 def _clock_summary(launches: pd.DataFrame, samples: Samples | None, metadata: dict[str, Any]) -> dict[str, Any] | None:

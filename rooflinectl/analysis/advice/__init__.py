@@ -6,6 +6,7 @@ Importing this package registers every rule (each rules_* module registers its o
 from __future__ import annotations
 
 from rooflinectl.analysis.advice import (  # noqa: F401 - imported for their registrations
+    rules_clocks,
     rules_fusion,
     rules_gates,
     rules_kernels,

@@ -123,7 +123,7 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
         for f in entry.fn(ctx):
             f = _cap(f, kernels, idle_s)
             small = run_time_s <= 0 or f.est_saving_s < thresholds.min_saving_share * run_time_s
-            if not entry.gate and small and f.severity == "warning":
+            if not entry.gate and not entry.keep_severity and small and f.severity == "warning":
                 f = replace(f, severity="info")
             findings.append(f)
     findings.sort(key=_sort_key)

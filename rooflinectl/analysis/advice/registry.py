@@ -110,6 +110,7 @@ class Rule:
     doc: str
     gate: bool = False  # a CI gate (active only when its threshold is set), not a fix
     threshold: str = ""  # for gates: the Thresholds field that switches it on
+    keep_severity: bool = False  # a warning about the data itself: not downgraded for a small saving
 
     @property
     def docs_url(self) -> str:
@@ -119,10 +120,13 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(*, id: str, title: str, severity: str, threshold: str = "") -> Callable[[RuleFn], RuleFn]:
+def rule(*, id: str, title: str, severity: str, threshold: str = "",
+         keep_severity: bool = False) -> Callable[[RuleFn], RuleFn]:
     """Register an advice rule under a unique id; a second registration of the id is refused.
 
     A rule with a threshold (a Thresholds field name) is a CI gate, active only when it is set.
+    keep_severity: the rule warns about the data (its findings save nothing), so the engine does
+    not turn its warnings into info for their small saving.
     """
     if severity not in SEVERITIES:
         raise ValueError(f"rule {id!r}: severity must be one of {SEVERITIES}, not {severity!r}")
@@ -136,7 +140,7 @@ def rule(*, id: str, title: str, severity: str, threshold: str = "") -> Callable
         if not doc:
             raise ValueError(f"advice rule {id!r} has no docstring: every rule documents its estimate")
         RULES[id] = Rule(id=id, title=title, severity=severity, fn=fn, doc=doc,
-                         gate=bool(threshold), threshold=threshold)
+                         gate=bool(threshold), threshold=threshold, keep_severity=keep_severity)
         return fn
 
     return register
