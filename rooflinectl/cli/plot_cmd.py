@@ -11,7 +11,7 @@ from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 
 
 def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color_by: str, filter_regex: str | None,
-               title: str | None, dpi: float, terminal: bool) -> list[str]:
+               title: str | None, dpi: float, terminal: bool, clocks: bool = False) -> list[str]:
     """Load one or two profiles and write the chart; returns the lines to tell the user."""
     from rooflinectl.outputs.plot import SUPPORTED_EXTENSIONS, plot_profile, save_figure
 
@@ -24,6 +24,8 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
         raise UsageError(f"Cannot write {output}: the chart is saved as .png, .svg or .pdf.")
     if top < 0:
         raise UsageError("--top must be 0 or more.")
+    if clocks and (len(paths) == 2 or output is None):
+        raise UsageError("--clocks draws the clock strip under one profile's chart: give one profile and -o FILE.")
     data = [load_profile(p) for p in paths]
     messages: list[str] = []
     if terminal:
@@ -42,7 +44,8 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
             names = (_short_name(paths[0]), _short_name(paths[1]))
             fig = plot_comparison(data[0], data[1], top=top, filter_regex=filter_regex, title=title, names=names, dpi=dpi)
         else:
-            fig = plot_profile(data[0], top=top, color_by=color_by, filter_regex=filter_regex, title=title, dpi=dpi)
+            fig = plot_profile(data[0], top=top, color_by=color_by, filter_regex=filter_regex, title=title, dpi=dpi,
+                               clocks=clocks)
         save_figure(fig, output, dpi=dpi)
         messages.append(f"wrote {output}")
     return messages
@@ -65,8 +68,9 @@ def _short_name(path: str) -> str:
 @click.option("--title", default=None, help="Chart title (default: the device name).")
 @click.option("--dpi", type=float, default=120, show_default=True, help="Resolution of PNG output.")
 @click.option("--terminal", is_flag=True, help="Draw a coarse roofline in the terminal (for SSH sessions).")
+@click.option("--clocks", is_flag=True, help="Add a strip under the chart: SM clock and power over the run (NVML).")
 def command(profiles: tuple[str, ...], output: str | None, top: int, color_by: str, filter_regex: str | None,
-            title: str | None, dpi: float, terminal: bool) -> None:
+            title: str | None, dpi: float, terminal: bool, clocks: bool) -> None:
     """Roofline chart of PROFILE (default: ./rooflinectl.profile.json); with two, BEFORE -> AFTER arrows.
 
     Point area is the group's share of kernel time, colour what bounds it, marker its precision;
@@ -74,7 +78,7 @@ def command(profiles: tuple[str, ...], output: str | None, top: int, color_by: s
     """
     try:
         for line in plot_files(profiles, output, top=top, color_by=color_by, filter_regex=filter_regex,
-                               title=title, dpi=dpi, terminal=terminal):
+                               title=title, dpi=dpi, terminal=terminal, clocks=clocks):
             click.echo(line)
     except RooflineError as exc:  # the group does this too; here so the command stands alone
         click.echo(f"rooflinectl: {exc}", err=True)

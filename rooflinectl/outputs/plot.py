@@ -15,11 +15,12 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 
 from rooflinectl.atomic import atomic_file
 from rooflinectl.errors import UsageError
+from rooflinectl.outputs.plot_clocks import draw_clock_strip, strip_samples
 from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
 from rooflinectl.outputs.plot_names import ellipsize, group_label, shorten_kernel_name
 from rooflinectl.outputs.plot_roofs import (
@@ -44,6 +45,7 @@ WARN_COLOR = "#d62728"
 FIGSIZE_IN = (15.0, 9.0)
 MAIN_RECT = (0.09, 0.27, 0.52, 0.65)  # left margin fits "100 GFLOP/s" ticks and the axis title
 TABLE_RECT = (0.635, 0.27, 0.355, 0.65)
+CLOCK_STRIP_IN = 3.2  # height of the `--clocks` strip under the chart
 
 
 def marker_area_pt2(time_share: float) -> float:
@@ -56,6 +58,14 @@ def new_figure(dpi: float) -> Figure:
     fig = Figure(figsize=FIGSIZE_IN, dpi=dpi)
     FigureCanvasAgg(fig)
     return fig
+
+
+def figure_with_strip(dpi: float) -> tuple[Figure, SubFigure, SubFigure]:
+    """The chart's figure made taller by CLOCK_STRIP_IN: (figure, chart panel of the usual size, strip)."""
+    fig = Figure(figsize=(FIGSIZE_IN[0], FIGSIZE_IN[1] + CLOCK_STRIP_IN), dpi=dpi)
+    FigureCanvasAgg(fig)
+    chart, strip = fig.subfigures(2, 1, height_ratios=[FIGSIZE_IN[1], CLOCK_STRIP_IN])
+    return fig, chart, strip
 
 
 def filter_table(kernels: pd.DataFrame, filter_regex: str | None) -> pd.DataFrame:
@@ -78,8 +88,9 @@ def color_for(row: pd.Series, color_by: str, families: list[str]) -> str:
 
 
 def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", filter_regex: str | None = None,
-                 title: str | None = None, dpi: float = 110) -> Figure:
-    """The roofline chart of one profile as a Figure (shown inline by Jupyter, saved by save_figure)."""
+                 title: str | None = None, dpi: float = 110, clocks: bool = False) -> Figure:
+    """The roofline chart of one profile as a Figure (shown inline by Jupyter, saved by save_figure);
+    clocks=True adds the strip of SM clock and power over the run under it (plot_clocks.py)."""
     if color_by not in ("bound", "family"):
         raise UsageError(f"--color-by must be 'bound' or 'family', not {color_by!r}.")
     if data.ceilings.memory_bytes_per_s.get("dram") is None:
@@ -95,9 +106,16 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     points["color"] = [color_for(r, color_by, families) for _, r in points.iterrows()]
     points["area_pt2"] = points["time_share"].map(marker_area_pt2)
 
-    fig = new_figure(dpi)
+    samples = strip_samples(data) if clocks else None
+    root: Figure
+    fig: Figure | SubFigure
+    if samples is not None:
+        root, fig, strip = figure_with_strip(dpi)
+        draw_clock_strip(strip, data, samples)
+    else:
+        root = fig = new_figure(dpi)
     ax = fig.add_axes(MAIN_RECT)
-    lines = roof_lines(data.ceilings, table)
+    lines = roof_lines(data.ceilings, table, (data.summary.get("clocks") or {}).get("roof_shifts"))
     bw = data.ceilings.dram().value
     frame = compute_frame(points, lines, bw)
     setup_axes(ax, frame)
@@ -127,7 +145,7 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s, micro='µs')} of kernel time in {len(all_rows)} groups"
              + (f" · {command_text(data.metadata.get('command'))}" if data.metadata.get("command") else ""),
              fontsize=9.5, color="#444444", gid="subtitle")
-    return fig
+    return root
 
 
 def draw_points(ax: Axes, drawn: pd.DataFrame) -> None:
@@ -166,7 +184,7 @@ def draw_table(ax: Axes, points: pd.DataFrame, top: int, total_time_s: float) ->
                 family="monospace", fontsize=8, color="#555555", va="top", gid="table:rest")
 
 
-def draw_legend(fig: Figure, drawn: pd.DataFrame, color_by: str, families: list[str]) -> None:
+def draw_legend(fig: Figure | SubFigure, drawn: pd.DataFrame, color_by: str, families: list[str]) -> None:
     """Colour (bound or family), marker (precision) and size (time share) keys, below the chart."""
     handles: list[Line2D] = []
     keys = sorted(set(drawn["bound"])) if color_by == "bound" else [f for f in families if f in set(drawn["op_family"].replace("", "other"))]
@@ -186,7 +204,7 @@ def draw_legend(fig: Figure, drawn: pd.DataFrame, color_by: str, families: list[
                title_fontsize=8.5, alignment="left", columnspacing=1.6, handletextpad=0.9, labelspacing=0.9)
 
 
-def draw_notes(fig: Figure, points: pd.DataFrame, table: pd.DataFrame, all_rows: pd.DataFrame,
+def draw_notes(fig: Figure | SubFigure, points: pd.DataFrame, table: pd.DataFrame, all_rows: pd.DataFrame,
                filter_regex: str | None, total_time_s: float) -> None:
     """Say what is not on the chart, and what is on it but suspect: nothing dropped silently."""
     notes: list[tuple[str, str, str]] = []

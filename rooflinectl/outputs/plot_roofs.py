@@ -35,11 +35,14 @@ class RoofLine:
     label: str
 
 
-def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame) -> list[RoofLine]:
+def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame, shifts: list[dict] | None = None) -> list[RoofLine]:
     """Memory roofs the ceilings hold, and one compute roof per (unit, precision) in the table.
 
-    Precisions that share one roof (int math held against simt.fp32) are named together.
+    Precisions that share one roof (int math held against simt.fp32) are named together. A
+    compute roof the run's clock moved notably (summary clocks roof_shifts) is drawn where the
+    kernels met it: at the clock they ran at, as the table's attainable figures hold it.
     """
+    moved = {s["roof"]: s for s in shifts or [] if s.get("notable")}
     lines = [
         RoofLine(level, "memory", roof.value, roof.source, f"{MEMORY_NAMES[level]} {si(roof.value, 'B/s', 2)} ({roof.source})")
         for level, roof in ceilings.memory_bytes_per_s.items()
@@ -58,8 +61,12 @@ def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame) -> list[RoofLine]:
         roof = ceilings.compute_flops_per_s[key]
         unit, precision = key.split(".", 1)
         names = "/".join([precision] + [p for p in precisions if p != precision])
-        label = f"{names} {unit} {si(roof.value, 'FLOP/s')} ({roof.source})"
-        lines.append(RoofLine(key, "compute", roof.value, roof.source, label))
+        value, at = roof.value, ""
+        if key in moved:
+            value *= 1.0 + moved[key]["peak_change"]
+            at = f" at {moved[key]['kernel_clock_mhz']:,.0f} MHz"
+        label = f"{names} {unit} {si(value, 'FLOP/s')}{at} ({roof.source})"
+        lines.append(RoofLine(key, "compute", value, roof.source, label))
     return lines
 
 
