@@ -56,11 +56,9 @@ def test_sample_records_each_field_and_stops_asking_an_unsupported_query():
                     temp=[pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)])
     ticks = iter([100, 200, 300])
     sampler = NvmlSampler(0, "GPU-x", 0.02, nvml=nvml, clock_ns=lambda: next(ticks))
-    sampler._nvml, sampler._handle = nvml, "h"
-    queries = nvml_sampler._queries(nvml)
-    unsupported: set[str] = set()
-    sampler.sample(queries, unsupported, with_processes=True)
-    sampler.sample(queries, unsupported)
+    assert sampler.open() is None  # no thread: samples taken by hand
+    sampler.sample(with_processes=True)
+    sampler.sample()
     cols = sampler.columns
     assert cols["t_ns"] == [100, 200]
     assert cols["sm_clock_mhz"] == [1980, 1755]

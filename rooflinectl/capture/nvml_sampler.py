@@ -104,6 +104,8 @@ class NvmlSampler:
         self._clock_ns = clock_ns
         self._handle: Any = None
         self._thread: threading.Thread | None = None
+        self._queries: dict[str, Callable[[Any], Any]] = {}
+        self._unsupported: set[str] = set()
         self._stop = threading.Event()
         self.columns: dict[str, list[Any]] = {"t_ns": [], **{f: [] for f in SAMPLE_FIELDS}}
         self.processes: list[list[Any]] = []  # [t_ns, [[pid, used_bytes], ...]]
@@ -111,7 +113,15 @@ class NvmlSampler:
         self.started_unix_us = 0
 
     def start(self) -> str | None:
-        """Open NVML, read the device's fixed facts and start the thread; the reason if it cannot."""
+        """Open NVML and start the thread; the reason (one sentence) if it cannot."""
+        problem = self.open()
+        if problem is None:
+            self._thread = threading.Thread(target=self._run, name="rooflinectl-nvml", daemon=True)
+            self._thread.start()
+        return problem
+
+    def open(self) -> str | None:
+        """Open NVML and read the device's fixed facts (no thread); the reason if it cannot."""
         try:
             nvml = self._nvml or importlib.import_module("pynvml")
             nvml.nvmlInit()
@@ -135,28 +145,25 @@ class NvmlSampler:
             "power_limit_w": power_limit_mw / 1e3 if power_limit_mw else None,
         }
         self.started_unix_us = time.time_ns() // 1000
-        self._thread = threading.Thread(target=self._run, name="rooflinectl-nvml", daemon=True)
-        self._thread.start()
+        self._queries = _queries(nvml)
         return None
 
     def _run(self) -> None:
-        queries = _queries(self._nvml)
-        unsupported: set[str] = set()
         count = 0
         deadline = self._clock_ns()
         while not self._stop.is_set():
-            self.sample(queries, unsupported, with_processes=count % PROCESS_EVERY == 0)
+            self.sample(with_processes=count % PROCESS_EVERY == 0)
             count += 1
             now = self._clock_ns()
             deadline = next_deadline_ns(deadline, now, int(self.period_s * 1e9))
             self._stop.wait((deadline - now) / 1e9)
 
-    def sample(self, queries: dict[str, Callable[[Any], Any]], unsupported: set[str],
-               with_processes: bool = False) -> None:
+    def sample(self, with_processes: bool = False) -> None:
         """One row of every field (None where unsupported); stamped just before the SM clock query."""
         t_ns = self._clock_ns()
         row: dict[str, Any] = {}
-        for name, query in queries.items():
+        unsupported = self._unsupported
+        for name, query in self._queries.items():
             if name in unsupported:
                 row[name] = None
                 continue
@@ -176,12 +183,13 @@ class NvmlSampler:
                 unsupported.add("processes")
 
     def stop(self) -> None:
-        """Stop the thread; read the other processes' utilisation NVML kept since start."""
-        if self._thread is None:
+        """Stop the thread; read the other processes' utilisation NVML kept since start; close NVML."""
+        if self._handle is None:
             return
-        self._stop.set()
-        self._thread.join(timeout=5.0)
-        self._thread = None
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=5.0)
+            self._thread = None
         try:
             util = self._nvml.nvmlDeviceGetProcessUtilization(self._handle, self.started_unix_us)
         except Exception:  # noqa: BLE001 - not supported, or no samples since start
@@ -193,6 +201,7 @@ class NvmlSampler:
         self.device["process_util_max_pct"] = [[pid, sm, mem] for pid, (sm, mem) in sorted(peak.items())]
         with contextlib.suppress(Exception):
             self._nvml.nvmlShutdown()
+        self._handle = None
 
 
 def emit_sync_marker(clock_ns: Callable[[], int] = time.perf_counter_ns) -> tuple[int, int]:
