@@ -64,8 +64,9 @@ def roofs_table(ceilings: Ceilings) -> Table:
         number, unit = value_and_unit(roof.value, kind, key)
         ratio = _ratio_to_spec(key, roof, ceilings) if kind != "latency" else None
         style = _SOURCE_STYLE.get(roof.source, "")
+        clock = f" (at {roof.clock_mhz:,.0f} MHz SM clock)" if roof.source == "measured" and roof.clock_mhz else ""
         table.add_row(name, number, unit, Text(roof.source, style=style),
-                      percent(ratio) if ratio is not None else "-", roof.note)
+                      percent(ratio) if ratio is not None else "-", roof.note + clock)
     return table
 
 
