@@ -32,6 +32,7 @@ from rooflinectl.analysis.clocks import (
     roof_clock_shifts,
     throttle_kernel_time_s,
 )
+from rooflinectl.analysis.regroup import regroup
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.attribution.join import attribute
 from rooflinectl.capture.session import load_capture
@@ -214,3 +215,15 @@ def test_h200_trace_with_a_power_cap_half_way():
     mean_mhz = np.average(gemms["expected_mhz"], weights=gemms["end_ns"] - gemms["start_ns"])
     assert shift["kernel_clock_mhz"] == pytest.approx(mean_mhz)
     assert shift["peak_change"] == pytest.approx(mean_mhz / 1980 - 1)
+
+
+def test_show_by_op_keeps_the_clock_and_its_roofs(ceilings):
+    """Regrouping sums rows; the op's clock is their time-weighted one, and its roof follows it."""
+    table = place_on_roofline(_table().assign(op=["aten::mm", "aten::add", "aten::mul", "aten::mm"],
+                                              module="", op_family="gemm", shapes="", dtype="", device="cuda",
+                                              origin="aten", cost_source="analytic", cost_note="", blocks=1.0,
+                                              threads_per_block=1.0, rank=0), ceilings)
+    by_op = regroup(table, "op", ceilings).set_index("op")
+    # aten::mm: 2 ms at 1500 MHz and 2 ms unsampled: the clock is the sampled part's, 1500 MHz
+    assert by_op.at["aten::mm", "sm_clock_mhz"] == pytest.approx(1500.0)
+    assert by_op.at["aten::mm", "attainable_flops_per_s"] == pytest.approx(1e15 * 1500 / 2000)
