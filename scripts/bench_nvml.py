@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from bench_foundation import mlp_workload  # scripts/ is first on sys.path when run as a script
 
 from rooflinectl.analysis.advice import Thresholds, advise
 from rooflinectl.attribution.join import attribute
@@ -30,19 +31,6 @@ from rooflinectl.capture.runner import profile_calls
 from rooflinectl.outputs.profile_file import load_profile
 
 REPEATS = 5
-
-
-def mlp_workload(batch: int = 4096, width: int = 4096):
-    """GEMM-bound: a bf16 MLP forward, about 1.4 ms a call on the H200."""
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(),
-                                torch.nn.Linear(4 * width, width)).cuda().to(torch.bfloat16)
-    x = torch.randn(batch, width, device="cuda", dtype=torch.bfloat16)
-
-    def step() -> None:
-        with torch.no_grad():
-            model(x)
-    return step
 
 
 def launch_workload(launches: int = 100):
@@ -168,7 +156,7 @@ def main(out_dir: str, profiles: list[str]) -> None:
                                "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes")}
     results["seen"] = [seen(*p.split("=", 1)) for p in profiles]
     results["sample_us"] = sample_time_us()
-    results["cost"] = [sampler_cost("bf16 MLP 4096 -> 16384 -> 4096 (GEMM-bound)", mlp_workload(), 300),
+    results["cost"] = [sampler_cost("bf16 MLP 4096 -> 16384 -> 4096 (GEMM-bound)", mlp_workload()[0], 300),
                        sampler_cost("100 one-element adds per call (launch-bound)", launch_workload(), 60)]
     (out / "nvml.json").write_text(json.dumps(results, indent=1, default=str))
     (out / "nvml.md").write_text(markdown(results))
