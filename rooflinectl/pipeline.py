@@ -35,8 +35,7 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
     launches = with_sm_clock(attributed.launches, samples)  # compute roofs follow the clock sampled
     table, sequence = group_launches(launches)
     if table.empty:
-        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns")]
-                             + ["calls", "sm_clock_mhz"])
+        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns")] + ["calls"])
     placed = place_on_roofline(table, ceilings)
     placed["rank"] = 0
     placed = placed[list(KERNEL_COLUMNS)]

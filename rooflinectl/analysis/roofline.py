@@ -47,8 +47,11 @@ def _peaks(table: pd.DataFrame, ceilings: Ceilings) -> np.ndarray:
 
 
 def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
-    """Add intensity, achieved, attainable, roof_time_s, efficiency, bound, headroom, share."""
+    """Add intensity, achieved, attainable, roof_time_s, efficiency, bound, headroom, share (and
+    sm_clock_mhz as NaN where the table has no clocks)."""
     out = table.copy()
+    if "sm_clock_mhz" not in out.columns:
+        out["sm_clock_mhz"] = np.nan  # not sampled: the roofs stay at their own clock
     bandwidth = ceilings.dram().value
     floor_s = ceilings.kernel_floor_s.value
     peaks = _peaks(out, ceilings)
