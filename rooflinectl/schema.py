@@ -68,8 +68,12 @@ SUMMARY_KEYS: dict[str, str] = {
     "short_launches": "launches shorter than 5 microseconds",
     "launch_sequence": "row indices (position in the kernel table) in launch order, first 100000",
     "iterations": "iterations profiled (function mode), else 1",
-    "clocks": "NVML while the counted kernels ran (GPU runs; None on CPU): status and message, SM clock "
-              "{mean, min, max} MHz, memory clock, power {mean, max} W and its limit, temperature, throttle_kernel_s "
-              "(kernel time under each clocks-event reason), other_processes, roof_shifts (per compute roof: "
-              "its clock, the kernels' clock, peak_change, attainable_change)",
+    "clocks": "NVML while the counted kernels ran (GPU runs; None on CPU and older profiles): status "
+              "(sampled, unavailable, off, unaligned) and message; samples, period_s; SM clock {mean (kernel-time "
+              "weighted), min, max} MHz and the device's max; memory clock; power {mean, max} W and power_limit_w; "
+              "temperature_c_max; throttle_kernel_s (kernel time under each clocks-event reason); capped_kernel_s "
+              "and cap_cost_s (kernel time under a power or thermal cap, and what it cost compute-bound work); "
+              "other_processes {count, used_bytes, sm_util_max_pct}; roof_shifts (per compute roof: its clock, "
+              "the kernels' clock, peak_change, the peak at the kernels' clock, attainable_change, notable: "
+              "moved more than 3%)",
 }

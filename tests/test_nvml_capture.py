@@ -69,16 +69,21 @@ def test_sample_records_each_field_and_stops_asking_an_unsupported_query():
     assert sampler.processes == [[100, []]]
 
 
-def test_thread_samples_at_its_period_and_reads_process_utilisation_at_stop():
+def test_thread_samples_until_stopped_and_reads_process_utilisation_at_stop():
+    """The thread's schedule is next_deadline_ns (above); here: it samples, stops when told, and
+    stop() reads the processes' utilisation and closes NVML. No timing asserted (CI machines are busy)."""
     nvml = FakeNvml(procs=[[(4242, 1 << 30)]], proc_util=[(4242, 80, 10), (4242, 95, 20), (7, 5, 0)])
-    sampler = NvmlSampler(0, None, 0.002, nvml=nvml)
+    sampler = NvmlSampler(0, None, 0.001, nvml=nvml)
     assert sampler.start() is None
-    time.sleep(0.1)
+    deadline = time.monotonic() + 10
+    while len(sampler.columns["t_ns"]) < 5 and time.monotonic() < deadline:
+        time.sleep(0.005)
     sampler.stop()
     n = len(sampler.columns["t_ns"])
-    assert 10 <= n <= 60, n  # 0.1 s at 2 ms: about 50 (a loaded CI machine may wake it late)
-    gaps = sorted(b - a for a, b in zip(sampler.columns["t_ns"], sampler.columns["t_ns"][1:]))
-    assert 1_500_000 <= gaps[len(gaps) // 2] <= 3_000_000  # median gap: the period
+    assert n >= 5
+    time.sleep(0.01)
+    assert len(sampler.columns["t_ns"]) == n  # nothing sampled after stop()
+    assert sampler.columns["t_ns"] == sorted(sampler.columns["t_ns"])
     assert sampler.device["power_limit_w"] == 700.0
     assert sampler.device["max_sm_clock_mhz"] == 1980
     assert sampler.device["process_util_max_pct"] == [[7, 5, 0], [4242, 95, 20]]

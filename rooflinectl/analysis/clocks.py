@@ -154,10 +154,6 @@ def with_sm_clock(launches: pd.DataFrame, samples: Samples | None) -> pd.DataFra
     return launches.assign(sm_clock_mhz=launch_sm_clock_mhz(launches, samples))
 
 
-def reason_names(mask: int) -> list[str]:
-    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
-
-
 def throttle_kernel_time_s(launches: pd.DataFrame, samples: Samples) -> dict[str, float]:
     """Kernel time (sum of launch durations) during which NVML reported each clocks-event reason
     other than gpu_idle, measured over the sampled part of the launches."""
@@ -325,7 +321,7 @@ def roof_clock_shifts(table: pd.DataFrame, ceilings: Ceilings) -> list[dict[str,
     if table.empty or "sm_clock_mhz" not in table.columns:
         return []
     out = []
-    rows = table[table["sm_clock_mhz"].notna() & (table["time_s"] > 0)]
+    rows = table[table["sm_clock_mhz"].notna() & table["intensity"].notna() & (table["time_s"] > 0)]
     keys = [ceilings.compute_roof_key(u, p) for u, p in zip(rows["unit"], rows["precision"])]
     for key in sorted({k for k in keys if k is not None}):
         roof = ceilings.compute_flops_per_s[key]
@@ -336,14 +332,14 @@ def roof_clock_shifts(table: pd.DataFrame, ceilings: Ceilings) -> list[dict[str,
         bandwidth = ceilings.dram().value
         before, after = [], []
         for r in group.itertuples(index=False):
-            intensity = r.intensity if isinstance(r.intensity, float) and not math.isnan(r.intensity) else math.inf
             peak = peak_of(ceilings, r.unit, r.precision)
-            before.append(min(peak, intensity * bandwidth))
-            after.append(min(peak * clock_scale(roof, r.sm_clock_mhz), intensity * bandwidth))
+            before.append(min(peak, r.intensity * bandwidth))
+            after.append(min(peak * clock_scale(roof, r.sm_clock_mhz), r.intensity * bandwidth))
         weights = group["time_s"].to_numpy(dtype=float)
         ratio = np.divide(after, before, out=np.ones(len(before)), where=np.asarray(before) > 0)
         out.append({"roof": key, "roof_clock_mhz": float(roof.clock_mhz), "kernel_clock_mhz": clock,
                     "peak_change": clock / float(roof.clock_mhz) - 1.0,
+                    "peak_at_kernel_clock_flops_per_s": roof.value * clock_scale(roof, clock),
                     "notable": abs(clock / float(roof.clock_mhz) - 1.0) > ROOF_SHIFT_NOTICE,
                     "attainable_change": float(np.average(ratio, weights=weights)) - 1.0,
                     "time_s": float(weights.sum())})

@@ -63,7 +63,7 @@ def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame, shifts: list[dict] | N
         names = "/".join([precision] + [p for p in precisions if p != precision])
         value, at = roof.value, ""
         if key in moved:
-            value *= 1.0 + moved[key]["peak_change"]
+            value = moved[key]["peak_at_kernel_clock_flops_per_s"]
             at = f" at {moved[key]['kernel_clock_mhz']:,.0f} MHz"
         label = f"{names} {unit} {si(value, 'FLOP/s')}{at} ({roof.source})"
         lines.append(RoofLine(key, "compute", value, roof.source, label))
