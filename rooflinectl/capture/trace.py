@@ -4,10 +4,12 @@ We read the Chrome-trace JSON that torch.profiler exports (stable across version
 file HTA and TensorBoard read) and keep what later stages need:
 - ops: CPU ops (`cpu_op`) and annotations (`user_annotation`: our regions and module scopes),
   with input dims, strides, types, concrete values and, when the profiler's event tree gave them,
-  storage pointers and dtypes of tensor-list elements;
+  storage pointers and dtypes of tensor-list elements; the op Inductor names after each kernel
+  it launches keeps Inductor's args (its cost estimate, kernel file);
 - kernels: device activity (`kernel`, `gpu_memcpy`, `gpu_memset`) with the External id of the CPU
   op active at launch (its innermost op), grid and block;
-- launches: runtime launch calls (`cuda_runtime`/`cuda_driver`) by correlation id, for timing.
+- launches: runtime launch calls (`cuda_runtime`/`cuda_driver`) by correlation id, for timing;
+- gpu_annotations: annotations' spans on the GPU timeline (all a CUDA-graph replay shows of its time).
 Times are integer nanoseconds from the trace's first event.
 """
 
@@ -19,6 +21,9 @@ from typing import Any
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 OP_CATEGORIES = ("cpu_op", "user_annotation")
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+GPU_ANNOTATION = "gpu_user_annotation"  # an annotation's span on the GPU timeline (a CUDA-graph replay's only timing)
+# What Inductor puts in the args of the op named after each kernel it launches (benchmark_kernel on).
+INDUCTOR_ARGS = ("kernel_num_gb", "kernel_flop", "kernel_name", "kernel_file", "kernel_backend", "kernel_kwargs")
 
 
 @dataclass
@@ -38,6 +43,7 @@ class RawOp:
     concrete_inputs: list[Any] = field(default_factory=list)
     input_storages: list[Any] = field(default_factory=list)  # int | list[int] | None per input
     list_dtypes: list[Any] = field(default_factory=list)  # torch dtype names of tensor-list elements
+    args: dict[str, Any] = field(default_factory=dict)  # Inductor's keys (INDUCTOR_ARGS) when the op is its kernel
 
     @property
     def end_ns(self) -> int:
@@ -77,6 +83,8 @@ class RawTrace:
     launch_ts_ns: dict[int, int]  # correlation id -> launch call start
     triton_launches: list[dict[str, Any]] = field(default_factory=list)  # name + launch_metadata
     graph_launches: list[int] = field(default_factory=list)  # correlation ids of cudaGraphLaunch calls
+    gpu_annotations: list[RawOp] = field(default_factory=list)  # GPU_ANNOTATION spans (external_id: the CPU one's)
+    compiled_kernels: dict[str, Any] = field(default_factory=dict)  # capture/inductor.py: C++ kernels' buffers
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +93,8 @@ class RawTrace:
             "launch_ts_ns": {str(k): v for k, v in self.launch_ts_ns.items()},
             "graph_launches": self.graph_launches,
             "triton_launches": self.triton_launches,
+            "gpu_annotations": [asdict(o) for o in self.gpu_annotations],
+            "compiled_kernels": self.compiled_kernels,
         }
 
     @classmethod
@@ -101,6 +111,8 @@ class RawTrace:
             launch_ts_ns={int(k): int(v) for k, v in data.get("launch_ts_ns", {}).items()},
             graph_launches=[int(c) for c in data.get("graph_launches", [])],
             triton_launches=list(data.get("triton_launches", [])),
+            gpu_annotations=[RawOp(**o) for o in data.get("gpu_annotations", [])],
+            compiled_kernels=dict(data.get("compiled_kernels", {})),
         )
 
 
@@ -128,6 +140,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
     kernels: list[RawKernel] = []
     launches: dict[int, int] = {}
     graph_launches: list[int] = []
+    gpu_annotations: list[RawOp] = []
     for e in events:
         cat = e.get("cat", "")
         args = e.get("args", {}) or {}
@@ -143,6 +156,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 input_types=[str(t) for t in args.get("Input type", [])],
                 input_strides=list(args.get("Input Strides", [])),
                 concrete_inputs=list(args.get("Concrete Inputs", [])),
+                args={k: args[k] for k in INDUCTOR_ARGS if k in args},
             )
             if tensor_info is not None and cat == "cpu_op":
                 key_us = int(round(float(e["ts"]) + base_ns_epoch / 1000.0))
@@ -166,11 +180,16 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 block=_triple(args.get("block")),
                 bytes=int(args["bytes"]) if isinstance(args.get("bytes"), (int, float)) else None,
             ))
+        elif cat == GPU_ANNOTATION:
+            gpu_annotations.append(RawOp(external_id=int(args.get("External id", -1)), name=str(e.get("name", "")),
+                                         category=cat, tid=0, ts_ns=_ns(e["ts"], base_us),
+                                         dur_ns=int(round(float(e.get("dur", 0)) * 1000.0))))
         elif cat in LAUNCH_CATEGORIES and "correlation" in args:
             launches[int(args["correlation"])] = _ns(e["ts"], base_us)
             if str(e.get("name", "")).startswith(("cudaGraphLaunch", "cuGraphLaunch")):
                 graph_launches.append(int(args["correlation"]))
     ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
     kernels.sort(key=lambda k: (k.ts_ns, k.correlation))
-    return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches, graph_launches=graph_launches)
+    return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches, graph_launches=graph_launches,
+                    gpu_annotations=gpu_annotations)
 
