@@ -9,7 +9,8 @@ file HTA and TensorBoard read) and keep what later stages need:
 - kernels: device activity (`kernel`, `gpu_memcpy`, `gpu_memset`) with the External id of the CPU
   op active at launch (its innermost op), grid and block;
 - launches: runtime launch calls (`cuda_runtime`/`cuda_driver`) by correlation id, for timing;
-- gpu_annotations: annotations' spans on the GPU timeline (all a CUDA-graph replay shows of its time).
+- graph_captures: per CUDA-graph stream capture, the device work launched into it, in order
+  (kind and External id of the launching op): a replayed kernel names no op of its own.
 Times are integer nanoseconds from the trace's first event.
 """
 
@@ -21,7 +22,6 @@ from typing import Any
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 OP_CATEGORIES = ("cpu_op", "user_annotation")
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
-GPU_ANNOTATION = "gpu_user_annotation"  # an annotation's span on the GPU timeline (a CUDA-graph replay's only timing)
 # What Inductor puts in the args of the op named after each kernel it launches (benchmark_kernel on).
 INDUCTOR_ARGS = ("kernel_num_gb", "kernel_flop", "kernel_name", "kernel_file", "kernel_backend", "kernel_kwargs")
 
@@ -83,8 +83,8 @@ class RawTrace:
     launch_ts_ns: dict[int, int]  # correlation id -> launch call start
     triton_launches: list[dict[str, Any]] = field(default_factory=list)  # name + launch_metadata
     graph_launches: list[int] = field(default_factory=list)  # correlation ids of cudaGraphLaunch calls
-    gpu_annotations: list[RawOp] = field(default_factory=list)  # GPU_ANNOTATION spans (external_id: the CPU one's)
     compiled_kernels: dict[str, Any] = field(default_factory=dict)  # capture/inductor.py: C++ kernels' buffers
+    graph_captures: list[list[tuple[str, int]]] = field(default_factory=list)  # (kernel|memset|memcpy, External id)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,8 +93,8 @@ class RawTrace:
             "launch_ts_ns": {str(k): v for k, v in self.launch_ts_ns.items()},
             "graph_launches": self.graph_launches,
             "triton_launches": self.triton_launches,
-            "gpu_annotations": [asdict(o) for o in self.gpu_annotations],
             "compiled_kernels": self.compiled_kernels,
+            "graph_captures": [[list(item) for item in capture] for capture in self.graph_captures],
         }
 
     @classmethod
@@ -111,8 +111,8 @@ class RawTrace:
             launch_ts_ns={int(k): int(v) for k, v in data.get("launch_ts_ns", {}).items()},
             graph_launches=[int(c) for c in data.get("graph_launches", [])],
             triton_launches=list(data.get("triton_launches", [])),
-            gpu_annotations=[RawOp(**o) for o in data.get("gpu_annotations", [])],
             compiled_kernels=dict(data.get("compiled_kernels", {})),
+            graph_captures=[[(str(kind), int(ext)) for kind, ext in capture] for capture in data.get("graph_captures", [])],
         )
 
 
@@ -124,6 +124,29 @@ def _triple(value: Any) -> tuple[int, int, int] | None:
     if isinstance(value, (list, tuple)) and len(value) == 3:
         return (int(value[0]), int(value[1]), int(value[2]))
     return None
+
+
+_CAPTURED_KINDS = (("kernel", ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchCooperativeKernel",
+                               "cuLaunchCooperativeKernel")),
+                   ("memset", ("cudaMemset", "cuMemset")), ("memcpy", ("cudaMemcpy", "cuMemcpy")))
+
+
+def _graph_captures(calls: list[tuple[int, int, str, int]]) -> list[list[tuple[str, int]]]:
+    """Per stream capture (cudaStreamBeginCapture .. cudaStreamEndCapture on one thread), the
+    launches made into it in order. calls: (tid, ts, runtime call name, External id)."""
+    captures: list[list[tuple[str, int]]] = []
+    open_by_tid: dict[int, list[tuple[str, int]]] = {}
+    for tid, _, name, external_id in sorted(calls):
+        if name.startswith("cudaStreamBeginCapture"):
+            open_by_tid[tid] = []
+        elif name.startswith("cudaStreamEndCapture"):
+            if tid in open_by_tid:
+                captures.append(open_by_tid.pop(tid))
+        elif tid in open_by_tid:
+            kind = next((k for k, prefixes in _CAPTURED_KINDS if name.startswith(prefixes)), None)
+            if kind is not None:
+                open_by_tid[tid].append((kind, external_id))
+    return captures
 
 
 def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], dict[str, Any]] | None = None) -> RawTrace:
@@ -140,7 +163,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
     kernels: list[RawKernel] = []
     launches: dict[int, int] = {}
     graph_launches: list[int] = []
-    gpu_annotations: list[RawOp] = []
+    runtime_calls: list[tuple[int, int, str, int]] = []
     for e in events:
         cat = e.get("cat", "")
         args = e.get("args", {}) or {}
@@ -180,16 +203,15 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 block=_triple(args.get("block")),
                 bytes=int(args["bytes"]) if isinstance(args.get("bytes"), (int, float)) else None,
             ))
-        elif cat == GPU_ANNOTATION:
-            gpu_annotations.append(RawOp(external_id=int(args.get("External id", -1)), name=str(e.get("name", "")),
-                                         category=cat, tid=0, ts_ns=_ns(e["ts"], base_us),
-                                         dur_ns=int(round(float(e.get("dur", 0)) * 1000.0))))
         elif cat in LAUNCH_CATEGORIES and "correlation" in args:
             launches[int(args["correlation"])] = _ns(e["ts"], base_us)
+            runtime_calls.append((int(e.get("tid", 0)) if str(e.get("tid", "0")).lstrip("-").isdigit() else 0,
+                                  launches[int(args["correlation"])], str(e.get("name", "")),
+                                  int(args.get("External id", -1))))
             if str(e.get("name", "")).startswith(("cudaGraphLaunch", "cuGraphLaunch")):
                 graph_launches.append(int(args["correlation"]))
     ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
     kernels.sort(key=lambda k: (k.ts_ns, k.correlation))
     return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches, graph_launches=graph_launches,
-                    gpu_annotations=gpu_annotations)
+                    graph_captures=_graph_captures(runtime_calls))
 
