@@ -1,13 +1,26 @@
-"""nn.Module scopes in the trace, so kernels can be shown by module path.
+"""nn.Module scopes in the trace, so kernels can be shown by module path, invisible to torch.compile.
 
-torch.profiler's `with_modules` covers TorchScript only and `with_stack` is costly; instead a
-global forward pre-hook opens a profiler annotation named after the module's path and a forward
-hook (always called, also when forward raises) closes it. Paths come from the outermost module
-called: its `named_modules()` names every submodule.
+Each eager `nn.Module` call opens a profiler annotation named after the module's path. The
+mechanism must never change what the user's program does: global module hooks make Dynamo
+trace them (and fail with "UnspecializedNNModuleVariable ... is already tracked for mutation").
+- Python >= 3.12: `sys.monitoring` local events on the code of `nn.Module._call_impl` only. They
+  fire when that code really runs (eager calls); Dynamo reads bytecode and never runs it while
+  tracing, and compiled graphs do not call modules, so compilation sees nothing at all.
+- Python < 3.12 (no local events): global forward hooks whose body returns at once while Dynamo
+  traces them (`torch.compiler.is_compiling()`), so they add nothing to a compiled graph; Dynamo
+  still guards on the hooks being there, which is why function mode installs them before its
+  warm-up (a graph compiled without them would compile again once they appear).
+Modules called inside a compiled region get no scope of their own: their kernels carry the
+scope of the eager module around the region and the names of the aten ops Inductor fused.
+Paths come from the outermost module called: its `named_modules()` names every submodule; a
+`torch.compile`d module (OptimizedModule) is named after the module it wraps.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
+import warnings
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,34 +30,150 @@ import torch
 
 from rooflinectl.capture.region import MODULE_PREFIX
 
+# torch warns, once per compiled module, that global hooks fire once more for OptimizedModule:
+# true of any global hook, and not the user's concern here (our hooks name modules only).
+_HOOK_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks"
+_WRAPPER_ATTRIBUTE = "_orig_mod"  # torch._dynamo's OptimizedModule keeps the compiled module here
 
-class _ModuleScopes:
+
+def _unwrapped(module: torch.nn.Module) -> torch.nn.Module:
+    inner = getattr(module, _WRAPPER_ATTRIBUTE, None)
+    return inner if isinstance(inner, torch.nn.Module) else module
+
+
+class _ModuleNames:
+    """Module -> path, learnt from the outermost module called (weakly held: no module is kept alive)."""
+
     def __init__(self) -> None:
         self.names: weakref.WeakKeyDictionary[torch.nn.Module, str] = weakref.WeakKeyDictionary()
-        self.stack: list[Any] = []
 
-    def pre_hook(self, module: torch.nn.Module, _inputs: Any) -> None:
-        if not self.stack and module not in self.names:
-            root = type(module).__name__
+    def name(self, module: torch.nn.Module, outermost: bool) -> str:
+        known = self.names.get(module)
+        if known is not None:
+            return known
+        if outermost:
+            root = type(_unwrapped(module)).__name__
             for qualname, sub in module.named_modules():
-                self.names.setdefault(sub, f"{root}.{qualname}" if qualname else root)
-        name = self.names.get(module, type(module).__name__)
-        handle = torch.ops.profiler._record_function_enter_new(f"{MODULE_PREFIX}{name}", None)
-        self.stack.append(handle)
+                path = ".".join(p for p in qualname.split(".") if p != _WRAPPER_ATTRIBUTE)
+                self.names.setdefault(sub, f"{root}.{path}" if path else root)
+        return self.names.get(module, type(module).__name__)
 
-    def post_hook(self, _module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
-        if self.stack:
-            torch.ops.profiler._record_function_exit._RecordFunction(self.stack.pop())
+
+class _Scopes:
+    """Per-thread stacks of open annotations (record functions are thread-local)."""
+
+    def __init__(self) -> None:
+        self.names = _ModuleNames()
+        self.local = threading.local()
+
+    def stack(self) -> list[tuple[int, Any]]:
+        stack = getattr(self.local, "stack", None)
+        if stack is None:
+            stack = self.local.stack = []
+        return stack
+
+    def enter(self, module: torch.nn.Module, key: int) -> None:
+        stack = self.stack()
+        name = self.names.name(module, outermost=not stack)
+        handle = torch.ops.profiler._record_function_enter_new(f"{MODULE_PREFIX}{name}", None)
+        stack.append((key, handle))
+
+    def exit(self, key: int | None) -> None:
+        """Close the scope opened for `key` (None: the innermost), and any left open above it by
+        a forward that raised (no return event came for those)."""
+        stack = self.stack()
+        if key is not None and all(k != key for k, _ in stack):
+            return
+        while stack:
+            k, handle = stack.pop()
+            torch.ops.profiler._record_function_exit._RecordFunction(handle)
+            if key is None or k == key:
+                return
+
+    def close_all(self) -> None:
+        while self.stack():
+            self.exit(None)
+
+
+_TOOL_NAME = "rooflinectl"
+_active: list[_Scopes] = []  # the installed scopes (module_scopes is re-entrant: inner uses are no-ops)
 
 
 @contextmanager
-def module_scopes() -> Iterator[None]:
-    """Annotate every nn.Module forward while the block runs."""
-    scopes = _ModuleScopes()
-    pre = torch.nn.modules.module.register_module_forward_pre_hook(scopes.pre_hook)
-    post = torch.nn.modules.module.register_module_forward_hook(scopes.post_hook, always_call=True)
+def _monitored(scopes: _Scopes) -> Iterator[None]:
+    monitoring = sys.monitoring  # type: ignore[attr-defined]
+    tool = next((t for t in range(1, 6) if monitoring.get_tool(t) is None), None)
+    if tool is None:  # every tool id taken (debuggers, coverage, profilers): no module names
+        yield
+        return
+    code = torch.nn.Module._call_impl.__code__
+    events = monitoring.events
+
+    def on_start(_code: Any, _offset: int) -> None:
+        frame = sys._getframe(1)
+        module = frame.f_locals.get("self")
+        if isinstance(module, torch.nn.Module):
+            scopes.enter(module, id(frame))
+
+    def on_return(_code: Any, _offset: int, _value: Any) -> None:
+        scopes.exit(id(sys._getframe(1)))
+
+    monitoring.use_tool_id(tool, _TOOL_NAME)
+    try:
+        monitoring.register_callback(tool, events.PY_START, on_start)
+        monitoring.register_callback(tool, events.PY_RETURN, on_return)
+        monitoring.set_local_events(tool, code, events.PY_START | events.PY_RETURN)
+        yield
+    finally:
+        monitoring.set_local_events(tool, code, 0)
+        monitoring.register_callback(tool, events.PY_START, None)
+        monitoring.register_callback(tool, events.PY_RETURN, None)
+        monitoring.free_tool_id(tool)
+
+
+@contextmanager
+def _hooked(scopes: _Scopes) -> Iterator[None]:
+    def pre_hook(module: torch.nn.Module, _inputs: Any) -> None:
+        if torch.compiler.is_compiling():  # traced by Dynamo: leave nothing in the graph
+            return
+        scopes.enter(module, id(module))
+
+    def post_hook(module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
+        if torch.compiler.is_compiling():
+            return
+        scopes.exit(id(module))
+
+    pre = torch.nn.modules.module.register_module_forward_pre_hook(pre_hook)
+    post = torch.nn.modules.module.register_module_forward_hook(post_hook, always_call=True)
+    warnings.filterwarnings("ignore", message=_HOOK_WARNING, category=UserWarning)
+    ours = warnings.filters[0]
     try:
         yield
     finally:
         pre.remove()
         post.remove()
+        if ours in warnings.filters:
+            warnings.filters.remove(ours)
+            warnings._filters_mutated()  # type: ignore[attr-defined]  # what filterwarnings itself calls
+
+
+def uses_monitoring() -> bool:
+    """Whether module scopes come from sys.monitoring (Python >= 3.12) rather than global hooks."""
+    return hasattr(sys, "monitoring")
+
+
+@contextmanager
+def module_scopes() -> Iterator[None]:
+    """Annotate every eager nn.Module call while the block runs (nested uses share the outer one)."""
+    if _active:
+        yield
+        return
+    scopes = _Scopes()
+    _active.append(scopes)
+    mechanism = _monitored if uses_monitoring() else _hooked
+    try:
+        with mechanism(scopes):
+            yield
+    finally:
+        scopes.close_all()
+        _active.clear()
