@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from rooflinectl.capture.inductor import inductor_annotations
+from rooflinectl.capture.modules import module_scopes
 from rooflinectl.capture.session import Capture, profiling
 from rooflinectl.errors import RooflineError, UsageError
 
@@ -123,16 +125,20 @@ def load_function(path: Path, name: str) -> tuple[Callable[..., Any], tuple[Any,
 
 def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int,
                   iters: int, device_kind: str) -> Capture:
-    """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate)."""
+    """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate).
+
+    Module scopes and Inductor's annotations are already on during the warm-up, so a function
+    that torch.compile compiles there is compiled as it will run profiled (not once more)."""
     if iters < 1:
         raise UsageError("--iters must be at least 1.")
-    for _ in range(max(warmup, 0)):
-        fn(*args, **kwargs)
-    if device_kind == "cuda":
-        torch.cuda.synchronize()
-    with profiling(device_kind) as capture:
-        for _ in range(iters):
+    with module_scopes(), inductor_annotations():
+        for _ in range(max(warmup, 0)):
             fn(*args, **kwargs)
+        if device_kind == "cuda":
+            torch.cuda.synchronize()
+        with profiling(device_kind) as capture:
+            for _ in range(iters):
+                fn(*args, **kwargs)
     capture.metadata["iterations"] = iters
     return capture
 

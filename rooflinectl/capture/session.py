@@ -1,4 +1,5 @@
-"""One profiling session: torch.profiler (CPU + CUDA activities), module scopes, Triton costs.
+"""One profiling session: torch.profiler (CPU + CUDA activities), module scopes, Triton and
+Inductor costs (capture/inductor.py).
 
 The session knows nothing of rooflines: it yields raw events (capture/trace.py) and the facts
 about the run that later stages need (device, math modes, library versions).
@@ -19,6 +20,7 @@ from typing import Any
 import torch
 
 from rooflinectl.atomic import atomic_file
+from rooflinectl.capture.inductor import compiled_cpp_kernels, inductor_annotations
 from rooflinectl.capture.modules import module_scopes
 from rooflinectl.capture.nvml_sampler import nvml_sampling
 from rooflinectl.capture.region import CALIBRATION_NAME
@@ -142,6 +144,7 @@ def profiling(device_kind: str) -> Iterator[Capture]:
         prof = torch.profiler.profile(activities=activities, record_shapes=True)
     with ExitStack() as stack:
         stack.enter_context(module_scopes())
+        stack.enter_context(inductor_annotations())
         stack.enter_context(triton_launches(triton_sink))
         _tiny_op_loop_s(device_kind)  # warm the loop once (allocator, kernel load)
         plain_s = _tiny_op_loop_s(device_kind)
@@ -159,6 +162,7 @@ def profiling(device_kind: str) -> Iterator[Capture]:
             prof.stop()
             trace = from_chrome_trace(export_trace(prof), _tensor_info(prof))
             trace.triton_launches = triton_sink
+            trace.compiled_kernels = compiled_cpp_kernels()
             capture.trace = trace
             capture.metadata.update(run_metadata(device_kind))  # math modes as they were at the end
 
