@@ -47,6 +47,7 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
     summary["regions"] = attributed.regions
     summary["clocks"] = clock_summary(launches, samples, metadata, placed, ceilings)
     summary["host_events"] = attributed.host_events
+    summary["compile_work_s"] = attributed.compile_work_s
     overhead_s = metadata.get("profiler_overhead_per_op_s")
     if overhead_s is not None:
         summary["device_idle_unprofiled_s"] = max(summary["device_idle_s"] - attributed.host_events * overhead_s, 0.0)

@@ -33,7 +33,7 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "bound": ("str", "memory, compute, latency or unknown"),
     "headroom_s": ("float", "time_s - roof_time_s: what reaching the roof would save"),
     "time_share": ("float", "time_s / total kernel time of the profile"),
-    "cost_source": ("str", "analytic, triton or none; mixed on re-aggregated rows; ncu reserved (see COST_SOURCES)"),
+    "cost_source": ("str", "analytic, triton, inductor or none; mixed on re-aggregated rows; ncu reserved (see COST_SOURCES)"),
     "cost_note": ("str", "the formula used and its approximations"),
     "blocks": ("float", "median thread blocks per launch (GPU), NaN when unknown"),
     "threads_per_block": ("float", "median threads per block (GPU), NaN when unknown"),
@@ -51,7 +51,7 @@ ORIGINS = ("aten", "triton", "inductor", "library", "other")
 # "mixed": a row that sums rows of several known sources (show --by op|module, diff's matched
 # groups; rooflinectl/aggregate.py). "ncu": reserved for the Nsight Compute counters tier
 # (not produced yet).
-COST_SOURCES = ("analytic", "triton", "mixed", "ncu", "none")
+COST_SOURCES = ("analytic", "triton", "inductor", "mixed", "ncu", "none")
 
 # Whole-run figures stored in the profile's "summary" (None where they do not apply).
 SUMMARY_KEYS: dict[str, str] = {
@@ -63,6 +63,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "device_idle_s": "window_s - device_busy_s: time the device waited (launch overhead, host work)",
     "device_idle_unprofiled_s": "device_idle_s less host_events x the profiler's measured cost per event: idle time to expect without the profiler",
     "host_events": "profiler events (ops, annotations) recorded in the window",
+    "compile_work_s": "time of the work torch.compile ran while compiling and autotuning (benchmark launches), not counted",
     "regions": "names of the rooflinectl.region blocks that limited the count",
     "launches": "number of kernel launches counted",
     "short_launches": "launches shorter than 5 microseconds",

@@ -60,6 +60,8 @@ def summary_text(data: ProfileData) -> Text:
         + (f"; regions: {', '.join(s['regions'])}" if s.get("regions") else ""),
     ]
     lines += clock_lines(s.get("clocks"))
+    if s.get("compile_work_s"):
+        lines.append(f"torch.compile ran {seconds(s['compile_work_s'])} of work while compiling and autotuning: not counted")
     sources = {r.source for r in [*c.memory_bytes_per_s.values(), *c.compute_flops_per_s.values()]}
     if "estimate" in sources:
         lines.append("some roofs are estimates: `rooflinectl ceilings --measure` measures them once for this machine")
