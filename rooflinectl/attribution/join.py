@@ -16,6 +16,10 @@ Rules (the README repeats them):
 - Regions: when the run has `rooflinectl.region` blocks, only work that started inside one
   (on any thread: backward ops run on autograd threads) is counted.
 - A kernel with no costed op above it keeps cost_source=none and NaN FLOPs/bytes.
+- torch.compile: a kernel Inductor generated carries the cost of the op named after it (Inductor's
+  estimate, costs/inductor.py, cost_source=inductor) and names the aten ops it fused as its op.
+  Work launched inside a `(dynamo_timed)` scope (compiling, autotuning benchmarks) is not the
+  user's work: it is left out and its time reported apart (compile_work_s).
 """
 
 from __future__ import annotations
@@ -30,11 +34,19 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.attribution.calls import op_call, shapes_text
+from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.precision import unit_and_precision
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
 from rooflinectl.costs import NO_WORK_OPS, OpCost, cost_of, lookup
+from rooflinectl.costs.inductor import (
+    cpp_kernel_cost,
+    fused_label,
+    is_generated_kernel,
+    triton_kernel_cost,
+)
 
+COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
 LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
                   "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block", "unit",
                   "precision", "start_ns", "end_ns", "launch_ns"]
@@ -46,6 +58,7 @@ class Attributed:
     window_s: float  # wall time of the counted window
     regions: list[str]
     host_events: int  # profiler events (ops, annotations) recorded in the window: each paid the profiler's cost
+    compile_work_s: float = 0.0  # time of kernels (GPU) or ops (CPU) run by torch.compile while compiling, not counted
 
 
 class _OpIndex:
@@ -76,6 +89,11 @@ class _OpIndex:
         self._region_starts = [a for a, _ in self.region_spans]
         self._excluded_starts = [a for a, _ in self.excluded_spans]
         self._costs: dict[int, tuple[OpCost | None, str]] = {}
+        self.compiled_kernels = trace.compiled_kernels
+        self.compile_work = [False] * len(self.ops)  # inside a (dynamo_timed) scope; parents come first
+        for i, op in enumerate(self.ops):
+            self.compile_work[i] = op.name.endswith(COMPILE_SCOPE_SUFFIX) or (
+                self.parent[i] >= 0 and self.compile_work[self.parent[i]])
 
     def in_window(self, ts_ns: int) -> bool:
         """Counted: inside a region (or anywhere, without regions) and outside the overhead probe."""
@@ -94,12 +112,30 @@ class _OpIndex:
     def cost(self, i: int) -> tuple[OpCost | None, str]:
         if i not in self._costs:
             op = self.ops[i]
-            if op.category != "cpu_op" or lookup(op.name) is None:
+            if op.category != "cpu_op":
+                self._costs[i] = (None, "")
+            elif "kernel_num_gb" in op.args:
+                call = op_call(op)
+                self._costs[i] = (triton_kernel_cost(op.name, op.args, call), shapes_text(call))
+            elif op.name in self.compiled_kernels:
+                buffers = self.compiled_kernels[op.name].get("buffers")
+                shapes = " x ".join(str(b["shape"]) for b in buffers or [])
+                self._costs[i] = (cpp_kernel_cost(op.name, buffers), shapes)
+            elif lookup(op.name) is None:
                 self._costs[i] = (None, "")
             else:
                 call = op_call(op)
                 self._costs[i] = (cost_of(call), shapes_text(call))
         return self._costs[i]
+
+    def label(self, i: int) -> str:
+        """The op column: the op's name, or the aten ops a generated kernel fused."""
+        name = self.ops[i].name if i >= 0 else ""
+        return fused_label(name) if is_generated_kernel(name) else name
+
+    def source(self, i: int) -> str:
+        """cost_source of op i's cost: inductor for generated kernels, analytic for our formulas."""
+        return "inductor" if is_generated_kernel(self.ops[i].name) else "analytic"
 
     def costed_ancestor(self, i: int) -> int:
         """Nearest op at or above i with a known cost, -1 if none."""
@@ -171,13 +207,16 @@ class _Attribution:
     shapes: str
     origin: str
     source: str  # cost_source when the cost is known
-    note: str = ""  # cost_note when the cost is unknown (a known cost brings its own)
+    note: str = ""  # cost_note when the cost is unknown; appended to a known cost's own note
 
 
 def _record(launch: _Launch, how: _Attribution, metadata: dict[str, Any]) -> dict[str, Any]:
     """One LAUNCH_COLUMNS row."""
     cost = how.cost
-    family, dtype, note = (cost.family, cost.dtype, cost.note) if cost is not None else ("other", "", how.note)
+    if cost is not None:
+        family, dtype, note = cost.family, cost.dtype, f"{cost.note}; {how.note}" if how.note else cost.note
+    else:
+        family, dtype, note = "other", "", how.note
     unit, precision = unit_and_precision(family, dtype, launch.device, metadata) if dtype else ("simt", "")
     return {
         "kernel": launch.kernel, "op": how.op, "op_family": family, "module": launch.module, "shapes": how.shapes,
@@ -199,7 +238,19 @@ def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> At
     launches = pd.DataFrame(records, columns=LAUNCH_COLUMNS)
     host_events = sum(1 for o in index.ops if index.in_window(o.ts_ns) and not o.name.startswith(REGION_PREFIX))
     return Attributed(launches=launches, window_s=_window_ns(launches, index) / 1e9, regions=index.region_names,
-                      host_events=host_events)
+                      host_events=host_events, compile_work_s=_compile_work_s(trace, index, device_kind))
+
+
+def _compile_work_s(trace: RawTrace, index: _OpIndex, device_kind: str) -> float:
+    """Time torch.compile spent running work while compiling: GPU kernels it launched (autotuning
+    benchmarks), or on CPU its outermost ops, inside the counted window."""
+    if device_kind == "cuda":
+        total = sum(k.dur_ns for k in trace.kernels if (i := index.by_external.get(k.external_id, -1)) >= 0
+                    and index.compile_work[i] and index.in_window(index.ops[i].ts_ns))
+    else:
+        total = sum(op.dur_ns for i, op in enumerate(index.ops) if op.name.endswith(COMPILE_SCOPE_SUFFIX)
+                    and not (index.parent[i] >= 0 and index.compile_work[index.parent[i]]) and index.in_window(op.ts_ns))
+    return total / 1e9
 
 
 def _window_ns(launches: pd.DataFrame, index: _OpIndex) -> int:
@@ -223,41 +274,47 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
     triton_queue: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
     for launch in trace.triton_launches:
         triton_queue[launch["name"]].append(launch)
-    pending: list[tuple[Any, int, int, dict[str, Any] | None, int]] = []  # kernel, op, costed op, triton, launch ts
-    for k in trace.kernels:
-        op_i = index.by_external.get(k.external_id, -1)
-        ts = index.ops[op_i].ts_ns if op_i >= 0 else trace.launch_ts_ns.get(k.correlation, k.ts_ns)
+    replayed = replay_sources(trace, lambda ext: index.ops[i].name if (i := index.by_external.get(ext, -1)) >= 0 else None)
+    pending: list[tuple[RawKernel, int, int, dict[str, Any] | None, int, int]] = []
+    for k in trace.kernels:  # kernel, its op, costed op, triton cost, launch ts, instance (graph replay or -1)
+        own_i = index.by_external.get(k.external_id, -1)  # a replayed kernel's: the op around the graph launch
+        source = replayed.get(id(k))
+        op_i = index.by_external.get(source, -1) if source is not None else own_i
+        ts = index.ops[own_i].ts_ns if own_i >= 0 and source is None else trace.launch_ts_ns.get(k.correlation, k.ts_ns)
         declared = triton_queue[k.name].popleft() if k.category == "kernel" and triton_queue.get(k.name) else None
-        if not index.in_window(ts):
+        if not index.in_window(ts) or (own_i >= 0 and index.compile_work[own_i]):
             continue
         costed = -1 if declared or k.category != "kernel" else index.costed_ancestor(op_i)
-        pending.append((k, op_i, costed, declared, ts))
-    time_by_op: dict[int, int] = defaultdict(int)
-    for k, _, costed, _, _ in pending:
+        pending.append((k, op_i, costed, declared, ts, k.correlation if source is not None else -1))
+    time_by_op: dict[tuple[int, int], int] = defaultdict(int)  # an op's cost is split among its kernels per run
+    for k, _, costed, _, _, instance in pending:
         if costed >= 0:
-            time_by_op[costed] += k.dur_ns
+            time_by_op[(costed, instance)] += k.dur_ns
     records = []
     graph_correlations = set(trace.graph_launches)
-    for k, op_i, costed, declared, ts in pending:
+    for k, op_i, costed, declared, ts, instance in pending:
         inner = index.innermost_cpu_op(op_i)
-        module = index.module(op_i)
+        module = index.module(op_i) or index.module(index.by_external.get(k.external_id, -1))
         blocks = float(math.prod(k.grid)) if k.grid else math.nan
         threads = float(math.prod(k.block)) if k.block else math.nan
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
         launch = _Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads)
+        replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
         if k.category != "kernel":
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
         elif declared is not None:
             how = _Attribution(k.name, _declared_cost(declared), 1.0, "", origin, "triton")
         elif costed >= 0:
             cost, shapes = index.cost(costed)
-            total = time_by_op[costed]
+            total = time_by_op[(costed, instance)]
             share = k.dur_ns / total if total > 0 else 1.0
-            how = _Attribution(index.ops[costed].name, cost, share, shapes, origin, "analytic")
+            how = _Attribution(index.label(costed), cost, share, shapes, origin, index.source(costed), replay_note)
         else:
-            op_name = index.ops[inner].name if inner >= 0 else ""
-            note = ("replayed from a CUDA graph: the trace links no op, so no cost" if k.correlation in graph_correlations
-                    else "no cost formula for this kernel's op")
+            op_name = index.label(inner)
+            note = ("replayed from a CUDA graph whose capture the trace does not hold (captured before profiling?): "
+                    "no op, so no cost" if k.correlation in graph_correlations and instance < 0
+                    else "Inductor kernel compiled without its cost annotations (benchmark_kernel off)"
+                    if is_generated_kernel(k.name) else "no cost formula for this kernel's op")
             how = _Attribution(op_name, None, 0.0, "", origin, "none", note)
         records.append(_record(launch, how, metadata))
     return records
@@ -279,6 +336,8 @@ def _transfer_attribution(k: RawKernel, op_name: str) -> _Attribution:
 def _may_do_work(op: RawOp) -> bool:
     """A CPU op without formula counts as unknown work unless it is a view, an allocation, or an
     autograd bookkeeping node ("TBackward0", "autograd::engine::...") whose children do the work."""
+    if op.category == "cpu_op" and is_generated_kernel(op.name):
+        return True
     return (op.category == "cpu_op" and "::" in op.name and not op.name.startswith(("autograd::", "torch::autograd::"))
             and op.name not in NO_WORK_OPS)
 
@@ -307,12 +366,17 @@ def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, An
     chosen = sorted((u for r in roots for u in units(r)), key=lambda u: index.ops[u].ts_ns)
     for i in chosen:
         op: RawOp = index.ops[i]
-        if not index.in_window(op.ts_ns):
+        if not index.in_window(op.ts_ns) or index.compile_work[i]:
             continue
         cost, shapes = index.cost(i)
         launch = _Launch(op.name, index.module(i), "cpu", op.dur_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
+        generated = is_generated_kernel(op.name)
+        origin = "inductor" if generated else "aten"
         if cost is not None:
-            how = _Attribution(op.name, cost, 1.0, shapes, "aten", "analytic")
+            how = _Attribution(index.label(i), cost, 1.0, shapes, origin, index.source(i))
+        elif generated:
+            how = _Attribution(index.label(i), None, 0.0, shapes, origin, "none",
+                               "Inductor C++ kernel whose buffers its generated wrapper does not let us read")
         else:
             how = _Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", "no cost formula for this op")
         records.append(_record(launch, how, metadata))
