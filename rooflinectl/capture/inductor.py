@@ -77,10 +77,17 @@ def inductor_annotations() -> Iterator[None]:
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.cpp_pybinding\((\[[^\]]*\]), r'''$")
 _SIGNATURE = re.compile(r'extern "C"[^(]*\(([^)]*)\)', re.S)
 _RECORD = re.compile(r'RAIIAtenRecordFunctionHandle\s+\w+\("([^"]+)"')
-_ALLOC = re.compile(r"^\s+(\w+) = empty_strided_\w+\((\([^)]*\)), \([^)]*\), torch\.(\w+)\)")
+# Lines of the wrapper that give a buffer's shape (group 1: name, group 2: shape), or an alias.
+_SHAPED = (re.compile(r"^\s+(\w+) = empty_strided_\w+\((\([^)]*\)), "),
+           re.compile(r"^\s+(\w+) = reinterpret_tensor\(\w+, (\([^)]*\)), "),
+           re.compile(r"^\s+(\w+) = rand_strided\((\([^)]*\)), "),
+           re.compile(r"^\s+assert_size_stride\((\w+), (\([^)]*\)), "))
 _ALIAS = re.compile(r"^\s+(\w+) = (\w+); del \w+\s+# reuse")
-_REINTERPRET = re.compile(r"^\s+(\w+) = reinterpret_tensor\((\w+), (\([^)]*\)), ")
-_INPUT = re.compile(r"^\s+(\w+) = rand_strided\((\([^)]*\)), \([^)]*\), device='\w+', dtype=torch\.(\w+)\)")
+# C++ element types of Inductor's kernel parameters -> torch dtype names.
+_CPP_DTYPES = {"float": "float32", "double": "float64", "bfloat16": "bfloat16", "at::BFloat16": "bfloat16",
+               "c10::BFloat16": "bfloat16", "half": "float16", "at::Half": "float16", "c10::Half": "float16",
+               "int64_t": "int64", "int32_t": "int32", "int16_t": "int16", "int8_t": "int8", "uint8_t": "uint8",
+               "bool": "bool"}
 _CALL = re.compile(r"^\s+(\w+)\(([^()]*)\)$")
 
 
@@ -121,17 +128,19 @@ def parse_wrapper(source: str) -> dict[str, dict[str, Any]]:
         cpp = "\n".join(lines[i + 1:end])
         arg_types = ast.literal_eval(match.group(2))
         record = _RECORD.search(cpp)
+        dtypes = [_CPP_DTYPES.get(t.replace("const ", "").rstrip("*").strip(), "") for t in arg_types]
         kernels[match.group(1)] = {"event": record.group(1) if record else match.group(1),
-                                   "roles": _roles(cpp, len(arg_types))}
+                                   "roles": _roles(cpp, len(arg_types)), "dtypes": dtypes}
         i = end + 1
-    buffers: dict[str, tuple[list[int] | None, str]] = {}
-    for line in lines:  # get_args() (inputs) and call() (allocations, reuse, kernel calls), in order
-        if (m := _INPUT.match(line)) or (m := _ALLOC.match(line)):
-            buffers[m.group(1)] = (_shape(m.group(2)), m.group(3))
-        elif m := _ALIAS.match(line):
-            buffers[m.group(1)] = buffers.get(m.group(2), (None, ""))
-        elif m := _REINTERPRET.match(line):
-            buffers[m.group(1)] = (_shape(m.group(3)), buffers.get(m.group(2), (None, ""))[1])
+    shapes: dict[str, list[int] | None] = {}
+    for line in lines:  # call() (allocations, reuse, extern outputs) and get_args() (inputs)
+        if m := _ALIAS.match(line):
+            shapes[m.group(1)] = shapes.get(m.group(2))
+            continue
+        for pattern in _SHAPED:
+            if m := pattern.match(line):
+                shapes[m.group(1)] = _shape(m.group(2))
+                break
     for line in lines:
         m = _CALL.match(line)
         if m is None or m.group(1) not in kernels or "buffers" in kernels[m.group(1)]:
@@ -141,10 +150,10 @@ def parse_wrapper(source: str) -> dict[str, dict[str, Any]]:
         roles = entry["roles"]
         known = roles is not None and len(roles) == len(names)
         described = []
-        for name, role in zip(names, roles or []):
+        for name, role, dtype in zip(names, roles or [], entry["dtypes"]):
             if role == "scalar":
                 continue
-            shape, dtype = buffers.get(name, (None, ""))
+            shape = shapes.get(name)
             known = known and shape is not None and bool(dtype)
             described.append({"shape": shape, "dtype": dtype, "role": role})
         entry["buffers"] = described if known else None
