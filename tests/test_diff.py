@@ -105,3 +105,25 @@ def test_config_regression_threshold(tmp_path):
     config.write_text("[tool.rooflinectl.diff]\nfail_on_regression = 10\n")
     result = CliRunner().invoke(command, [str(base), str(new), "--config", str(config)], catch_exceptions=False)
     assert result.exit_code == 1, result.output
+
+
+def test_compiled_kernels_match_the_eager_ops_they_fused():
+    """Eager: add and GELU in each block, a layer norm, the GEMMs per layer. Compiled (module
+    only the compiled model's root): one fused kernel of those ops, the GEMMs as extern calls."""
+    eager = profile([
+        elementwise("aten::add", ACT, inputs=2, module="gpt.blocks.0"),
+        elementwise("aten::gelu", ACT, module="gpt.blocks.0.mlp"),
+        elementwise("aten::layer_norm", ACT, module="gpt.blocks.0.ln", family="norm"),
+        elementwise("aten::mul", ACT, module="other"),  # not in any fused kernel: vanishes
+        gemm("aten::mm", 4096, 1024, 1024, module="gpt.blocks.0.mlp.fc"),
+    ])
+    compiled = profile([
+        elementwise("fused(add, gelu, native_layer_norm, view)", ACT, origin="inductor", module="gpt",
+                    kernel="triton_per_fused_add_gelu_native_layer_norm_view_0"),
+        gemm("aten::mm", 4096, 1024, 1024, module="gpt", kernel="nvjet_sm90_tst_128x256"),
+    ])
+    match = match_groups(eager.kernels, compiled.kernels)
+    levels = {(p.rows_base, p.rows_new): p.level for p in match.pairs.itertuples()}
+    assert levels[(0, 1, 2), (0,)] == "fused"  # add, gelu, layer norm -> the kernel that fused them
+    assert levels[(4,), (1,)] == "op-shapes-anywhere"  # the GEMM, same shapes, named by another module
+    assert list(match.only_base["op"]) == ["aten::mul"] and match.only_new.empty

@@ -10,6 +10,12 @@ rule) and a key present on both sides is one matched pair:
   op-shapes  op, module, shapes, dtype              (another library kernel for the same work)
   kernel-op  kernel, op, module                     (the same code on other shapes)
   op         op, module                             (the op, whatever its kernels and shapes)
+  fused      torch.compile: the kernels Inductor generated in a module (op "fused(add, mul, ...)")
+             against the other side's rows of the ops they fused, in that module or below it
+             (module "" : anywhere); eager GELU, add and layer norm against the fused kernels
+             that replaced them, so a user sees what compilation bought per group
+  op-shapes-anywhere, op-anywhere   op (and shapes, dtype) in any module: a compiled region
+             names only its outer module, the eager run each layer's (GEMMs left as extern calls)
   module     module, when named                     (naive attention's bmm, softmax, bmm in `attn`
                                                     against the fused SDPA kernel in `attn`)
 What matches nothing at any level is returned per side.
@@ -35,8 +41,42 @@ LEVELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("op-shapes", ("op_stem", "module", "shapes", "dtype")),
     ("kernel-op", ("kernel_stem", "op_stem", "module")),
     ("op", ("op_stem", "module")),
+    ("fused", ("fused_key",)),
+    ("op-shapes-anywhere", ("op_stem", "shapes", "dtype")),
+    ("op-anywhere", ("op_stem",)),
     ("module", ("module",)),
 )
+
+
+_FUSED = re.compile(r"^fused\((.*)\)$")
+
+
+def _fused_ops(op: str) -> list[str]:
+    match = _FUSED.match(op)
+    return [o.strip() for o in match.group(1).split(",") if o.strip()] if match else []
+
+
+def _fused_keys(left: dict[str, pd.DataFrame]) -> None:
+    """Set `fused_key` on both sides: "M" for a generated kernel in module M, and for a row of
+    the other side whose aten op one of M's generated kernels fused, in M or below it (the
+    longest such M); "" (no match) elsewhere."""
+    for side in SIDES:
+        fused = left[side]["op"].map(_fused_ops)
+        left[side]["fused_key"] = [f"fused|{m}" if ops else "" for m, ops in zip(left[side]["module"], fused)]
+    for side, other in (("base", "new"), ("new", "base")):
+        union: dict[str, set[str]] = {}
+        for module, op in zip(left[other]["module"], left[other]["op"]):
+            union.setdefault(module, set()).update(_fused_ops(op))
+        union = {m: ops for m, ops in union.items() if ops}
+        keys = list(left[side]["fused_key"])
+        for i, (module, op) in enumerate(zip(left[side]["module"], left[side]["op"])):
+            if keys[i]:
+                continue
+            name = op.split("::", 1)[-1]
+            owners = [m for m, ops in union.items() if (name in ops or f"native_{name}" in ops) and (not m or module == m or module.startswith(m + "."))]
+            if owners:
+                keys[i] = f"fused|{max(owners, key=len)}"
+        left[side]["fused_key"] = keys
 
 
 def normalise_kernel(name: str) -> str:
@@ -94,7 +134,10 @@ def match_groups(base: pd.DataFrame, new: pd.DataFrame) -> GroupMatch:
     pairs: list[pd.DataFrame] = []
     for level, key_tuple in LEVELS:
         keys = list(key_tuple)
-        sides = {s: left[s][left[s]["module"] != ""] if level == "module" else left[s] for s in SIDES}
+        if level == "fused":
+            _fused_keys(left)
+        sides = {s: left[s][left[s]["module"] != ""] if level == "module" else
+                 left[s][left[s]["fused_key"] != ""] if level == "fused" else left[s] for s in SIDES}
         if any(side.empty for side in sides.values()):
             continue
         both = _summed(sides["base"], keys).merge(_summed(sides["new"], keys), on=keys, suffixes=("_base", "_new"))

@@ -1,0 +1,82 @@
+"""torch.compile under rooflinectl on the GPU: outputs, cost coverage, owners, distortion.
+
+python3 scripts/compile_check.py OUT_DIR NAME MODE -- SCRIPT [ARGS...]
+
+Runs SCRIPT three ways with --compile MODE: plain, under `rooflinectl profile`, and under a bare
+torch.profiler (scripts/record_trace.py); all three with Inductor's cost annotations on, so they
+share Inductor's compile cache and compile the same kernels (the annotations change no math).
+Prints one COMPILE line (JSON) and appends a row to OUT_DIR/compile.md:
+- digest_equal: the script's OUTPUT line is the same plain and profiled;
+- known_cost_share: GPU time with a known cost; owner_share: known cost and a named owner
+  (a module, or the aten ops a generated kernel fused / the op that launched the kernel);
+- distortion: counted kernel time under rooflinectl / the same count on the bare trace - 1
+  (the bare trace goes through the same attribution, so both count the same launches).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+ENV = {**os.environ, "TORCHINDUCTOR_BENCHMARK_KERNEL": "1", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "1"}
+
+
+def _run(cmd: list[str]) -> str:
+    done = subprocess.run(cmd, capture_output=True, text=True, env=ENV, check=False)
+    if done.returncode != 0:
+        print(done.stdout[-3000:], done.stderr[-3000:], file=sys.stderr)
+        raise SystemExit(f"failed ({done.returncode}): {' '.join(cmd)}")
+    return done.stdout
+
+
+def _digest(out: str) -> str | None:
+    return next((line for line in out.splitlines() if line.startswith("OUTPUT ")), None)
+
+
+def main() -> int:
+    out_dir, name, mode = sys.argv[1:4]
+    script = sys.argv[sys.argv.index("--") + 1:] + ["--compile", mode]
+    prefix = os.path.join(out_dir, f"{name}-{mode}")
+    plain = _digest(_run([sys.executable, *script]))
+    profiled = _digest(_run([sys.executable, "-m", "rooflinectl", "profile", script[0], "-o", f"{prefix}.profile.json",
+                             "-q", "--save-trace", f"{prefix}.capture.json.gz", "--", *script[1:]]))
+    _run([sys.executable, "scripts/record_trace.py", f"{prefix}.bare.trace.json.gz", "--inductor-costs", "--", *script])
+
+    from rooflinectl.attribution.join import attribute
+    from rooflinectl.capture.trace import from_chrome_trace
+    from rooflinectl.outputs.profile_file import load_profile
+
+    profile = load_profile(f"{prefix}.profile.json")
+    kernels = profile.kernels
+    total = float(kernels["time_s"].sum())
+    known = kernels["cost_source"] != "none"
+    owned = known & ((kernels["module"].fillna("") != "") | (kernels["op"].fillna("") != ""))
+    with_module = known & (kernels["module"].fillna("") != "")
+    with gzip.open(f"{prefix}.bare.trace.json.gz", "rt") as handle:
+        bare = attribute(from_chrome_trace(json.load(handle)), "cuda", dict(profile.metadata)).launches
+    record = {
+        "name": name, "mode": mode, "digest_equal": plain is not None and plain == profiled,
+        "plain_output": plain, "profiled_output": profiled,
+        "known_cost_share": float(kernels.loc[known, "time_s"].sum() / total) if total else None,
+        "owner_share": float(kernels.loc[owned, "time_s"].sum() / total) if total else None,
+        "module_share": float(kernels.loc[with_module, "time_s"].sum() / total) if total else None,
+        "inductor_share": float(kernels.loc[kernels["cost_source"] == "inductor", "time_s"].sum() / total) if total else None,
+        "kernel_time_s": total, "bare_kernel_time_s": float(bare["time_s"].sum()),
+        "compile_work_s": profile.summary.get("compile_work_s"),
+    }
+    record["distortion"] = record["kernel_time_s"] / record["bare_kernel_time_s"] - 1 if record["bare_kernel_time_s"] else None
+    print("COMPILE " + json.dumps(record), flush=True)
+    device = profile.metadata.get("device_name", "?")
+    with open(os.path.join(out_dir, "compile.md"), "a", encoding="utf-8") as handle:
+        handle.write(f"| {dt.date.today()} | {device} | {name} | {mode} | {record['digest_equal']} | "
+                     f"{record['known_cost_share']:.1%} | {record['owner_share']:.1%} | {record['module_share']:.1%} | "
+                     f"{record['inductor_share']:.1%} | {record['distortion']:+.2%} |\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
