@@ -36,7 +36,7 @@ import pandas as pd
 from rooflinectl.attribution.calls import op_call, shapes_text
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.precision import unit_and_precision
-from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX
+from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
 from rooflinectl.costs import NO_WORK_OPS, OpCost, cost_of, lookup
 from rooflinectl.costs.inductor import (
@@ -85,7 +85,7 @@ class _OpIndex:
         self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in self.ops
                                     if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)})
         self.excluded_spans = _merge([(o.ts_ns, o.end_ns) for o in self.ops
-                                      if o.category == "user_annotation" and o.name == CALIBRATION_NAME])
+                                      if o.category == "user_annotation" and o.name in (CALIBRATION_NAME, WARMUP_NAME)])
         self._region_starts = [a for a, _ in self.region_spans]
         self._excluded_starts = [a for a, _ in self.excluded_spans]
         self._costs: dict[int, tuple[OpCost | None, str]] = {}

@@ -14,6 +14,7 @@ import torch
 REGION_PREFIX = "rooflinectl.region:"
 MODULE_PREFIX = "rooflinectl.module:"
 CALIBRATION_NAME = "rooflinectl.calibration"  # the profiler-overhead probe: never counted
+WARMUP_NAME = "rooflinectl.warmup"  # function mode's warm-up calls: recorded (a CUDA graph's capture), never counted
 
 
 @contextmanager

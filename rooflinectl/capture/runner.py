@@ -21,8 +21,7 @@ from typing import Any
 
 import torch
 
-from rooflinectl.capture.inductor import inductor_annotations
-from rooflinectl.capture.modules import module_scopes
+from rooflinectl.capture.region import WARMUP_NAME
 from rooflinectl.capture.session import Capture, profiling
 from rooflinectl.errors import RooflineError, UsageError
 
@@ -127,18 +126,20 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
                   iters: int, device_kind: str) -> Capture:
     """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate).
 
-    Module scopes and Inductor's annotations are already on during the warm-up, so a function
-    that torch.compile compiles there is compiled as it will run profiled (not once more)."""
+    The warm-up runs profiled too, inside an annotation that is never counted: a function that
+    torch.compile compiles there is compiled as it will run (module scopes and Inductor's
+    annotations on, not once more), and a CUDA graph captured there (mode="reduce-overhead")
+    is in the trace, so its replays get the ops of its capture."""
     if iters < 1:
         raise UsageError("--iters must be at least 1.")
-    with module_scopes(), inductor_annotations():
-        for _ in range(max(warmup, 0)):
-            fn(*args, **kwargs)
-        if device_kind == "cuda":
-            torch.cuda.synchronize()
-        with profiling(device_kind) as capture:
-            for _ in range(iters):
+    with profiling(device_kind) as capture:
+        with torch.profiler.record_function(WARMUP_NAME):
+            for _ in range(max(warmup, 0)):
                 fn(*args, **kwargs)
+            if device_kind == "cuda":
+                torch.cuda.synchronize()
+        for _ in range(iters):
+            fn(*args, **kwargs)
     capture.metadata["iterations"] = iters
     return capture
 
