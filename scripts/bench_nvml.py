@@ -1,4 +1,4 @@
-"""NVML during the run, on the GPU machine: what the sampler saw, and what it costs (scripts/gpu.d/60-nvml.sh).
+"""NVML during the run, on the GPU machine: what the sampler saw, and what it costs (scripts/gpu.d/70-nvml.sh).
 
 Usage: python3 scripts/bench_nvml.py OUT_DIR [NAME=PROFILE.json ...]
 - Cost: two workloads profiled with the sampler on (every 20 ms, the default) and off
@@ -101,7 +101,7 @@ def _f(value: Any, fmt: str) -> str:
 
 def markdown(results: dict[str, Any]) -> str:
     lines = ["# NVML during the run: clocks, power, throttling, and the sampler's cost\n",
-             f"Printed by `scripts/bench_nvml.py` (run by `scripts/gpu.d/60-nvml.sh`) on {results['device']}, "
+             f"Printed by `scripts/bench_nvml.py` (run by `scripts/gpu.d/70-nvml.sh`) on {results['device']}, "
              f"torch {results['torch']}, driver {results.get('driver') or '?'}, {results['date']}.\n",
              "## What the sampler saw\n",
              "| profile | samples | SM clock mean (min-max) while kernels ran | memory clock | power mean / peak / limit "
