@@ -1,0 +1,127 @@
+"""Memory coalescing: the same copy, with neighbouring threads on neighbouring addresses or not.
+
+A warp's 32 loads become one wide transaction when they fall on consecutive addresses. The
+coalesced copy gives each program a contiguous block; the strided twin moves exactly the same
+bytes, but walks the buffer column by column (as a [rows, ROW] matrix), so neighbouring threads
+touch addresses ROW elements apart and each 4-byte access pulls in a whole 32-byte sector.
+Both declare the same minimum traffic: the strided one's lower efficiency is the lesson.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from rooflinectl_kernels.cost import declare, tensor_bytes
+from rooflinectl_kernels.registry import Lesson, Target, Variant, register
+
+COPY_BLOCK = 4096
+STRIDED_ROW = 1024  # elements per row of the matrix the strided twin walks column-wise
+
+
+def _copy_cost(grid, metadata, args):
+    return declare("copy_coalesced_kernel", nbytes=2 * tensor_bytes(args["src"]))
+
+
+def _strided_cost(grid, metadata, args):
+    return declare("copy_strided_kernel", nbytes=2 * tensor_bytes(args["src"]))
+
+
+def _add_cost(grid, metadata, args):
+    n = args["a"].numel()
+    return declare("vector_add_kernel", nbytes=tensor_bytes(args["a"], args["b"], args["out"]), flops=n, bits=32)
+
+
+@triton.jit(launch_metadata=_copy_cost)
+def copy_coalesced_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # contiguous: one transaction per warp access
+    mask = offsets < n
+    tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
+
+
+@triton.jit(launch_metadata=_strided_cost)
+def copy_strided_kernel(src, dst, n, rows, ROW: tl.constexpr, BLOCK: tl.constexpr):
+    logical = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    # Column-major walk of a row-major [rows, ROW] buffer: thread i and i+1 are ROW elements apart.
+    offsets = (logical % rows) * ROW + logical // rows
+    mask = logical < n
+    tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
+
+
+@triton.jit(launch_metadata=_add_cost)
+def vector_add_kernel(a, b, out, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(a + offsets, mask=mask)
+    y = tl.load(b + offsets, mask=mask)
+    tl.store(out + offsets, x + y, mask=mask)
+
+
+def copy_coalesced(src: torch.Tensor) -> torch.Tensor:
+    dst = torch.empty_like(src)
+    n = src.numel()
+    copy_coalesced_kernel[(triton.cdiv(n, COPY_BLOCK),)](src, dst, n, BLOCK=COPY_BLOCK, num_warps=4)
+    return dst
+
+
+def copy_strided(src: torch.Tensor) -> torch.Tensor:
+    """Same result as copy_coalesced; numel must be a multiple of STRIDED_ROW (the matrix view)."""
+    n = src.numel()
+    if n % STRIDED_ROW:
+        raise ValueError(f"the strided copy views the buffer as rows of {STRIDED_ROW}: {n} elements do not fit")
+    dst = torch.empty_like(src)
+    copy_strided_kernel[(triton.cdiv(n, COPY_BLOCK),)](src, dst, n, n // STRIDED_ROW, ROW=STRIDED_ROW,
+                                                       BLOCK=COPY_BLOCK, num_warps=4)
+    return dst
+
+
+def vector_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(a)
+    n = a.numel()
+    vector_add_kernel[(triton.cdiv(n, COPY_BLOCK),)](a, b, out, n, BLOCK=COPY_BLOCK, num_warps=4)
+    return out
+
+
+def _copy_inputs(shape, device, dtype):
+    return {"src": torch.randn(shape["n"], device=device, dtype=dtype)}
+
+
+def _add_inputs(shape, device, dtype):
+    return {"a": torch.randn(shape["n"], device=device, dtype=dtype),
+            "b": torch.randn(shape["n"], device=device, dtype=dtype)}
+
+
+# 64 Mi fp32 elements = 256 MiB per buffer: four times the H200's L2, so DRAM is what is timed.
+LARGE_N = 64 * 1024 * 1024
+
+register(Lesson(
+    name="copy",
+    concept="coalesced vs strided access: the same bytes, a fraction of the bandwidth",
+    family="copy",
+    dtype=torch.float32,
+    shapes={"small": {"n": 64 * STRIDED_ROW}, "large": {"n": LARGE_N}},
+    make_inputs=_copy_inputs,
+    reference=lambda i: i["src"].float().clone(),
+    variants=(
+        Variant("coalesced", "triton", "lesson", lambda i: copy_coalesced(i["src"])),
+        Variant("strided", "triton", "twin", lambda i: copy_strided(i["src"]),
+                note="same bytes, neighbouring threads 4 KiB apart"),
+        Variant("torch copy_", "torch", "library", lambda i: torch.empty_like(i["src"]).copy_(i["src"])),
+    ),
+    target=Target("roof", 0.90, "coalesced copy >= 90% of measured DRAM bandwidth"),
+))
+
+register(Lesson(
+    name="vector_add",
+    concept="the simplest Triton kernel: one program per block, masked tail; as fast as torch",
+    family="elementwise",
+    dtype=torch.float32,
+    shapes={"small": {"n": 10_000}, "large": {"n": LARGE_N}},
+    make_inputs=_add_inputs,
+    reference=lambda i: i["a"].float() + i["b"].float(),
+    variants=(
+        Variant("triton", "triton", "lesson", lambda i: vector_add(i["a"], i["b"])),
+        Variant("torch add", "torch", "library", lambda i: i["a"] + i["b"]),
+    ),
+))

@@ -1,0 +1,68 @@
+"""How a reference kernel declares its cost: the dict its `launch_metadata` function returns.
+
+This is the one place the convention is written (kernels/README.md points here).
+
+    @triton.jit(launch_metadata=my_cost)      # my_cost(grid, metadata, args) -> dict
+    def my_kernel(...): ...
+
+Keys, Proton's names, so that Proton, `rooflinectl profile` and `rooflinectl kernels` read the
+same dict:
+  name                str    the name traces show for the launch
+  flops8 / flops16 / flops32 / flops64
+                      float  FLOPs (an FMA counts 2) done at that bit width. The width is the
+                             width of the arithmetic: a bf16 or fp16 `tl.dot` counts flops16;
+                             element-wise math on bf16 data that the kernel upcasts to fp32
+                             counts flops32. Comparisons, selections and moves count 0 (the
+                             cost model's convention, README "Cost model").
+  bytes               float  the minimum DRAM traffic of this launch: each tensor it reads read
+                             once, each tensor it writes written once. A kernel that re-reads
+                             (a strided copy, a naive matmul) still declares the minimum: the
+                             gap to the roof is the lesson.
+  tensor_core         bool   our addition (Proton has no such key): True when the FLOPs run on
+                             tensor cores (`tl.dot`), so the roof is the tensor roof of that
+                             width. Absent or False: CUDA cores.
+
+`args` holds the launch's arguments by parameter name (tensors, ints, and the constexprs,
+autotuned ones included). Cost functions read only shapes, dtypes and integer arguments, never
+tensor values: reading a value would synchronise the device at every launch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+WIDTH_KEYS = {8: "flops8", 16: "flops16", 32: "flops32", 64: "flops64"}
+TENSOR_CORE_KEY = "tensor_core"
+
+
+def declare(name: str, *, nbytes: float, flops: float | dict[int, float] = 0.0, bits: int = 32,
+            tensor_core: bool = False) -> dict[str, Any]:
+    """The launch_metadata dict of one launch (see the module docstring for the keys).
+
+    `flops` at width `bits`, or a dict {bits: flops} for a kernel that computes at two widths
+    (a bf16 tensor-core product scaled in fp32, say)."""
+    by_width = flops if isinstance(flops, dict) else {bits: flops}
+    unknown = [b for b in by_width if b not in WIDTH_KEYS]
+    if unknown:
+        raise ValueError(f"bit width(s) {unknown} not among {sorted(WIDTH_KEYS)}")
+    out: dict[str, Any] = {"name": name, **{WIDTH_KEYS[b]: float(f) for b, f in by_width.items()},
+                           "bytes": float(nbytes)}
+    if tensor_core:
+        out[TENSOR_CORE_KEY] = True
+    return out
+
+
+def tensor_bytes(*tensors: Any) -> int:
+    """Bytes of the tensors, each counted once (None is skipped)."""
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+
+def declared_flops(data: dict[str, Any]) -> float:
+    """All FLOPs a declaration holds, whatever their width."""
+    return sum(float(data.get(key, 0.0)) for key in WIDTH_KEYS.values())
+
+
+def declared_bits(data: dict[str, Any]) -> int | None:
+    """The width with the most FLOPs, None when the launch declares no FLOPs."""
+    best = max(WIDTH_KEYS.items(), key=lambda kv: float(data.get(kv[1], 0.0)))
+    return best[0] if float(data.get(best[1], 0.0)) > 0 else None

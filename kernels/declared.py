@@ -1,0 +1,89 @@
+"""Collect the cost dicts the lesson kernels declare, launch by launch.
+
+On a GPU this is Triton's launch-enter hook, the route Proton and `rooflinectl profile`
+(rooflinectl/capture/triton_hook.py) take: Triton builds the launch_metadata dict only while a
+hook is set. Here we keep the raw dict (all widths, and the tensor_core key) where the profiler
+summarises it. Triton's interpreter calls no launch hooks, so under TRITON_INTERPRET=1 each
+lesson kernel gets a pre-run hook that calls its launch_metadata function with the launch's
+arguments (grid and compiled metadata are None there; our cost functions read neither).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import triton
+
+from rooflinectl_kernels.registry import interpreting
+
+_ACTIVE: list[list[dict[str, Any]]] = []  # sinks of the recordings in progress (interpreter path)
+
+
+def jit_function(kernel: Any) -> Any:
+    """The jitted function under autotune/heuristics wrappers (each keeps it in `.fn`)."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+
+    while isinstance(kernel, (Autotuner, Heuristics)):
+        kernel = kernel.fn
+    return kernel
+
+
+def _interpreted_kernels() -> Iterator[Any]:
+    from triton.runtime.interpreter import InterpretedFunction
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("rooflinectl_kernels.") or module is None:
+            continue
+        for value in vars(module).values():
+            base = jit_function(value)
+            if isinstance(base, InterpretedFunction) and base.kwargs.get("launch_metadata"):
+                yield base
+
+
+def _install_interpreter_hooks() -> None:
+    for base in _interpreted_kernels():
+        if getattr(base, "_rooflinectl_declares", False):
+            continue
+        signature = inspect.signature(base.fn)
+        cost_fn = base.kwargs["launch_metadata"]
+
+        def hook(*args: Any, _signature=signature, _cost=cost_fn, **kwargs: Any) -> None:
+            if not _ACTIVE:
+                return
+            bound = _signature.bind_partial(*args, **kwargs)
+            bound.apply_defaults()
+            data = dict(_cost(None, None, dict(bound.arguments)))
+            for sink in _ACTIVE:
+                sink.append(data)
+
+        base.add_pre_run_hook(hook)
+        base._rooflinectl_declares = True
+
+
+@contextmanager
+def recording(sink: list[dict[str, Any]]) -> Iterator[None]:
+    """While active, append the declared cost dict of each lesson-kernel launch to `sink`."""
+    if interpreting():
+        _install_interpreter_hooks()
+        _ACTIVE.append(sink)
+        try:
+            yield
+        finally:
+            _ACTIVE.remove(sink)
+        return
+
+    def hook(metadata: Any) -> None:
+        data = metadata.get() if hasattr(metadata, "get") else dict(metadata or {})
+        if data and "bytes" in data:
+            sink.append({k: v for k, v in data.items() if k not in ("function", "stream")})
+
+    chain = triton.knobs.runtime.launch_enter_hook
+    chain.add(hook)
+    try:
+        yield
+    finally:
+        chain.remove(hook)

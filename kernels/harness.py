@@ -1,0 +1,214 @@
+"""Run a lesson: check each variant against the fp32 reference, read its declared cost, time it.
+
+Timing on a GPU is `triton.testing.do_bench` (CUDA events, warm-up, L2 flushed between calls,
+the median kept); memory-bound lessons' large inputs are several times the 60 MiB L2 of an H200
+anyway. Under the interpreter (CPU) a perf_counter median of a few calls: the numbers teach
+nothing about speed there, and the command says so.
+
+One variant that fails (a compile error, out of memory) is recorded with its error and the
+others still run: a lesson run is never lost to one kernel.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from rooflinectl_kernels.cost import TENSOR_CORE_KEY, WIDTH_KEYS, declared_bits, declared_flops
+from rooflinectl_kernels.declared import recording
+from rooflinectl_kernels.registry import Lesson, Variant, dtype_name, interpreting, shape_text
+
+# (atol, rtol) per dtype of the data: one element-wise op rounds by about one unit in the last place.
+TOLERANCE = {
+    torch.float32: (1e-4, 1e-4),
+    torch.float16: (2e-3, 5e-3),
+    torch.bfloat16: (1.6e-2, 2e-2),
+}
+CPU_TIMING_CALLS = 3
+
+
+@dataclass
+class Check:
+    ok: bool
+    max_abs_err: float
+    atol: float
+    rtol: float
+    worst: list[str] = field(default_factory=list)  # the worst mismatches, as text
+
+
+@dataclass
+class VariantResult:
+    lesson: str
+    variant: str
+    role: str
+    kind: str
+    family: str
+    shapes: str
+    dtype: str
+    kernels: list[str] = field(default_factory=list)  # declared launch names, one per launch in one call
+    time_s: float | None = None  # median per call
+    flops: float | None = None
+    bytes: float | None = None
+    bits: int | None = None
+    tensor_core: bool = False
+    cost_source: str = ""  # triton: its kernels declared it; lesson: the lesson's formula for a torch call
+    check: Check | None = None
+    autotune: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _tensors(out: Any) -> list[torch.Tensor]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def compare(out: Any, ref: Any, dtype: torch.dtype, scale: float = 1.0, show: int = 3) -> Check:
+    """Every output within atol + rtol * |ref| of the fp32 reference; the worst listed."""
+    atol, rtol = (t * scale for t in TOLERANCE.get(dtype, TOLERANCE[torch.float32]))
+    outs, refs = _tensors(out), _tensors(ref)
+    if len(outs) != len(refs):
+        return Check(False, math.inf, atol, rtol, [f"{len(outs)} outputs, the reference has {len(refs)}"])
+    ok, worst_err, worst = True, 0.0, []
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        if tuple(o.shape) != tuple(r.shape):
+            return Check(False, math.inf, atol, rtol, [f"output {i}: shape {tuple(o.shape)}, expected {tuple(r.shape)}"])
+        got, want = o.detach().float().cpu(), r.detach().float().cpu()
+        err = (got - want).abs()
+        err = torch.where(torch.isnan(err), torch.full_like(err, math.inf), err)
+        excess = err - (atol + rtol * want.abs())
+        if err.numel():
+            worst_err = max(worst_err, float(err.max()))
+        bad = int((excess > 0).sum())
+        if bad:
+            ok = False
+            for flat in torch.topk(excess.flatten(), min(show, bad)).indices.tolist():
+                index = tuple(torch.unravel_index(torch.tensor(flat), err.shape)) if err.dim() else ()
+                index = tuple(int(j) for j in index)
+                worst.append(f"output {i}{list(index)}: got {float(got.flatten()[flat]):.6g}, "
+                             f"expected {float(want.flatten()[flat]):.6g} ({bad} of {err.numel()} outside)")
+    return Check(ok, worst_err, atol, rtol, worst)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_call(fn: Any, device: torch.device) -> float:
+    """Median seconds per call."""
+    if device.type == "cuda":
+        import triton.testing
+
+        return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")) / 1e3
+    samples = []
+    for _ in range(CPU_TIMING_CALLS):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _autotune_report(kernels: tuple[Any, ...], before: list[Any]) -> list[dict[str, Any]]:
+    """What each autotuned kernel chose, and every config's median time when it benchmarked
+    during this variant's first call (`before`: its timings object before that call)."""
+    out = []
+    for kernel, earlier in zip(kernels, before):
+        best = getattr(kernel, "best_config", None)
+        timings = getattr(kernel, "configs_timings", None)
+        timings = timings if timings is not None and timings is not earlier else {}
+        name = getattr(getattr(kernel, "base_fn", None), "__name__", "kernel")
+        out.append({
+            "kernel": name,
+            "best": _config_dict(best) if best is not None else None,
+            "timings_s": [[_config_dict(c), float(t[0] if isinstance(t, (list, tuple)) else t) / 1e3]
+                          for c, t in timings.items()],
+        })
+    return out
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    return {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+
+
+def _summed(declared: list[dict[str, Any]]) -> tuple[float, float, int | None, bool]:
+    flops = sum(declared_flops(d) for d in declared)
+    nbytes = sum(float(d.get("bytes", 0.0)) for d in declared)
+    by_width = {bits: sum(float(d.get(key, 0.0)) for d in declared) for bits, key in WIDTH_KEYS.items()}
+    bits = max(by_width, key=by_width.get) if flops > 0 else declared_bits(declared[0]) if declared else None
+    return flops, nbytes, bits, any(bool(d.get(TENSOR_CORE_KEY)) for d in declared)
+
+
+def run_variant(lesson: Lesson, variant: Variant, inputs: dict[str, Any], ref: Any, device: torch.device,
+                primary: VariantResult | None, *, timed: bool = True) -> VariantResult:
+    """Warm up (compile, autotune), check, record the declared cost of one call, time."""
+    dtype = lesson.dtype_for_run()
+    result = VariantResult(lesson.name, variant.name, variant.role, variant.kind, lesson.family,
+                           shape_text(inputs["shape"]), dtype_name(dtype), note=variant.note)
+    try:
+        before = [getattr(k, "configs_timings", None) for k in variant.autotuned]
+        out = variant.run(inputs)
+        _sync(device)
+        result.autotune = _autotune_report(variant.autotuned, before)
+        result.check = compare(out, ref, dtype, lesson.tolerance_scale)
+        del out
+        if variant.kind == "triton":
+            declared: list[dict[str, Any]] = []
+            with recording(declared):
+                variant.run(inputs)
+                _sync(device)
+            if not declared:
+                raise RuntimeError("its kernels declared no cost (launch_metadata) during a call")
+            result.kernels = [str(d.get("name", "")) for d in declared]
+            result.flops, result.bytes, result.bits, result.tensor_core = _summed(declared)
+            result.cost_source = "triton"
+        else:
+            if variant.cost is not None:
+                own = variant.cost(inputs)
+                result.flops, result.bytes, result.bits, result.tensor_core = _summed([own])
+            elif primary is not None and primary.bytes is not None:
+                result.flops, result.bytes = primary.flops, primary.bytes
+                result.bits, result.tensor_core = primary.bits, primary.tensor_core
+            result.cost_source = "lesson"
+        if timed:
+            result.time_s = time_call(lambda: variant.run(inputs), device)
+    except Exception as exc:  # one broken variant must not lose the others' figures
+        result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    return result
+
+
+def run_lesson(lesson: Lesson, size: str, device: torch.device, *, timed: bool = True,
+               shape: dict[str, int] | None = None, seed: int = 0) -> list[VariantResult]:
+    """All variants of one lesson on one shape: the lesson's kernel first (its declared cost is
+    the op's minimum cost, which the torch variants carry unless they declare their own)."""
+    shape = dict(shape or lesson.shapes[size])
+    torch.manual_seed(seed)
+    dtype = lesson.dtype_for_run()
+    results: list[VariantResult] = []
+    try:
+        inputs = lesson.make_inputs(shape, device, dtype)
+        inputs["shape"] = shape
+        ref = lesson.reference(inputs)
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        return [VariantResult(lesson.name, v.name, v.role, v.kind, lesson.family, shape_text(shape),
+                              dtype_name(dtype), error=f"inputs: {message}") for v in lesson.variants]
+    primary = run_variant(lesson, lesson.primary, inputs, ref, device, None, timed=timed)
+    results.append(primary)
+    for variant in lesson.variants:
+        if variant is not lesson.primary:
+            results.append(run_variant(lesson, variant, inputs, ref, device, primary, timed=timed))
+    if interpreting():
+        for r in results:
+            r.note = "; ".join(p for p in (r.note, "Triton interpreter on CPU: times are not GPU figures") if p)
+    del inputs, ref
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return results

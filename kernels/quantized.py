@@ -1,0 +1,151 @@
+"""Int8 weight-only GEMV and GEMM with per-channel scales: half the weight bytes of bf16.
+
+At batch 1 a linear layer reads every weight once and does 2 FLOPs per weight: it is bound by
+DRAM, so storing weights as int8 (one byte) with one fp32 scale per output channel halves the
+time. The kernels load int8 tiles, widen them in registers, multiply, and apply the scale once
+per output at the end (y[n] = scale[n] * sum_k w[n, k] x[k]). The GEMV accumulates on CUDA
+cores; the GEMM (a few dozen rows of activations) converts the tile to bf16 for `tl.dot`.
+Cost: GEMV 2*N*K + N FLOPs in fp32; GEMM 2*M*N*K in bf16 on tensor cores plus M*N fp32 scale
+multiplies; bytes: int8 weights, scales, activations read once, output written once. The
+library row is the same layer with bf16 weights (F.linear): twice the weight bytes.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from rooflinectl_kernels.cost import declare, tensor_bytes
+from rooflinectl_kernels.registry import Lesson, Target, Variant, register, tuned
+
+GEMV_CONFIGS = [
+    triton.Config({"BLOCK_N": 16, "BLOCK_K": 512}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_N": 32, "BLOCK_K": 256}, num_warps=4, num_stages=4),
+    triton.Config({"BLOCK_N": 8, "BLOCK_K": 1024}, num_warps=4, num_stages=3),
+]
+GEMM_CONFIGS = [
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128}, num_warps=4, num_stages=4),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128}, num_warps=4, num_stages=4),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=4, num_stages=5),
+]
+
+
+def _gemv_cost(grid, metadata, args):
+    n, k = args["N"], args["K"]
+    return declare("int8_gemv_kernel", flops=2 * n * k + n, bits=32,
+                   nbytes=tensor_bytes(args["x"], args["w"], args["scale"], args["y"]))
+
+
+def _gemm_cost(grid, metadata, args):
+    m, n, k = args["M"], args["N"], args["K"]
+    return declare("int8_gemm_kernel", flops={16: 2 * m * n * k, 32: m * n}, tensor_core=True,
+                   nbytes=tensor_bytes(args["x"], args["w"], args["scale"], args["y"]))
+
+
+@triton.autotune(configs=tuned(GEMV_CONFIGS), key=["N", "K"])
+@triton.jit(launch_metadata=_gemv_cost)
+def int8_gemv_kernel(x, w, scale, y, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)  # reduced once at the end, not per step
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        wv = tl.load(w + rows[:, None].to(tl.int64) * stride_wn + ks[None, :],
+                     mask=(rows[:, None] < N) & (ks[None, :] < K), other=0)
+        xv = tl.load(x + ks, mask=ks < K, other=0.0).to(tl.float32)
+        acc += wv.to(tl.float32) * xv[None, :]
+    out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
+    tl.store(y + rows, out.to(y.dtype.element_ty), mask=rows < N)
+
+
+@triton.autotune(configs=tuned(GEMM_CONFIGS), key=["M", "N", "K"])
+@triton.jit(launch_metadata=_gemm_cost)
+def int8_gemm_kernel(x, w, scale, y, M, N, K, stride_xm, stride_wn, stride_ym,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(x + rows[:, None] * stride_xm + ks[None, :], mask=(rows[:, None] < M) & (ks[None, :] < K),
+                    other=0.0)
+        # W^T tile [BLOCK_K, BLOCK_N] of the [N, K] int8 weights, widened to the activations' dtype.
+        b = tl.load(w + cols[None, :].to(tl.int64) * stride_wn + ks[:, None],
+                    mask=(cols[None, :] < N) & (ks[:, None] < K), other=0)
+        acc = tl.dot(a, b.to(tl.float32).to(a.dtype), acc)
+    out = acc * tl.load(scale + cols, mask=cols < N, other=0.0)[None, :]
+    tl.store(y + rows[:, None] * stride_ym + cols[None, :], out.to(y.dtype.element_ty),
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def int8_linear(x: torch.Tensor, w: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """y = x @ (w * scale[:, None]).T for int8 w [N, K], fp32 scale [N], x [M, K]: GEMV when M == 1."""
+    (m, k), n = x.shape, w.shape[0]
+    y = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    if m == 1:
+        int8_gemv_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)](x, w, scale, y, n, k, w.stride(0))
+    else:
+        int8_gemm_kernel[lambda meta: (triton.cdiv(m, meta["BLOCK_M"]), triton.cdiv(n, meta["BLOCK_N"]))](
+            x, w, scale, y, m, n, k, x.stride(0), w.stride(0), y.stride(0))
+    return y
+
+
+def quantize_per_channel(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8 per output channel: scale = max|w| / 127 per row."""
+    scale = weight.abs().amax(dim=1).clamp_min(1e-8) / 127.0
+    return torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8), scale.float()
+
+
+def _inputs(shape, device, dtype):
+    w, scale = quantize_per_channel(torch.randn(shape["N"], shape["K"], device=device) * 0.02)
+    x = torch.randn(shape["M"], shape["K"], device=device, dtype=dtype)
+    dequantised = (w.float() * scale[:, None]).to(dtype)
+    return {"x": x, "w": w, "scale": scale, "w_dequantised": dequantised}
+
+
+def _reference(inputs):
+    return inputs["x"].float() @ (inputs["w"].float() * inputs["scale"][:, None]).T
+
+
+def _bf16_linear_cost(inputs):
+    x, w16 = inputs["x"], inputs["w_dequantised"]
+    m, n, k = x.shape[0], w16.shape[0], x.shape[1]
+    return declare("F.linear", flops=2 * m * n * k, bits=16, tensor_core=True,
+                   nbytes=tensor_bytes(x, w16) + m * n * x.element_size())
+
+
+def _variants(name: str) -> tuple[Variant, ...]:
+    autotuned = int8_gemv_kernel if name == "gemv" else int8_gemm_kernel
+    return (
+        Variant(f"int8 {name}", "triton", "lesson", lambda i: int8_linear(i["x"], i["w"], i["scale"]),
+                autotuned=(autotuned,)),
+        Variant("bf16 F.linear", "torch", "library", lambda i: F.linear(i["x"], i["w_dequantised"]),
+                cost=_bf16_linear_cost, note="the same layer with bf16 weights: twice the weight bytes"),
+    )
+
+
+register(Lesson(
+    name="int8_gemv",
+    concept="weight-only int8 at batch 1: DRAM-bound, so half the weight bytes is half the time",
+    family="gemm",
+    dtype=torch.bfloat16,
+    shapes={"small": {"M": 1, "N": 50, "K": 300}, "large": {"M": 1, "N": 16384, "K": 16384}},  # 256 MiB int8
+    make_inputs=_inputs,
+    reference=_reference,
+    variants=_variants("gemv"),
+    target=Target("roof", 0.75, "int8 weight-only GEMV >= 75% of DRAM bandwidth at batch 1"),
+))
+
+register(Lesson(
+    name="int8_gemm",
+    concept="weight-only int8 for a few dozen tokens: int8 tiles widened to bf16 for the tensor cores",
+    family="gemm",
+    dtype=torch.bfloat16,
+    shapes={"small": {"M": 20, "N": 70, "K": 200}, "large": {"M": 64, "N": 16384, "K": 16384}},
+    make_inputs=_inputs,
+    reference=_reference,
+    variants=_variants("gemm"),
+    uses_dot=True,
+    tolerance_scale=2.0,
+))
