@@ -56,7 +56,7 @@ class VariantResult:
     bytes: float | None = None
     bits: int | None = None
     tensor_core: bool = False
-    cost_source: str = ""  # triton: its kernels declared it; lesson: the lesson's formula for a torch call
+    cost_source: str = ""  # triton: its kernels declared it; op: the lesson kernel's (minimum) cost; call: the call's own formula
     check: Check | None = None
     autotune: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
@@ -127,6 +127,7 @@ def _autotune_report(kernels: tuple[Any, ...], before: list[Any]) -> list[dict[s
         name = getattr(getattr(kernel, "base_fn", None), "__name__", "kernel")
         out.append({
             "kernel": name,
+            "configs": len(getattr(kernel, "configs", []) or []),
             "best": _config_dict(best) if best is not None else None,
             "timings_s": [[_config_dict(c), float(t[0] if isinstance(t, (list, tuple)) else t) / 1e3]
                           for c, t in timings.items()],
@@ -173,10 +174,11 @@ def run_variant(lesson: Lesson, variant: Variant, inputs: dict[str, Any], ref: A
             if variant.cost is not None:
                 own = variant.cost(inputs)
                 result.flops, result.bytes, result.bits, result.tensor_core = _summed([own])
+                result.cost_source = "call"
             elif primary is not None and primary.bytes is not None:
                 result.flops, result.bytes = primary.flops, primary.bytes
                 result.bits, result.tensor_core = primary.bits, primary.tensor_core
-            result.cost_source = "lesson"
+                result.cost_source = "op"
         if timed:
             result.time_s = time_call(lambda: variant.run(inputs), device)
     except Exception as exc:  # one broken variant must not lose the others' figures

@@ -17,6 +17,7 @@ COMMANDS: tuple[str, ...] = (
     "plot_cmd",
     "advise_cmd",
     "diff_cmd",
+    "kernels_cmd",
 )
 
 

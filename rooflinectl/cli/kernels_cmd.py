@@ -1,0 +1,166 @@
+"""`rooflinectl kernels`: run the reference kernels (kernels/), check them, place them on the roofline."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rooflinectl._version import __version__
+from rooflinectl.cli.common import console
+from rooflinectl.errors import EXIT_FINDINGS, EnvironmentProblem, UsageError
+from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH
+
+CHART_SUFFIXES = (".png", ".svg", ".pdf")
+RESTART_ENV = "ROOFLINECTL_KERNELS_RESTARTED"
+CHART_LABELS = 12  # groups named on the chart, longest first
+INTERPRETER_NOTE = ("Triton interpreter on the CPU: the checks and the declared costs are real; the times are "
+                    "the interpreter's, far slower than any GPU, and say nothing about speed.")
+
+
+def _selected(lessons: dict[str, Any], only: tuple[str, ...]) -> list[Any]:
+    names = [n.strip() for value in only for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in lessons]
+    if unknown:
+        raise UsageError(f"no lesson named {', '.join(unknown)}; the lessons are: {', '.join(lessons)}")
+    return [lessons[n] for n in names] if names else list(lessons.values())
+
+
+def _check_paths(output: str, plot_path: str | None) -> None:
+    """Refuse bad paths before minutes of kernels, not after."""
+    for path in (output, plot_path):
+        if path is not None and not Path(path).resolve().parent.is_dir():
+            raise UsageError(f"cannot write {path}: its folder does not exist")
+    if plot_path is not None and Path(plot_path).suffix.lower() not in CHART_SUFFIXES:
+        raise UsageError(f"cannot write {plot_path}: the chart is saved as .png, .svg or .pdf")
+
+
+def run_lessons(selected: list[Any], size: str, device: Any) -> list[dict[str, Any]]:
+    """Each lesson's entry: what it teaches, its target, every variant's result (as dicts)."""
+    from rooflinectl_kernels.harness import run_lesson  # imported after load_lessons fixed the mode
+
+    entries = []
+    for i, lesson in enumerate(selected, 1):
+        click.echo(f"[{i}/{len(selected)}] {lesson.name}: {lesson.concept}", err=True)
+        results = run_lesson(lesson, size, device)
+        entries.append({
+            "name": lesson.name, "concept": lesson.concept, "family": lesson.family,
+            "shape": dict(lesson.shapes[size]),
+            "target": dataclasses.asdict(lesson.target) if lesson.target else None,
+            "results": [r.to_dict() for r in results],
+        })
+    return entries
+
+
+def _restart_in_mode(interpret: bool) -> None:
+    """Run this command again in a fresh process with TRITON_INTERPRET set from the start (torch
+    imports triton before any command runs, so the interpreter cannot be switched on later).
+    Only once: a second refusal is reported."""
+    if os.environ.get(RESTART_ENV):
+        return
+    env = {**os.environ, RESTART_ENV: "1", "TRITON_INTERPRET": "1" if interpret else "0"}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "rooflinectl", *sys.argv[1:]], env)
+
+
+def _failed_kernels(entries: list[dict[str, Any]]) -> list[str]:
+    """Triton variants that raised or missed their reference (library rows are only reported)."""
+    return [f"{e['name']} / {r['variant']}" for e in entries for r in e["results"]
+            if r["kind"] == "triton" and (r.get("error") or not (r.get("check") or {}).get("ok", False))]
+
+
+@click.command("kernels")
+@click.option("--only", multiple=True, metavar="NAME", help="Run these lessons only (repeat or comma-separate).")
+@click.option("--size", type=click.Choice(["small", "large"]), default=None,
+              help="Input sizes: large (the default on a GPU: inputs beyond L2, the targets' sizes) or small.")
+@click.option("--plot", "plot_path", default=None, metavar="FILE", help="Also write the roofline chart (.png, .svg, .pdf).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True,
+              help="The profile file of the run (for show, plot, advise).")
+@click.option("--interpret", is_flag=True,
+              help="No GPU: run the small sizes on the CPU through Triton's interpreter (to learn, not to time).")
+@click.option("--list", "list_only", is_flag=True, help="List the lessons and exit.")
+def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt: str, output: str,
+            interpret: bool, list_only: bool) -> None:
+    """Run the reference kernels: check each against its torch reference, time it, and place it
+    on the roofline beside the library equivalent on the same shapes.
+
+    Exit codes: 0 every kernel matched its reference; 1 a kernel failed or did not match;
+    2 usage error; 3 no GPU (use --interpret) or no triton.
+    """
+    import torch
+
+    interpret = interpret or os.environ.get("TRITON_INTERPRET") == "1"
+    if interpret and size == "large":
+        raise UsageError("--interpret runs the small sizes only: the large ones would take hours on the CPU")
+    size = size or ("small" if interpret else "large")
+    if not list_only:
+        _check_paths(output, plot_path)
+        if not interpret and not torch.cuda.is_available():
+            raise EnvironmentProblem("no CUDA GPU here, and the reference kernels are timed on one; "
+                                     "`rooflinectl kernels --interpret` runs the small sizes on the CPU through "
+                                     "Triton's interpreter (to learn from, not to time)")
+    from rooflinectl.lessons import TritonModeFixed, load_lessons
+
+    try:
+        package = load_lessons(interpret)
+    except TritonModeFixed:
+        _restart_in_mode(interpret)
+        raise
+    selected = _selected(package.LESSONS, only)
+    if list_only:
+        for lesson in selected:
+            click.echo(f"{lesson.name:20} {lesson.concept}")
+        return
+    device_kind = "cpu" if interpret else "cuda"
+    entries = run_lessons(selected, size, torch.device(device_kind))
+    _report(entries, device_kind=device_kind, size=size, interpret=interpret, fmt=fmt, output=output,
+            plot_path=plot_path)
+    failed = _failed_kernels(entries)
+    if failed:
+        click.echo(f"rooflinectl: {len(failed)} kernel(s) failed or missed their reference: {', '.join(failed)}",
+                   err=True)
+        click.get_current_context().exit(EXIT_FINDINGS)
+
+
+def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, interpret: bool, fmt: str, output: str,
+            plot_path: str | None) -> None:
+    from rooflinectl.analysis.lessons import compare_lessons
+    from rooflinectl.ceilings import current_ceilings
+    from rooflinectl.lessons import lesson_table, lessons_profile
+    from rooflinectl.outputs.lessons_report import lessons_json, render_lessons
+    from rooflinectl.outputs.profile_file import save_profile
+
+    ceilings = current_ceilings(device_kind)
+    results = [r for e in entries for r in e["results"]]
+    table = lesson_table(results, ceilings, device_kind)
+    report = compare_lessons(table, ceilings)
+    extra = {"size": size, "interpreted": interpret, "lessons": [e["name"] for e in entries]}
+    profile = lessons_profile(table, ceilings, device_kind, command=["rooflinectl", *sys.argv[1:]], extra=extra)
+    save_profile(profile, output)
+    if plot_path is not None:
+        from rooflinectl.outputs.plot import plot_profile, save_figure
+
+        title = f"Reference kernels on {ceilings.device_name} (--size {size})"
+        save_figure(plot_profile(profile, top=CHART_LABELS, title=title), plot_path)
+    if fmt == "json":
+        header = {"tool_version": __version__, "device_name": ceilings.device_name, "device_kind": device_kind,
+                  "created": profile.metadata["created"], "size": size, "interpreted": interpret,
+                  "torch": profile.metadata.get("torch"), "triton": profile.metadata.get("triton"),
+                  "cuda": profile.metadata.get("cuda"), "profile": output, "chart": plot_path}
+        click.echo(lessons_json(report, entries, ceilings, header))
+        return
+    header = f"device: {ceilings.device_name} ({device_kind}); size {size}; {len(entries)} lesson(s)"
+    if interpret:
+        header += "\n" + INTERPRETER_NOTE
+    console().print(render_lessons(report, entries, ceilings, header=header,
+                                   with_targets=device_kind == "cuda" and size == "large",
+                                   with_verdicts=not interpret))
+    click.echo(f"wrote {output}" + (f" and {plot_path}" if plot_path else "")
+               + f" ({dt.datetime.now().strftime('%H:%M:%S')})", err=True)

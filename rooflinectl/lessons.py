@@ -1,0 +1,169 @@
+"""The reference kernels (`rooflinectl kernels`) as a profile: their measured variants become
+kernel-table rows that go through the same roofline analysis as a profiled run.
+
+Each variant of a lesson is one row: its median time per call, the FLOPs and bytes its Triton
+kernels declared through launch_metadata (cost_source "triton"), or for a torch variant the
+lesson's cost of that call (cost_source "analytic": the op's minimum cost as the lesson's own
+kernel declares it, or the call's own formula where it does other work, such as bf16 weights
+instead of int8). Variants are timed one at a time, so the profile records no window, idle time
+or launch order. The lessons live in the repo folder kernels/, imported as `rooflinectl_kernels`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import importlib.util
+import math
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl._version import __version__
+from rooflinectl.analysis.roofline import place_on_roofline
+from rooflinectl.capture.session import run_metadata
+from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.errors import EnvironmentProblem
+from rooflinectl.profile_model import ProfileData
+from rooflinectl.schema import KERNEL_COLUMNS
+
+PACKAGE = "rooflinectl_kernels"
+INTERPRET_ENV = "TRITON_INTERPRET"
+ROW_KEYS = ["lesson", "variant", "role"]  # kept beside the kernel table to tie rows to the lesson report
+
+
+class TritonModeFixed(EnvironmentProblem):
+    """Triton's language was imported in the other mode (compiler or interpreter) before the
+    lessons: its own library functions (tl.max, tl.sum...) are decorated then, once per process."""
+
+
+def triton_interpreting() -> bool | None:
+    """The mode triton.language was imported in: True interpreter, False compiler, None not yet."""
+    if "triton.language" not in sys.modules:
+        return None
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(tl.sum, InterpretedFunction)
+
+
+def load_lessons(interpret: bool) -> ModuleType:
+    """Import the lessons with Triton compiling for the GPU, or running through its CPU
+    interpreter (TRITON_INTERPRET=1). Triton fixes the mode when a function is decorated, at
+    import: raises TritonModeFixed when triton was imported in the other mode already."""
+    if importlib.util.find_spec("triton") is None:
+        raise EnvironmentProblem("the reference kernels need triton: pip install triton")
+    if interpret:
+        os.environ[INTERPRET_ENV] = "1"
+    elif os.environ.get(INTERPRET_ENV) == "1":
+        del os.environ[INTERPRET_ENV]
+    mode = triton_interpreting()
+    if mode is not None and mode != interpret:
+        raise TritonModeFixed(f"triton was imported {'for the GPU' if interpret else 'in interpreter mode'} before "
+                              f"the lessons; start the process with TRITON_INTERPRET={'1' if interpret else '0'}")
+    if importlib.util.find_spec(PACKAGE) is None:
+        return _load_from_checkout()
+    return importlib.import_module(PACKAGE)
+
+
+def _load_from_checkout() -> ModuleType:
+    """A source checkout used through PYTHONPATH without its link: import kernels/ by path."""
+    folder = Path(__file__).resolve().parent.parent / "kernels"
+    spec = importlib.util.spec_from_file_location(PACKAGE, folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    if spec is None or spec.loader is None or not folder.is_dir():
+        raise EnvironmentProblem(f"the reference kernels ({PACKAGE}) are not installed: pip install -e . "
+                                 "in the rooflinectl checkout")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[PACKAGE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _precision(result: dict[str, Any]) -> str:
+    bits, dtype = result.get("bits"), result["dtype"]
+    if bits == 16 and dtype in ("bf16", "fp16"):
+        return dtype
+    return {8: "int8", 16: "fp16", 32: "fp32", 64: "fp64"}.get(bits, dtype)
+
+
+def _torch_label(variant: str) -> str:
+    return variant if variant.startswith("torch") else f"torch: {variant}"
+
+
+def _row(result: dict[str, Any], device_kind: str) -> dict[str, Any]:
+    triton = result["kind"] == "triton"
+    kernels = result.get("kernels") or []
+    if triton:
+        note = "declared by the kernels' launch_metadata"
+    elif result.get("cost_source") == "call":
+        note = "the lesson's formula for this call (it does other work than the lesson's kernel)"
+    else:
+        note = "the op's minimum cost, as the lesson's Triton kernel declares it"
+    return {
+        "kernel": " + ".join(dict.fromkeys(kernels)) if triton else _torch_label(result["variant"]),
+        "op": result["lesson"],
+        "op_family": result["family"],
+        "module": f"{result['lesson']}/{result['variant']}",  # the scope: keeps variants apart for advise
+        "shapes": result["shapes"],
+        "dtype": result["dtype"],
+        "device": device_kind,
+        "origin": "triton" if triton else "library" if result["role"] == "library" else "aten",
+        "calls": max(len(kernels), 1),
+        "time_s": float(result["time_s"]),
+        "flops": float(result["flops"]) if result.get("flops") is not None else math.nan,
+        "bytes": float(result["bytes"]) if result.get("bytes") is not None else math.nan,
+        "cost_source": "triton" if triton else "analytic",
+        "cost_note": note,
+        "blocks": math.nan,
+        "threads_per_block": math.nan,
+        "unit": "tensor" if result.get("tensor_core") and device_kind == "cuda" else "simt",
+        "precision": _precision(result),
+        **{k: result[k] for k in ROW_KEYS},
+    }
+
+
+def lesson_table(results: list[dict[str, Any]], ceilings: Ceilings, device_kind: str) -> pd.DataFrame:
+    """One placed row per variant that ran (KERNEL_COLUMNS, plus lesson, variant, role), in the
+    order given. Variants that failed or carry no cost are left out (the report lists them)."""
+    rows = [_row(r, device_kind) for r in results
+            if not r.get("error") and r.get("time_s") is not None and r.get("bytes") is not None]
+    columns = [c for c in KERNEL_COLUMNS if c not in ("rank",)] + ROW_KEYS
+    if not rows:
+        return pd.DataFrame(columns=columns + ["rank"])
+    placed = place_on_roofline(pd.DataFrame(rows), ceilings)
+    placed["rank"] = 0
+    return placed[list(KERNEL_COLUMNS) + ROW_KEYS]
+
+
+def lessons_profile(table: pd.DataFrame, ceilings: Ceilings, device_kind: str, *, command: list[str],
+                    extra: dict[str, Any]) -> ProfileData:
+    """The profile file of a lessons run: the kernel table as `rooflinectl profile` writes it."""
+    metadata = run_metadata(device_kind)
+    metadata.setdefault("device_name", ceilings.device_name)
+    metadata.update({
+        "tool": "rooflinectl", "tool_version": __version__, "command": command, "completed": True,
+        "exit_code": 0, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "ceilings_source": sorted({r.source for r in [*ceilings.memory_bytes_per_s.values(),
+                                                     *ceilings.compute_flops_per_s.values()]}),
+        "reference_kernels": extra,
+    })
+    kernels = table[list(KERNEL_COLUMNS)].reset_index(drop=True)
+    total = float(kernels["time_s"].sum()) if len(kernels) else 0.0
+    per_call = kernels["time_s"] / kernels["calls"].clip(lower=1) if len(kernels) else pd.Series(dtype=float)
+    summary = {
+        "total_kernel_time_s": total,
+        "known_cost_time_share": 1.0 if total > 0 else None,
+        "unknown_time_share": 0.0 if total > 0 else None,
+        "window_s": None, "device_busy_s": None, "device_idle_s": None, "device_idle_unprofiled_s": None,
+        "host_events": 0, "regions": [],
+        "launches": int(kernels["calls"].sum()) if len(kernels) else 0,
+        "short_launches": int((per_call < 5e-6).sum()),
+        "launch_sequence": [],
+        "iterations": 1,
+    }
+    return ProfileData(kernels=kernels, ceilings=ceilings, metadata=metadata, summary=summary)
