@@ -1,11 +1,19 @@
 """Capability markers in one place: `gpu`, `triton` and `ncu` tests skip, with the reason,
-where the machine lacks what they need (markers are declared in pyproject.toml)."""
+where the machine lacks what they need (markers are declared in pyproject.toml).
+
+Triton's interpreter: on a machine without a GPU, Triton kernels run on the CPU through
+TRITON_INTERPRET=1, which Triton reads when its language module is first imported (torch's
+flop counter imports it, so before any test module). pytest_configure sets it for the session
+there; where a GPU is present Triton compiles, and the interpreter tests skip.
+"""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import shutil
+import sys
 
 import pytest
 
@@ -28,6 +36,52 @@ def _missing(marker: str) -> str | None:
     if marker == "ncu" and shutil.which("ncu") is None:
         return "needs Nsight Compute: `ncu` is not on PATH"
     return None
+
+
+_INTERPRET_ENV = "TRITON_INTERPRET"
+_previous_interpret: list[str | None] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """No GPU, triton present and not yet imported: run Triton kernels through its interpreter."""
+    if importlib.util.find_spec("triton") is None or "triton.language" in sys.modules or _cuda_available():
+        return
+    _previous_interpret.append(os.environ.get(_INTERPRET_ENV))
+    os.environ[_INTERPRET_ENV] = "1"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _previous_interpret:
+        previous = _previous_interpret.pop()
+        if previous is None:
+            os.environ.pop(_INTERPRET_ENV, None)
+        else:
+            os.environ[_INTERPRET_ENV] = previous
+
+
+@pytest.fixture(scope="session")
+def interpreted_lessons():
+    """The reference kernels, run by Triton's CPU interpreter (skips where Triton compiles)."""
+    if _missing("triton"):
+        pytest.skip(_missing("triton"))
+    from rooflinectl.lessons import load_lessons, triton_interpreting
+
+    if os.environ.get(_INTERPRET_ENV) != "1" or triton_interpreting() is False:
+        pytest.skip("Triton compiles for the GPU in this session: the interpreter tests run where there is no GPU")
+    return load_lessons(interpret=True)
+
+
+@pytest.fixture(scope="session")
+def gpu_lessons():
+    """The reference kernels, compiled for the GPU (skips without CUDA or under the interpreter)."""
+    for marker in ("gpu", "triton"):
+        if _missing(marker):
+            pytest.skip(_missing(marker))
+    from rooflinectl.lessons import load_lessons, triton_interpreting
+
+    if os.environ.get(_INTERPRET_ENV) == "1" or triton_interpreting():
+        pytest.skip("TRITON_INTERPRET=1: Triton does not compile in this session")
+    return load_lessons(interpret=False)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,0 +1,80 @@
+"""The reference kernels compiled on a GPU (the H200 test machine): every kernel against its fp32
+reference at the full sizes, declared FLOPs against torch.utils.flop_counter, and the declared
+cost picked up by `rooflinectl.profile` through Triton's launch hook (names must match)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [pytest.mark.gpu, pytest.mark.triton]
+
+
+def _large(lessons, name: str, only: str | None = None):
+    from rooflinectl_kernels.harness import run_variant
+
+    lesson = lessons.LESSONS[name]
+    shape = dict(lesson.shapes["large"])
+    torch.manual_seed(0)
+    inputs = lesson.make_inputs(shape, torch.device("cuda"), lesson.dtype_for_run())
+    inputs["shape"] = shape
+    ref = lesson.reference(inputs)
+    results = {v.name: run_variant(lesson, v, inputs, ref, torch.device("cuda"), None, timed=False)
+               for v in lesson.variants if v.kind == "triton" and only in (None, v.name)}
+    return results, inputs
+
+
+def test_every_kernel_matches_its_reference_at_full_size(gpu_lessons) -> None:
+    failures = []
+    for name in gpu_lessons.LESSONS:
+        results, _ = _large(gpu_lessons, name)
+        for variant, result in results.items():
+            if result.error or not result.check.ok:
+                failures.append(f"{name} / {variant}: {result.error or '; '.join(result.check.worst)}")
+        torch.cuda.empty_cache()
+    assert not failures, "\n".join(failures)
+
+
+COUNTED = [  # lesson, the torch call flop_counter sees, FLOPs the kernel declares beyond it (x2: causal half)
+    ("matmul", lambda i: i["a"] @ i["b"], 0),
+    ("attention", lambda i: torch.nn.functional.scaled_dot_product_attention(i["q"], i["k"], i["v"]), 0),
+    ("int8_gemm", lambda i: torch.nn.functional.linear(i["x"], i["w_dequantised"]), "mn"),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "extra"), COUNTED, ids=[c[0] for c in COUNTED])
+def test_declared_flops_match_flop_counter(gpu_lessons, name, call, extra) -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    lesson = gpu_lessons.LESSONS[name]
+    results, inputs = _large(gpu_lessons, name, only=lesson.primary.name)
+    with FlopCounterMode(display=False) as counter:
+        call(inputs)
+    shape = lesson.shapes["large"]
+    beyond = shape["M"] * shape["N"] if extra == "mn" else 0
+    assert counter.get_total_flops() > 0
+    assert results[lesson.primary.name].flops == counter.get_total_flops() + beyond
+
+
+def test_causal_flash_declares_half_the_square(gpu_lessons) -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    results, i = _large(gpu_lessons, "attention_causal", only="flash")
+    with FlopCounterMode(display=False) as counter:
+        torch.nn.functional.scaled_dot_product_attention(i["q"], i["k"], i["v"], is_causal=True)
+    assert results["flash"].flops * 2 == counter.get_total_flops()
+
+
+def test_profile_reads_a_lesson_kernels_declared_cost(gpu_lessons) -> None:
+    import rooflinectl
+    from rooflinectl_kernels.coalescing import vector_add
+
+    n = 1 << 24
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    profile = rooflinectl.profile(lambda: vector_add(a, b), warmup=2, iters=5)
+    rows = profile.kernels[profile.kernels["kernel"] == "vector_add_kernel"]
+    assert len(rows) == 1, profile.kernels.to_string()
+    row = rows.iloc[0]
+    assert row["cost_source"] == "triton"
+    assert (row["calls"], row["flops"], row["bytes"]) == (5, 5 * n, 5 * 12 * n)

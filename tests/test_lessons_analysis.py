@@ -1,0 +1,85 @@
+"""Lesson results -> kernel-table rows -> roofline placement and the library comparison, against
+hand-computed values (no triton needed)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rooflinectl.analysis.lessons import compare_lessons, target_status
+from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.lessons import lesson_table, lessons_profile
+from rooflinectl.outputs.profile_file import load_profile, save_profile
+from rooflinectl.schema import KERNEL_COLUMNS
+
+
+def _ceilings() -> Ceilings:
+    return Ceilings("Test GPU", "cuda", memory_bytes_per_s={"dram": Roof(1e12, "measured")},
+                    compute_flops_per_s={"tensor.bf16": Roof(1e15, "measured"), "simt.fp32": Roof(1e13, "spec")},
+                    kernel_floor_s=Roof(1e-6, "measured"))
+
+
+def _result(lesson: str, variant: str, role: str, kind: str, time_s: float, flops: float, nbytes: float,
+            bits: int | None, tensor_core: bool = False, kernels: list[str] | None = None, **extra):
+    base = {"lesson": lesson, "variant": variant, "role": role, "kind": kind, "family": "gemm",
+            "shapes": "M=1", "dtype": "bf16", "kernels": kernels or ([f"{variant}_kernel"] if kind == "triton" else []),
+            "time_s": time_s, "flops": flops, "bytes": nbytes, "bits": bits, "tensor_core": tensor_core,
+            "cost_source": "triton" if kind == "triton" else "op", "error": None}
+    return base | extra
+
+
+RESULTS = [
+    _result("mm", "tiled", "lesson", "triton", 4e-3, 2e12, 1e9, 16, True),
+    _result("mm", "naive", "twin", "triton", 1.0, 2e12, 1e9, 32),
+    _result("mm", "torch", "library", "torch", 2e-3, 2e12, 1e9, 16, True),
+    _result("copy", "coalesced", "lesson", "triton", 1e-2, 0.0, 8e9, None, family="copy"),
+    _result("copy", "passes", "twin", "triton", 3e-2, 0.0, 2.4e10, None, kernels=["a_kernel", "b_kernel", "a_kernel"]),
+    _result("copy", "broken", "twin", "triton", None, None, None, None, error="RuntimeError: boom"),
+]
+
+
+def test_rows_are_placed_on_their_roofs() -> None:
+    table = compare_lessons(lesson_table(RESULTS, _ceilings(), "cuda"), _ceilings())
+    rows = table.set_index("module")
+    assert list(rows.index) == ["mm/tiled", "mm/naive", "mm/torch", "copy/coalesced", "copy/passes"]  # broken left out
+    tiled = rows.loc["mm/tiled"]
+    assert (tiled["unit"], tiled["precision"], tiled["roof"]) == ("tensor", "bf16", "tensor.bf16")
+    assert tiled["efficiency"] == pytest.approx((2e12 / 1e15) / 4e-3)  # compute time at the roof / time = 0.5
+    assert tiled["vs_library"] == pytest.approx(2e-3 / 4e-3)
+    naive = rows.loc["mm/naive"]
+    assert (naive["unit"], naive["precision"], naive["roof"]) == ("simt", "fp32", "simt.fp32")
+    assert naive["efficiency"] == pytest.approx((2e12 / 1e13) / 1.0)
+    copy = rows.loc["copy/coalesced"]
+    assert (copy["roof"], copy["roof_value"], copy["roof_source"]) == ("dram", 1e12, "measured")
+    assert copy["efficiency"] == pytest.approx(8e9 / 1e12 / 1e-2)
+    assert math.isnan(copy["vs_library"])  # the copy lesson here has no library row
+    passes = rows.loc["copy/passes"]
+    assert passes["calls"] == 3 and passes["kernel"] == "a_kernel + b_kernel"
+    assert rows.loc["mm/torch", "origin"] == "library" and rows.loc["mm/torch", "cost_source"] == "analytic"
+
+
+def test_targets_read_the_right_figure() -> None:
+    table = compare_lessons(lesson_table(RESULTS, _ceilings(), "cuda"), _ceilings()).set_index("module")
+    assert target_status("roof", 0.75, table.loc["copy/coalesced"]) == (pytest.approx(0.8), True)
+    assert target_status("roof", 0.85, table.loc["copy/coalesced"])[1] is False
+    assert target_status("library", 0.85, table.loc["mm/tiled"]) == (pytest.approx(0.5), False)
+
+
+def test_cpu_rows_hold_no_tensor_roof() -> None:
+    table = lesson_table(RESULTS[:1], _ceilings(), "cpu")
+    assert table.iloc[0]["unit"] == "simt"
+
+
+def test_profile_file_round_trip(tmp_path) -> None:
+    ceilings = _ceilings()
+    table = lesson_table(RESULTS, ceilings, "cuda")
+    profile = lessons_profile(table, ceilings, "cpu", command=["rooflinectl", "kernels"], extra={"size": "small"})
+    assert list(profile.kernels.columns) == list(KERNEL_COLUMNS)
+    assert profile.summary["launches"] == 1 + 1 + 1 + 1 + 3
+    assert profile.summary["total_kernel_time_s"] == pytest.approx(4e-3 + 1.0 + 2e-3 + 1e-2 + 3e-2)
+    path = tmp_path / "lessons.profile.json"
+    save_profile(profile, path)
+    loaded = load_profile(path)
+    assert loaded.kernels["efficiency"].tolist() == pytest.approx(profile.kernels["efficiency"].tolist())
+    assert loaded.metadata["reference_kernels"] == {"size": "small"}
