@@ -100,7 +100,7 @@ register(Lesson(
     concept="coalesced vs strided access: the same bytes, a fraction of the bandwidth",
     family="copy",
     dtype=torch.float32,
-    shapes={"small": {"n": 64 * STRIDED_ROW}, "large": {"n": LARGE_N}},
+    shapes={"small": {"n": 16 * STRIDED_ROW}, "large": {"n": LARGE_N}},
     make_inputs=_copy_inputs,
     reference=lambda i: i["src"].float().clone(),
     variants=(
@@ -117,7 +117,7 @@ register(Lesson(
     concept="the simplest Triton kernel: one program per block, masked tail; as fast as torch",
     family="elementwise",
     dtype=torch.float32,
-    shapes={"small": {"n": 10_000}, "large": {"n": LARGE_N}},
+    shapes={"small": {"n": 5000}, "large": {"n": LARGE_N}},
     make_inputs=_add_inputs,
     reference=lambda i: i["a"].float() + i["b"].float(),
     variants=(

@@ -28,7 +28,7 @@ def test_interpreted_run_writes_a_profile_that_show_plot_and_advise_read(interpr
     assert report["interpreted"] is True and report["size"] == "small"
     assert [lesson["name"] for lesson in report["lessons"]] == ["copy", "matmul"]
     tiled = next(v for v in report["lessons"][1]["variants"] if v["variant"] == "tiled")
-    m, n, k = 24, 72, 56  # the small matmul
+    m, n, k = 12, 72, 56  # the small matmul
     assert tiled["check"]["ok"] and tiled["flops"] == 2 * m * n * k
     assert tiled["autotune"][0]["best"]["BLOCK_M"] == 128
     assert tiled["vs_library"] == pytest.approx(
@@ -38,7 +38,7 @@ def test_interpreted_run_writes_a_profile_that_show_plot_and_advise_read(interpr
     rows = data.kernels.set_index("module")
     assert len(rows) == 6  # copy: coalesced, strided, torch; matmul: tiled, naive, torch
     assert rows.loc["copy/coalesced", "cost_source"] == "triton"
-    assert rows.loc["copy/coalesced", "bytes"] == 2 * 4 * 65536
+    assert rows.loc["copy/coalesced", "bytes"] == 2 * 4 * 16 * 1024
     assert rows.loc["matmul/torch matmul", "cost_source"] == "analytic"
     assert rows.loc["matmul/torch matmul", "flops"] == 2 * m * n * k  # the op's cost, from the lesson's kernel
     assert data.metadata["reference_kernels"]["interpreted"] is True
