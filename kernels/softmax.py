@@ -155,20 +155,20 @@ def softmax_separate_passes(x: torch.Tensor) -> torch.Tensor:
     return y
 
 
-def softmax_online(x: torch.Tensor, block: int = 4096) -> torch.Tensor:
+def _long_rows(kernel, x: torch.Tensor, block: int) -> torch.Tensor:
+    """A program per row, walking it `block` columns at a time."""
     rows, cols = x.shape
     y = torch.empty_like(x)
-    softmax_online_kernel[(rows,)](x, y, cols, x.stride(0), BLOCK=min(block, triton.next_power_of_2(cols)),
-                                   num_warps=8)
+    kernel[(rows,)](x, y, cols, x.stride(0), BLOCK=min(block, triton.next_power_of_2(cols)), num_warps=8)
     return y
+
+
+def softmax_online(x: torch.Tensor, block: int = 4096) -> torch.Tensor:
+    return _long_rows(softmax_online_kernel, x, block)
 
 
 def softmax_three_pass(x: torch.Tensor, block: int = 4096) -> torch.Tensor:
-    rows, cols = x.shape
-    y = torch.empty_like(x)
-    softmax_three_pass_kernel[(rows,)](x, y, cols, x.stride(0), BLOCK=min(block, triton.next_power_of_2(cols)),
-                                       num_warps=8)
-    return y
+    return _long_rows(softmax_three_pass_kernel, x, block)
 
 
 def _inputs(shape, device, dtype):
