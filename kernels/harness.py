@@ -71,7 +71,8 @@ def _tensors(out: Any) -> list[torch.Tensor]:
 
 
 def compare(out: Any, ref: Any, dtype: torch.dtype, scale: float = 1.0, show: int = 3) -> Check:
-    """Every output within atol + rtol * |ref| of the fp32 reference; the worst listed."""
+    """Every output within atol + rtol * |ref| of the fp32 reference; the worst listed. Computed
+    where the tensors are (a GPU checks 134M elements in milliseconds; only the worst come back)."""
     atol, rtol = (t * scale for t in TOLERANCE.get(dtype, TOLERANCE[torch.float32]))
     outs, refs = _tensors(out), _tensors(ref)
     if len(outs) != len(refs):
@@ -80,20 +81,19 @@ def compare(out: Any, ref: Any, dtype: torch.dtype, scale: float = 1.0, show: in
     for i, (o, r) in enumerate(zip(outs, refs)):
         if tuple(o.shape) != tuple(r.shape):
             return Check(False, math.inf, atol, rtol, [f"output {i}: shape {tuple(o.shape)}, expected {tuple(r.shape)}"])
-        got, want = o.detach().float().cpu(), r.detach().float().cpu()
-        err = (got - want).abs()
-        err = torch.where(torch.isnan(err), torch.full_like(err, math.inf), err)
+        got, want = o.detach().float().flatten(), r.detach().to(o.device).float().flatten()
+        err = (got - want).abs().nan_to_num(nan=math.inf)
         excess = err - (atol + rtol * want.abs())
         if err.numel():
             worst_err = max(worst_err, float(err.max()))
         bad = int((excess > 0).sum())
         if bad:
             ok = False
-            for flat in torch.topk(excess.flatten(), min(show, bad)).indices.tolist():
-                index = tuple(torch.unravel_index(torch.tensor(flat), err.shape)) if err.dim() else ()
-                index = tuple(int(j) for j in index)
-                worst.append(f"output {i}{list(index)}: got {float(got.flatten()[flat]):.6g}, "
-                             f"expected {float(want.flatten()[flat]):.6g} ({bad} of {err.numel()} outside)")
+            for flat in torch.topk(excess, min(show, bad)).indices.tolist():
+                index = [int(j) for j in torch.unravel_index(torch.tensor(flat), tuple(o.shape))] if o.dim() else []
+                worst.append(f"output {i}{index}: got {float(got[flat]):.6g}, expected {float(want[flat]):.6g} "
+                             f"({bad} of {err.numel()} outside)")
+        del got, want, err, excess
     return Check(ok, worst_err, atol, rtol, worst)
 
 

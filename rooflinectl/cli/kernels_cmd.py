@@ -148,7 +148,12 @@ def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, inter
         from rooflinectl.outputs.plot import plot_profile, save_figure
 
         title = f"Reference kernels on {ceilings.device_name} (--size {size})"
-        save_figure(plot_profile(profile, top=CHART_LABELS, title=title), plot_path)
+        try:
+            save_figure(plot_profile(profile, top=CHART_LABELS, title=title), plot_path)
+        except Exception as exc:  # the chart is a by-product: the figures and the profile must still come out
+            click.echo(f"rooflinectl: could not draw {plot_path} ({type(exc).__name__}: {exc}); "
+                       f"`rooflinectl plot {output}` draws it from the profile", err=True)
+            plot_path = None
     if fmt == "json":
         header = {"tool_version": __version__, "device_name": ceilings.device_name, "device_kind": device_kind,
                   "created": profile.metadata["created"], "size": size, "interpreted": interpret,
