@@ -60,8 +60,9 @@ def run_lessons(selected: list[Any], size: str, device: Any) -> list[dict[str, A
 def _restart_in_mode(interpret: bool) -> None:
     """Run this command again in a fresh process with TRITON_INTERPRET set from the start (torch
     imports triton before any command runs, so the interpreter cannot be switched on later).
-    Only once: a second refusal is reported."""
-    if os.environ.get(RESTART_ENV):
+    Only once, and only from the command line (never replacing a test runner or a notebook):
+    otherwise the refusal is reported."""
+    if os.environ.get(RESTART_ENV) or Path(sys.argv[0]).name not in ("rooflinectl", "__main__.py"):
         return
     env = {**os.environ, RESTART_ENV: "1", "TRITON_INTERPRET": "1" if interpret else "0"}
     sys.stdout.flush()
