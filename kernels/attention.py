@@ -167,5 +167,6 @@ for _causal in (False, True):
                     note="F.scaled_dot_product_attention, flash backend"),
         ),
         uses_dot=True,
+        atol_scale=0.1,  # outputs well below 1
         target=Target("library", 0.8, "FlashAttention forward >= 0.8x SDPA (flash), bf16, N=4096, D=128"),
     ))

@@ -70,10 +70,12 @@ def _tensors(out: Any) -> list[torch.Tensor]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def compare(out: Any, ref: Any, dtype: torch.dtype, scale: float = 1.0, show: int = 3) -> Check:
+def compare(out: Any, ref: Any, dtype: torch.dtype, scale: float = 1.0, show: int = 3,
+            atol_scale: float = 1.0) -> Check:
     """Every output within atol + rtol * |ref| of the fp32 reference; the worst listed. Computed
     where the tensors are (a GPU checks 134M elements in milliseconds; only the worst come back)."""
     atol, rtol = (t * scale for t in TOLERANCE.get(dtype, TOLERANCE[torch.float32]))
+    atol *= atol_scale
     outs, refs = _tensors(out), _tensors(ref)
     if len(outs) != len(refs):
         return Check(False, math.inf, atol, rtol, [f"{len(outs)} outputs, the reference has {len(refs)}"])
@@ -158,7 +160,7 @@ def run_variant(lesson: Lesson, variant: Variant, inputs: dict[str, Any], ref: A
         out = variant.run(inputs)
         _sync(device)
         result.autotune = _autotune_report(variant.autotuned, before)
-        result.check = compare(out, ref, dtype, lesson.tolerance_scale)
+        result.check = compare(out, ref, dtype, lesson.tolerance_scale, atol_scale=lesson.atol_scale)
         del out
         if variant.kind == "triton":
             declared: list[dict[str, Any]] = []

@@ -149,4 +149,5 @@ register(Lesson(
                 cost=_padded_cost, note="contiguous cache padded to the longest sequence, masked"),
     ),
     target=Target("roof", 0.70, "paged decode >= 70% of DRAM bandwidth"),
+    atol_scale=0.1,  # outputs well below 1
 ))

@@ -88,6 +88,7 @@ class Lesson:
     variants: tuple[Variant, ...]
     uses_dot: bool = False  # tl.dot: the interpreter cannot multiply bf16, so it runs these in fp16
     tolerance_scale: float = 1.0  # long reductions (K = 8192) round more than one element-wise op
+    atol_scale: float = 1.0  # outputs far below 1 (probabilities, averages): a smaller absolute floor
     target: Target | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 

@@ -195,6 +195,7 @@ register(Lesson(
         Variant("torch softmax", "torch", "library", lambda i: torch.softmax(i["x"], dim=-1)),
     ),
     target=Target("roof", 0.85, "fused softmax >= 85% of DRAM bandwidth"),
+    atol_scale=1e-3,  # outputs well below 1
 ))
 
 register(Lesson(
@@ -212,4 +213,5 @@ register(Lesson(
                 note="maximum, sum, write: reads each row three times"),
         Variant("torch softmax", "torch", "library", lambda i: torch.softmax(i["x"], dim=-1)),
     ),
+    atol_scale=1e-3,  # outputs well below 1
 ))
