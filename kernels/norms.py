@@ -247,61 +247,33 @@ def _rms(x, w):
 # 32768 rows of 4096 bf16 = 256 MiB per tensor: four L2s.
 SHAPES = {"small": {"rows": 13, "cols": 300}, "large": {"rows": 32768, "cols": 4096}}
 
-register(Lesson(
-    name="layernorm_fwd",
-    concept="fused LayerNorm forward: statistics, normalisation, scale and shift in one pass over each row",
-    family="norm",
-    dtype=torch.bfloat16,
-    shapes=SHAPES,
-    make_inputs=_inputs,
-    reference=lambda i: _ln(i["x"].float(), i["w"].float(), i["b"].float()),
-    variants=(
-        Variant("fused", "triton", "lesson", lambda i: layernorm_fwd(i["x"], i["w"], i["b"])[0]),
-        Variant("torch layer_norm", "torch", "library", lambda i: _ln(i["x"], i["w"], i["b"])),
-    ),
-    target=Target("roof", 0.80, "LayerNorm forward >= 80% of DRAM bandwidth"),
-))
 
-register(Lesson(
-    name="rmsnorm_fwd",
-    concept="fused RMSNorm forward: one pass, no mean, no shift",
-    family="norm",
-    dtype=torch.bfloat16,
-    shapes=SHAPES,
-    make_inputs=_inputs,
-    reference=lambda i: _rms_reference(i["x"].float(), i["w"].float()),
-    variants=(
-        Variant("fused", "triton", "lesson", lambda i: rmsnorm_fwd(i["x"], i["w"])[0]),
-        Variant("torch rms_norm", "torch", "library", lambda i: _rms(i["x"], i["w"])),
-    ),
-    target=Target("roof", 0.80, "RMSNorm forward >= 80% of DRAM bandwidth"),
-))
+def _norm_lesson(name: str, concept: str, reference, kernel, library, target: Target | None = None) -> None:
+    """The four norm lessons share sizes, inputs and dtype; each is its kernel against torch."""
+    register(Lesson(name=name, concept=concept, family="norm", dtype=torch.bfloat16, shapes=SHAPES,
+                    make_inputs=_inputs, reference=reference,
+                    variants=(Variant("fused", "triton", "lesson", kernel), library), target=target))
 
-register(Lesson(
-    name="layernorm_bwd",
-    concept="fused LayerNorm backward: dx per row, dw and db as per-band partial sums, then one small reduction",
-    family="norm",
-    dtype=torch.bfloat16,
-    shapes=SHAPES,
-    make_inputs=_inputs,
-    reference=lambda i: _grads(_ln, (i["x"], i["w"], i["b"]), i["dy"]),
-    variants=(
-        Variant("fused", "triton", "lesson",
-                lambda i: layernorm_bwd(i["dy"], i["x"], i["w"], i["mean"], i["rstd"])),
-        Variant("torch autograd", "torch", "library", _library_backward(_ln, ("x", "w", "b"))),
-    ),
-))
 
-register(Lesson(
-    name="rmsnorm_bwd",
-    concept="fused RMSNorm backward: dx per row, dw as per-band partial sums",
-    family="norm",
-    dtype=torch.bfloat16,
-    shapes=SHAPES,
-    make_inputs=_inputs,
-    reference=lambda i: _grads(_rms_reference, (i["x"], i["w"]), i["dy"]),
-    variants=(
-        Variant("fused", "triton", "lesson", lambda i: rmsnorm_bwd(i["dy"], i["x"], i["w"], i["rms_rstd"])),
-        Variant("torch autograd", "torch", "library", _library_backward(_rms, ("x", "w"))),
-    ),
-))
+_norm_lesson(
+    "layernorm_fwd", "fused LayerNorm forward: statistics, normalisation, scale and shift in one pass over each row",
+    lambda i: _ln(i["x"].float(), i["w"].float(), i["b"].float()),
+    lambda i: layernorm_fwd(i["x"], i["w"], i["b"])[0],
+    Variant("torch layer_norm", "torch", "library", lambda i: _ln(i["x"], i["w"], i["b"])),
+    Target("roof", 0.80, "LayerNorm forward >= 80% of DRAM bandwidth"))
+_norm_lesson(
+    "rmsnorm_fwd", "fused RMSNorm forward: one pass, no mean, no shift",
+    lambda i: _rms_reference(i["x"].float(), i["w"].float()),
+    lambda i: rmsnorm_fwd(i["x"], i["w"])[0],
+    Variant("torch rms_norm", "torch", "library", lambda i: _rms(i["x"], i["w"])),
+    Target("roof", 0.80, "RMSNorm forward >= 80% of DRAM bandwidth"))
+_norm_lesson(
+    "layernorm_bwd", "fused LayerNorm backward: dx per row, dw and db as per-band partial sums, then one small reduction",
+    lambda i: _grads(_ln, (i["x"], i["w"], i["b"]), i["dy"]),
+    lambda i: layernorm_bwd(i["dy"], i["x"], i["w"], i["mean"], i["rstd"]),
+    Variant("torch autograd", "torch", "library", _library_backward(_ln, ("x", "w", "b"))))
+_norm_lesson(
+    "rmsnorm_bwd", "fused RMSNorm backward: dx per row, dw as per-band partial sums",
+    lambda i: _grads(_rms_reference, (i["x"], i["w"]), i["dy"]),
+    lambda i: rmsnorm_bwd(i["dy"], i["x"], i["w"], i["rms_rstd"]),
+    Variant("torch autograd", "torch", "library", _library_backward(_rms, ("x", "w"))))
