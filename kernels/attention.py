@@ -162,7 +162,8 @@ for _causal in (False, True):
             Variant("flash", "triton", "lesson", lambda i, c=_causal: flash_attention(i["q"], i["k"], i["v"], c),
                     autotuned=(flash_attention_fwd_kernel,)),
             Variant("naive", "torch", "twin", lambda i, c=_causal: attention_naive(i["q"], i["k"], i["v"], c),
-                    note="scores and probabilities materialised: quadratic DRAM traffic"),
+                    note="scores and probabilities materialised: quadratic DRAM traffic; the scores are rounded "
+                         "to the input dtype before the softmax (flash keeps them in fp32), so it can miss the check"),
             Variant("sdpa flash", "torch", "library", lambda i, c=_causal: sdpa_flash(i["q"], i["k"], i["v"], c),
                     note="F.scaled_dot_product_attention, flash backend"),
         ),
