@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rooflinectl.costs import OpCall, OpCost, TensorArg, cost_of
+from rooflinectl.costs import OpCall, OpCost, TensorArg, explain_cost
+from rooflinectl.costs.signature import signature_of
 
 ITEMSIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int32": 4, "int64": 8,
             "bool": 1}
@@ -16,6 +17,25 @@ def T(*shape: int, dtype: str = "fp32", strides: tuple[int, ...] | None = None,
 
 def cost(name: str, *args: object) -> OpCost:
     """The registry's cost for one call; fails the test when the formula gives none."""
-    result = cost_of(OpCall(name, tuple(args)))
-    assert result is not None, f"{name} gave no cost"
+    result, why = explain_cost(OpCall(name, tuple(args)))
+    assert result is not None, f"{name} gave no cost: {why}"
+    return result
+
+
+def named(key: str, /, **arguments: object) -> OpCall:
+    """A call of one overload ("aten::max.other"; no overload: the default one) with arguments
+    given by schema name; the others take their schema default or None (not recorded)."""
+    op, _, overload = key.partition(".")
+    signature = signature_of(op, overload or "default")
+    assert signature is not None, f"torch has no {key}"
+    unknown = set(arguments) - set(signature.names)
+    assert not unknown, f"{key} has no argument {unknown}"
+    args = tuple(arguments[n] if n in arguments else signature.defaults.get(n) for n in signature.names)
+    return OpCall(op, args, signature=signature)
+
+
+def named_cost(key: str, /, **arguments: object) -> OpCost:
+    """The registry's cost for a call built by `named`; fails the test when there is none."""
+    result, why = explain_cost(named(key, **arguments))
+    assert result is not None, f"{key} gave no cost: {why}"
     return result

@@ -97,12 +97,17 @@ def test_zero_dim_operand_does_not_promote():
     assert c.bytes == N * 2 + 4 + N * 2  # output stays bf16
 
 
-@pytest.mark.parametrize("name", ["aten::eq", "aten::lt", "aten::logical_and", "aten::isnan"])
+@pytest.mark.parametrize("name", ["aten::eq", "aten::lt", "aten::logical_and"])
 def test_bool_output(name):
     c = cost(name, T(32, 64), T(32, 64))
     assert c.flops == 0  # comparisons: no FLOP
     assert c.bytes == 2 * N * 4 + N * 1  # two fp32 reads, one bool (1 byte) write
     assert c.dtype == "fp32"
+
+
+def test_bool_output_unary():
+    c = cost("aten::isnan", T(32, 64))
+    assert c.bytes == N * 4 + N * 1  # one fp32 read, bool written
 
 
 def test_bool_output_with_scalar():
@@ -151,7 +156,12 @@ def test_mse_loss_backward_scalar_grad():
     assert c.bytes == 4 + 2 * N * 4 + N * 4  # 0-dim grad, self, target read; grad_input written
 
 
-@pytest.mark.parametrize("name", ["aten::fill_", "aten::zero_", "aten::normal_", "aten::uniform_",
+def test_zero_writes_only():
+    c = cost("aten::zero_", T(32, 64, dtype="fp16"))  # zero_(self): no other argument
+    assert (c.flops, c.bytes) == (0, N * 2)
+
+
+@pytest.mark.parametrize("name", ["aten::fill_", "aten::normal_", "aten::uniform_",
                                   "aten::bernoulli_"])
 def test_fill_writes_only(name):
     c = cost(name, T(32, 64, dtype="fp16"), 0.0)

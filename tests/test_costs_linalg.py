@@ -1,4 +1,4 @@
-"""Cost formulas for GEMMs, convolutions and attention, on hand-built OpCalls.
+"""Cost formulas for GEMMs and convolutions, on hand-built OpCalls.
 
 Each expected value carries its arithmetic: FMA = 2 FLOPs; bytes = each input storage read once
 plus each output written once.
@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 from cost_helpers import T, cost
 
-from rooflinectl.costs import OpCall, cost_of
-from rooflinectl.costs.linalg import conv_out_shape
+from rooflinectl.costs.conv import conv_out_shape
 
 # --- GEMM ----------------------------------------------------------------------------------------
 
@@ -148,99 +147,37 @@ def test_mkldnn_convolution_padding_before_stride():
 
 
 CONV_FWD_FLOPS = 2 * (2 * 16 * 16 * 16) * (3 * 3 * 3)  # the forward of test_convolution_stride_padding_bias
+GRAD_OUT, X, W = 2 * 16 * 16 * 16 * 4, 2 * 3 * 32 * 32 * 4, 16 * 3 * 3 * 3 * 4  # bytes
 
 
-@pytest.mark.parametrize(("mask", "flops", "written"), [
-    # grad_input and grad_weight each cost one forward's FLOPs; each is written once
-    ([True, True, True], 2 * CONV_FWD_FLOPS, (2 * 3 * 32 * 32 + 16 * 3 * 3 * 3) * 4),
-    ([True, False, False], CONV_FWD_FLOPS, 2 * 3 * 32 * 32 * 4),
-    ([False, True, True], CONV_FWD_FLOPS, 16 * 3 * 3 * 3 * 4),
+@pytest.mark.parametrize(("mask", "flops", "nbytes"), [
+    # grad_input and grad_weight each cost one forward's FLOPs; each is written once; grad_input
+    # needs grad_out and the weight, grad_weight grad_out and the input; grad_bias writes [Cout]
+    ([True, True, True], 2 * CONV_FWD_FLOPS, GRAD_OUT + X + W + X + W + 16 * 4),
+    ([True, False, False], CONV_FWD_FLOPS, GRAD_OUT + W + X),
+    ([False, True, True], CONV_FWD_FLOPS, GRAD_OUT + X + W + 16 * 4),
 ])
-def test_convolution_backward(mask, flops, written):
+def test_convolution_backward(mask, flops, nbytes):
     g, x, w = T(2, 16, 16, 16), T(2, 3, 32, 32), T(16, 3, 3, 3)
     # (grad_out, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding,
     #  groups, output_mask)
     c = cost("aten::convolution_backward", g, x, w, [16], [2, 2], [1, 1], [1, 1], False, [0, 0], 1, mask)
     assert c.flops == flops
-    reads = (2 * 16 * 16 * 16 + 2 * 3 * 32 * 32 + 16 * 3 * 3 * 3) * 4  # grad_out, input, weight
-    assert c.bytes == reads + written
+    assert c.bytes == nbytes
     assert c.family == "conv"
 
 
-# --- attention -----------------------------------------------------------------------------------
-
-B, H, SQ, SK, D = 2, 8, 128, 256, 64
-ATTN_FLOPS = 4 * B * H * SQ * SK * D  # Q@K^T and P@V: 2 * (2*B*H*Sq*Sk*D)
-# q, k, v read (bf16), out (B, H, Sq, D) bf16 and fp32 log-sum-exp (B, H, Sq) written
-ATTN_BYTES = (B * H * SQ * D + 2 * B * H * SK * D) * 2 + B * H * SQ * D * 2 + B * H * SQ * 4
-
-
-def qkv_bhsd():
-    return T(B, H, SQ, D, dtype="bf16"), T(B, H, SK, D, dtype="bf16"), T(B, H, SK, D, dtype="bf16")
-
-
-def qkv_bshd():
-    return T(B, SQ, H, D, dtype="bf16"), T(B, SK, H, D, dtype="bf16"), T(B, SK, H, D, dtype="bf16")
-
-
-@pytest.mark.parametrize("name", ["aten::_scaled_dot_product_flash_attention",
-                                  "aten::_scaled_dot_product_flash_attention_for_cpu"])
-@pytest.mark.parametrize(("causal", "flops"), [(False, ATTN_FLOPS), (True, ATTN_FLOPS // 2)])
-def test_sdpa_flash(name, causal, flops):
-    # (query, key, value, dropout_p, is_causal, return_debug_mask)
-    c = cost(name, *qkv_bhsd(), 0.0, causal, False)
-    assert c.flops == flops  # causal: half the score/value FLOPs
-    assert c.bytes == ATTN_BYTES
-    assert (c.family, c.dtype) == ("attention", "bf16")
-
-
-@pytest.mark.parametrize("name", ["aten::_scaled_dot_product_efficient_attention",
-                                  "aten::_scaled_dot_product_cudnn_attention"])
-def test_sdpa_efficient_causal_is_seventh_argument(name):
-    # (query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal)
-    causal = cost(name, *qkv_bhsd(), None, False, 0.0, True)
-    full = cost(name, *qkv_bhsd(), None, True, 0.0, False)  # compute_log_sumexp is not is_causal
-    assert full.flops == ATTN_FLOPS  # 4*B*H*Sq*Sk*D
-    assert causal.flops == ATTN_FLOPS // 2  # causal halves it
-    assert full.bytes == causal.bytes == ATTN_BYTES
-
-
-def test_flash_attention_forward_bshd_layout():
-    # (query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask)
-    c = cost("aten::_flash_attention_forward", *qkv_bshd(), None, None, SQ, SK, 0.0, True, False)
-    assert c.flops == ATTN_FLOPS // 2  # (B, S, H, D) read as (B, H, S, D); causal halves
-    assert c.bytes == ATTN_BYTES
-    full = cost("aten::_flash_attention_forward", *qkv_bshd(), None, None, SQ, SK, 0.0, False, False)
-    assert full.flops == ATTN_FLOPS
-
-
-def test_flash_attention_forward_variable_length_not_modelled():
-    q, k, v = qkv_bshd()
-    call = OpCall("aten::_flash_attention_forward", (q, k, v, T(3, dtype="int32"), T(3, dtype="int32"),
-                                                      SQ, SK, 0.0, False, False))
-    assert cost_of(call) is None
-
-
-def test_efficient_attention_forward_custom_mask_type():
-    # (query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_q, max_k, dropout_p,
-    #  custom_mask_type, compute_log_sumexp)
-    causal = cost("aten::_efficient_attention_forward", *qkv_bshd(), None, None, None, SQ, SK, 0.0, 1, True)
-    full = cost("aten::_efficient_attention_forward", *qkv_bshd(), None, None, None, SQ, SK, 0.0, 0, True)
-    assert causal.flops == ATTN_FLOPS // 2  # custom_mask_type 1: causal from the top left
-    assert full.flops == ATTN_FLOPS
-    assert full.bytes == ATTN_BYTES
-
-
-@pytest.mark.parametrize("name", ["aten::_scaled_dot_product_flash_attention_backward",
-                                  "aten::_scaled_dot_product_efficient_attention_backward",
-                                  "aten::_scaled_dot_product_cudnn_attention_backward"])
-def test_attention_backward(name):
-    q, k, v = qkv_bhsd()
-    grad_out, out, lse = T(B, H, SQ, D, dtype="bf16"), T(B, H, SQ, D, dtype="bf16"), T(B, H, SQ)
-    c = cost(name, grad_out, q, k, v, out, lse)
-    # recompute Q@K^T, dP = dO@V^T, dV = P^T@dO, dQ = dS@K, dK = dS^T@Q: 5 GEMMs of 2*B*H*Sq*Sk*D
-    assert c.flops == 5 * 2 * B * H * SQ * SK * D
-    reads = (2 * B * H * SQ * D + B * H * SQ * D + 2 * B * H * SK * D) * 2  # dO, out, q, k, v
-    written = (B * H * SQ * D + 2 * B * H * SK * D) * 2  # dq, dk, dv
-    assert c.bytes == reads + written
-    assert c.family == "attention"
+@pytest.mark.parametrize(("channels", "groups", "per_group_in"), [(64, 64, 1), (64, 4, 16), (32, 1, 32)])
+def test_grouped_convolution_backward_counts_groups(channels, groups, per_group_in):
+    """Depthwise and grouped convolutions: grad_weight costs one forward too. flop_counter's
+    conv_backward_flop (the old formula) counts grad_weight `groups` times too many: 32x here for
+    a 64-channel depthwise conv."""
+    x, w, g = T(8, channels, 28, 28), T(channels, per_group_in, 3, 3), T(8, channels, 28, 28)
+    forward = 2 * (8 * channels * 28 * 28) * (per_group_in * 3 * 3)  # 2 * out elements * Cin/g*kh*kw
+    c = cost("aten::convolution_backward", g, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], groups,
+             [True, True, False])
+    assert c.flops == 2 * forward
+    transposed = cost("aten::convolution_backward", T(8, channels, 56, 56), x, T(channels, per_group_in, 2, 2),
+                      None, [2, 2], [0, 0], [1, 1], True, [0, 0], groups, [True, True, False])
+    # transposed: every input element meets (Cout/g) x kernel weights
+    assert transposed.flops == 2 * (2 * (8 * channels * 28 * 28) * (per_group_in * 2 * 2))

@@ -17,7 +17,7 @@ NX = 8 * 16 * 32  # elements of X
     ([1], False, 8 * 32),  # reduce the 16: [8, 32]
     ([0, 2], True, 16),  # dim list, keepdim: [1, 16, 1]
     ([-1], False, 8 * 16),  # negative dim
-    (1, False, 8 * 32),  # a single int dim
+    ([1], False, 8 * 32),  # a single dim (the profiler records int[1] as a list)
     ([], False, 1),  # empty list: full reduction
     (None, False, 1),  # no dims: full reduction
 ])
@@ -172,7 +172,8 @@ def test_group_norm():
     c = cost("aten::native_group_norm", T(4, 16, 8, 8), T(16), T(16), 4, 16, 64, 4, 1e-5)
     n = 4 * 16 * 8 * 8
     assert c.flops == 8 * n
-    assert c.bytes == n * 4 + 2 * 16 * 4 + n * 4  # x, weight, bias read; y written
+    # x, weight, bias read; y and the mean and rstd per (sample, group) written
+    assert c.bytes == n * 4 + 2 * 16 * 4 + n * 4 + 2 * 4 * 4 * 4
 
 
 # --- losses --------------------------------------------------------------------------------------

@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
-from rooflinectl.costs import elementwise, linalg, memory_ops, reductions  # noqa: F401  (registration)
-from rooflinectl.costs.registry import OpCost, cost_formula, cost_of, lookup, registered_ops
+from rooflinectl.costs import (  # noqa: F401  (registration)
+    attention,
+    conv,
+    elementwise,
+    gemm,
+    memory_ops,
+    norms,
+    optimizer,
+    pooling,
+    reductions,
+)
+from rooflinectl.costs.registry import (
+    OpCost,
+    bound,
+    cost_formula,
+    cost_of,
+    explain_cost,
+    has_formula,
+    lookup,
+    registered_ops,
+)
 from rooflinectl.costs.tensors import OpCall, TensorArg
 
 # Ops that only change metadata (views) or allocate: they launch no kernel and cost nothing.
@@ -24,4 +43,5 @@ NO_WORK_OPS: frozenset[str] = frozenset(
 """Composite ops (linear, matmul, to, clone, ...) do their work through children that carry the
 cost; listing them here stops the CPU path from counting their overhead as unknown work."""
 
-__all__ = ["NO_WORK_OPS", "OpCall", "OpCost", "TensorArg", "cost_formula", "cost_of", "lookup", "registered_ops"]
+__all__ = ["NO_WORK_OPS", "OpCall", "OpCost", "TensorArg", "bound", "cost_formula", "cost_of", "explain_cost",
+           "has_formula", "lookup", "registered_ops"]

@@ -11,36 +11,55 @@ written once; in-place ops read and write `self`; tensors past the op's inputs a
 from __future__ import annotations
 
 from rooflinectl.costs.registry import OpCost, cost_formula
-from rooflinectl.costs.tensors import OpCall, broadcast_shape, is_float, unique_read_bytes
+from rooflinectl.costs.tensors import (
+    OpCall,
+    TensorArg,
+    broadcast_shape,
+    is_float,
+    unique_read_bytes,
+)
+
+
+def operands(call: OpCall) -> tuple[list[TensorArg], TensorArg | None]:
+    """(tensors the op reads, the out= tensor it writes): every tensor argument but a pure out=
+    one is an operand (element-wise ops broadcast all of them); an unbound call's tensors are
+    all operands."""
+    sig = call.signature
+    if sig is None:
+        return call.tensors(), None
+    reads, out = [], None
+    for name, value in zip(sig.names, call.args):
+        if isinstance(value, TensorArg):
+            if name in sig.out_only:
+                out = value
+            else:
+                reads.append(value)
+    return reads, out
 
 
 def elementwise_cost(
     call: OpCall,
     *,
     flops_per_element: float,
-    n_inputs: int,
-    out_dtype: str | None = None,
     out_itemsize: int | None = None,
     n_outputs: int = 1,
     family: str = "elementwise",
     note: str = "",
 ) -> OpCost | None:
-    """Cost of an op whose output has the broadcast shape of its first `n_inputs` tensors."""
-    tensors = call.tensors()
-    if not tensors:
+    """Cost of an op whose output has the broadcast shape of its tensor operands."""
+    inputs, out = operands(call)
+    if not inputs:
         return None
-    inputs, outs = tensors[:n_inputs], tensors[n_inputs:]
-    inplace = call.name.endswith("_")
     out_shape = broadcast_shape(t.shape for t in inputs)
     numel = 1
     for n in out_shape:
         numel *= n
     first = inputs[0]
     math_dtype = next((t.dtype for t in inputs if is_float(t.dtype)), first.dtype)
-    if inplace:
-        out_size = first.itemsize
-    elif outs:
-        out_size = outs[0].itemsize
+    if call.signature is not None and "self" in call.signature.written and out is None:
+        out_size = first.itemsize  # in place: self is written
+    elif out is not None:
+        out_size = out.itemsize
     else:
         # The output takes the value operands' dtype: where(cond, x, y) writes x's dtype, not bool.
         # (the widest non-scalar float operand: type promotion, roughly).
@@ -54,24 +73,19 @@ def elementwise_cost(
         flops=float(flops_per_element * numel),
         bytes=float(read + written),
         family=family,
-        dtype=out_dtype or math_dtype,
+        dtype=math_dtype,
         note=note or f"element-wise: {flops_per_element:g} FLOP/element; inputs read once, output written once",
     )
 
 
-def _register(names: tuple[str, ...], flops_per_element: float, n_inputs: int, *,
-              bool_out: bool = False, family: str = "elementwise") -> None:
+def _register(names: tuple[str, ...], flops_per_element: float, *, bool_out: bool = False,
+              family: str = "elementwise") -> None:
     def formula(call: OpCall) -> OpCost | None:
-        return elementwise_cost(
-            call,
-            flops_per_element=flops_per_element,
-            n_inputs=n_inputs,
-            out_itemsize=1 if bool_out else None,
-            family=family,
-        )
+        return elementwise_cost(call, flops_per_element=flops_per_element, out_itemsize=1 if bool_out else None,
+                                family=family)
 
     formula.__doc__ = (
-        f"{flops_per_element:g} FLOP per output element over {n_inputs} input(s)"
+        f"{flops_per_element:g} FLOP per output element (the broadcast of the tensor operands, each read once)"
         + ("; bool output" if bool_out else "")
     )
     cost_formula(*names, family=family)(formula)
@@ -84,41 +98,49 @@ def _with_inplace(*names: str) -> tuple[str, ...]:
 # Unary arithmetic / transcendental: 1 FLOP per element.
 _register(_with_inplace("neg", "reciprocal", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
                         "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfc",
-                        "erfinv", "square", "logit"), 1, 1)
+                        "erfinv", "square", "logit"), 1)
 # Activations: arithmetic steps per element.
-_register(_with_inplace("gelu"), 5, 1)  # x * 0.5 * (1 + erf(x / sqrt(2))): mul, erf, add, mul, mul
-_register(_with_inplace("silu"), 4, 1)  # x / (1 + exp(-x)): exp, add, div, mul
-_register(_with_inplace("mish"), 6, 1)  # x * tanh(softplus(x))
-_register(_with_inplace("softplus", "elu", "selu", "celu"), 3, 1)
-_register(_with_inplace("hardswish", "hardsigmoid"), 3, 1)
-_register(_with_inplace("leaky_relu"), 1, 1)
+_register(_with_inplace("gelu"), 5)  # x * 0.5 * (1 + erf(x / sqrt(2))): mul, erf, add, mul, mul
+_register(_with_inplace("silu"), 4)  # x / (1 + exp(-x)): exp, add, div, mul
+_register(_with_inplace("mish"), 6)  # x * tanh(softplus(x))
+_register(_with_inplace("softplus", "elu", "selu", "celu"), 3)
+_register(_with_inplace("hardswish", "hardsigmoid"), 3)
+_register(_with_inplace("leaky_relu"), 1)
 # Moves, selections, clamps, sign: 0 FLOP (no float add/mul/fma is executed).
 _register(_with_inplace("relu", "clamp_min", "clamp_max", "clamp", "hardtanh", "abs", "sign",
                         "floor", "ceil", "round", "trunc", "frac", "bitwise_not", "logical_not",
-                        "relu6", "nan_to_num"), 0, 1)
+                        "relu6", "nan_to_num"), 0)
 # Binary arithmetic: 1 FLOP per element (alpha != 1 folds into an FMA: still counted as 1).
 _register(_with_inplace("add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide",
-                        "remainder", "fmod", "pow", "atan2", "xlogy", "hypot", "copysign"), 1, 2)
+                        "remainder", "fmod", "pow", "atan2", "xlogy", "hypot", "copysign"), 1)
 _register(_with_inplace("maximum", "minimum", "fmax", "fmin", "bitwise_and", "bitwise_or",
-                        "bitwise_xor"), 0, 2)
+                        "bitwise_xor"), 0)
 _register(_with_inplace("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-                        "logical_xor", "isnan", "isinf", "isfinite"), 0, 2, bool_out=True)
+                        "logical_xor") + ("aten::isnan", "aten::isinf", "aten::isfinite"), 0, bool_out=True)
 # Ternary.
-_register(_with_inplace("addcmul", "addcdiv", "lerp"), 2, 3)
-_register(("aten::where", "aten::masked_fill", "aten::masked_fill_"), 0, 3)
+_register(_with_inplace("addcmul", "addcdiv", "lerp"), 2)
+_register(("aten::where", "aten::masked_fill", "aten::masked_fill_"), 0)
 # Backward of activations: grad and the saved input (or output) in, grad out.
-_register(("aten::threshold_backward", "aten::hardtanh_backward"), 0, 2)
-_register(("aten::sigmoid_backward", "aten::tanh_backward"), 3, 2)
-_register(("aten::gelu_backward",), 10, 2)
-_register(("aten::silu_backward",), 8, 2)
-_register(("aten::mse_loss_backward",), 3, 3)  # (grad, self, target): 2 * grad * (self - target)
+_register(("aten::threshold_backward", "aten::hardtanh_backward"), 0)
+_register(("aten::sigmoid_backward", "aten::tanh_backward"), 3)
+_register(("aten::gelu_backward",), 10)
+_register(("aten::silu_backward",), 8)
+_register(("aten::mse_loss_backward",), 3)  # (grad, self, target): 2 * grad * (self - target)
+_register(("aten::leaky_relu_backward", "aten::hardsigmoid_backward"), 1)
+_register(("aten::hardswish_backward", "aten::elu_backward"), 3)
+_register(("aten::softplus_backward",), 4)
+_register(("aten::mish_backward",), 8)
+# max(x, y) and min(x, y) are the element-wise overloads of aten::max/min (the others reduce).
+_register(("aten::max.other", "aten::min.other"), 0)
+# grad * mask * scale: the bool mask selects, the scale is one multiply.
+_register(("aten::native_dropout_backward",), 1)
 
 
 @cost_formula("aten::fill_", "aten::zero_", "aten::normal_", "aten::uniform_", "aten::bernoulli_",
               "aten::random_", "aten::exponential_", family="elementwise")
 def fill_cost(call: OpCall) -> OpCost | None:
     """Writes `self` once and reads nothing (random fills count no FLOPs)."""
-    out = call.tensor(0)
+    out = call.input("self")
     if out is None:
         return None
     return OpCost(0.0, float(out.nbytes), "elementwise", out.dtype, "fill: output written once")
@@ -127,7 +149,7 @@ def fill_cost(call: OpCall) -> OpCost | None:
 @cost_formula("aten::native_dropout", family="elementwise")
 def dropout_cost(call: OpCall) -> OpCost | None:
     """Reads the input, writes the output and a bool mask; 1 FLOP per element (the scale)."""
-    x = call.tensor(0)
+    x = call.input("input")
     if x is None:
         return None
     return OpCost(float(x.numel), float(2 * x.nbytes + x.numel), "elementwise", x.dtype,

@@ -1,22 +1,30 @@
-"""Copies, casts, concatenation, padding, indexing, embeddings and optimiser updates.
+"""Copies, casts, concatenation, padding, indexing and embeddings.
 
 These move data and do (almost) no arithmetic: FLOPs are 0 unless noted, bytes are what must
-cross DRAM at least once: the source elements read and the destination elements written.
+cross DRAM at least once: the source elements read and the destination elements written. An
+index tensor is read at its footprint (an index expanded with stride 0, as index_select's
+gather gets, reads its source once).
 """
 
 from __future__ import annotations
 
 import math
 
-from rooflinectl.costs.registry import OpCost, cost_formula
-from rooflinectl.costs.tensors import OpCall, TensorArg, is_float, unique_read_bytes
+from rooflinectl.costs.registry import NotModelled, OpCost, cost_formula
+from rooflinectl.costs.tensors import (
+    OpCall,
+    TensorArg,
+    broadcast_shape,
+    is_float,
+    unique_read_bytes,
+)
 
 
 @cost_formula("aten::copy_", family="copy")
 def copy_cost(call: OpCall) -> OpCost | None:
     """(self, src, non_blocking): src read once (a broadcast source reads its storage once), self
     written once; a cast is a copy between dtypes. Host-device copies are counted the same way."""
-    dst, src = call.tensor(0), call.tensor(1)
+    dst, src = call.input("self"), call.input("src")
     return OpCost(0.0, float(src.footprint_bytes() + dst.nbytes), "copy", dst.dtype,
                   "copy/cast: source read once, destination written once")
 
@@ -24,7 +32,7 @@ def copy_cost(call: OpCall) -> OpCost | None:
 @cost_formula("aten::cat", "aten::_cat", family="copy")
 def cat_cost(call: OpCall) -> OpCost | None:
     """(tensors, dim): every input read once, the output (their total) written once."""
-    parts = [t for t in call.tensors() if t.numel > 0]
+    parts = [t for t in call.tensor_list("tensors") if t.numel > 0]
     if not parts:
         return None
     # The output has the promoted dtype (cat([fp32, fp64]) writes fp64): the widest float part,
@@ -39,8 +47,8 @@ def cat_cost(call: OpCall) -> OpCost | None:
 @cost_formula("aten::constant_pad_nd", family="copy")
 def pad_cost(call: OpCall) -> OpCost | None:
     """(self, pad, value): input read once, the padded output written once."""
-    x = call.tensor(0)
-    pad = list(call.arg(1) or [])
+    x = call.input("self")
+    pad = list(call.get("pad") or [])
     shape = list(x.shape)
     for i in range(0, len(pad) - 1, 2):
         dim = len(shape) - 1 - i // 2
@@ -49,131 +57,156 @@ def pad_cost(call: OpCall) -> OpCost | None:
                   "pad: input read once, padded output written once")
 
 
-def _gathered(rows: int, row_elems: int, index: TensorArg, src: TensorArg) -> float:
-    """Index read once, the gathered elements read once and written once."""
-    return float(index.nbytes + 2 * rows * row_elems * src.itemsize)
+def _gathered(elements: int, index: TensorArg, src: TensorArg) -> float:
+    """Index read once (at its footprint), the gathered elements read once and written once."""
+    return float(index.footprint_bytes() + 2 * elements * src.itemsize)
 
 
 @cost_formula("aten::embedding", family="index")
 def embedding_cost(call: OpCall) -> OpCost | None:
     """(weight, indices, ...): reads the indices and one weight row per index, writes the rows."""
-    weight, indices = call.tensor(0), call.tensor(1)
-    return OpCost(0.0, _gathered(indices.numel, weight.shape[-1], indices, weight), "index", weight.dtype,
+    weight, indices = call.input("weight"), call.input("indices")
+    return OpCost(0.0, _gathered(indices.numel * weight.shape[-1], indices, weight), "index", weight.dtype,
                   "embedding: indices read, one row per index read and written")
 
 
 @cost_formula("aten::index_select", family="index")
 def index_select_cost(call: OpCall) -> OpCost | None:
     """(self, dim, index): reads the index and the selected slices, writes them."""
-    x, dim, index = call.tensor(0), call.arg(1), call.tensor(2)
+    x, dim, index = call.input("self"), int(call.get("dim")), call.input("index")
     slice_elems = x.numel // max(x.shape[dim], 1) if x.shape else 1
-    return OpCost(0.0, _gathered(index.numel, slice_elems, index, x), "index", x.dtype,
+    return OpCost(0.0, _gathered(index.numel * slice_elems, index, x), "index", x.dtype,
                   "index_select: selected slices read once and written once")
 
 
 @cost_formula("aten::gather", family="index")
 def gather_cost(call: OpCall) -> OpCost | None:
-    """(self, dim, index): output has the index's shape: index read, gathered elements read and written."""
-    x, index = call.tensor(0), call.tensor(2)
-    return OpCost(0.0, _gathered(index.numel, 1, index, x), "index", x.dtype,
+    """(self, dim, index, sparse_grad, [out]): the output has the index's shape: the index read
+    at its footprint (index_select on CUDA gathers with an index expanded along the row: its
+    source is one index per row), one element per index read and written."""
+    x, index = call.input("self"), call.input("index")
+    return OpCost(0.0, _gathered(index.numel, index, x), "index", x.dtype,
                   "gather: index read, one element per index read and written")
 
 
 @cost_formula("aten::scatter", "aten::scatter_", "aten::scatter_add", "aten::scatter_add_",
               "aten::scatter_reduce", "aten::scatter_reduce_", family="index")
 def scatter_cost(call: OpCall) -> OpCost | None:
-    """(self, dim, index, src, ...): index and src read, one element written per index
-    (out-of-place variants also copy self: counted as a read and a write of self)."""
-    x, index = call.tensor(0), call.tensor(2)
-    src = call.tensor(3)
-    moved = index.numel * x.itemsize
-    extra = 0 if call.name.endswith("_") else 2 * x.nbytes
-    flops = float(index.numel) if "add" in call.name or "reduce" in call.name else 0.0
-    return OpCost(flops, float(index.nbytes + (src.nbytes if src else 0) + moved + extra), "index", x.dtype,
-                  "scatter: index and src read, targets written")
+    """(self, dim, index, src | value, ...): index and src read, one target per index written;
+    an accumulating scatter (add, reduce) also reads its targets (1 FLOP per index); the
+    out-of-place variants first copy self (a read and a write of self)."""
+    x, index, src = call.input("self"), call.input("index"), call.input("src")
+    accumulates = "add" in call.name or "reduce" in call.name or call.get("reduce") is not None
+    targets = index.numel * x.itemsize * (2 if accumulates else 1)
+    copy = 0 if call.name.endswith("_") else 2 * x.nbytes
+    flops = float(index.numel) if accumulates else 0.0
+    read = index.footprint_bytes() + (src.footprint_bytes() if src is not None else 0)
+    return OpCost(flops, float(read + targets + copy), "index", x.dtype,
+                  "scatter: index and src read, targets written (and read, when accumulating)")
 
 
-@cost_formula("aten::index", family="index")
+@cost_formula("aten::index_add", "aten::index_add_", family="index")
+def index_add_cost(call: OpCall) -> OpCost | None:
+    """(self, dim, index, source, alpha): each source slice added into the slice of self its
+    index names: index and source read, those targets read and written (1 FLOP per source
+    element); index_add (out of place) first copies self."""
+    x, index, source = call.input("self"), call.input("index"), call.input("source")
+    copy = 0 if call.name.endswith("_") else 2 * x.nbytes
+    read = index.footprint_bytes() + source.footprint_bytes()
+    return OpCost(float(source.numel), float(read + 2 * source.numel * x.itemsize + copy), "index", x.dtype,
+                  "index_add: index and source read, target slices read and written")
+
+
+def advanced_index_shape(x: tuple[int, ...], indices: list[TensorArg | None]) -> tuple[tuple[int, ...], bool]:
+    """(output shape, exact) of x[indices] with None for a full slice, as NumPy/PyTorch define it:
+    the index tensors broadcast together; their result replaces the dims they index, in place when
+    those index tensors are adjacent, else at the front. A bool index of k dims stands for its
+    nonzero positions: bounded by its numel (exact=False)."""
+    kept: list[tuple[int, int]] = []  # (position in indices, size) of the full slices
+    shapes: list[tuple[int, ...]] = []
+    tensor_positions: list[int] = []
+    exact, dim = True, 0
+    for position, t in enumerate(indices):
+        if t is None:
+            kept.append((position, x[dim]))
+            dim += 1
+        elif t.dtype in ("bool", "uint8"):
+            shapes.append((t.numel,))
+            tensor_positions.append(position)
+            exact = False
+            dim += len(t.shape)
+        else:
+            shapes.append(t.shape)
+            tensor_positions.append(position)
+            dim += 1
+    b, rest = broadcast_shape(shapes), x[dim:]
+    first, last = tensor_positions[0], tensor_positions[-1]
+    if tensor_positions == list(range(first, last + 1)):
+        before = [n for position, n in kept if position < first]
+        after = [n for position, n in kept if position > last]
+        return (*before, *b, *after, *rest), exact
+    return (*b, *(n for _, n in kept), *rest), exact
+
+
+@cost_formula("aten::index", "aten::_unsafe_index", family="index")
 def index_cost(call: OpCall) -> OpCost | None:
-    """(self, indices): advanced indexing; assumes the index tensors address the leading dims
-    (broadcast together): output = broadcast(index) x remaining dims, read once and written once."""
-    x = call.tensor(0)
-    indices = call.tensors()[1:]
-    if not indices:
-        return None
-    if all(t.dtype == "bool" for t in indices):  # boolean mask: output size unknown; bound it by the mask
-        rows = max(t.numel for t in indices)
-        tail = math.prod(x.shape[len(indices[0].shape):])
-        return OpCost(0.0, float(sum(t.nbytes for t in indices) + 2 * rows * tail * x.itemsize), "index",
-                      x.dtype, "boolean-mask index: upper bound (every mask element selected)")
-    lead = max(t.numel for t in indices)
-    tail = math.prod(x.shape[len(indices):])
-    return OpCost(0.0, float(sum(t.nbytes for t in indices) + 2 * lead * tail * x.itemsize), "index",
-                  x.dtype, "index: index tensors read, selected elements read and written")
+    """(self, indices): advanced indexing (None entries are full slices): index tensors read once,
+    the selected elements read once and written once. torch's profiler does not record the
+    Tensor?[] indices; then the output shape comes from the op's restride view (the as_strided
+    child that has the output's shape, stride 0 along the indexed dims: those dims are the index)."""
+    x = call.input("self")
+    indices = call.get("indices")
+    if isinstance(indices, (list, tuple)) and any(isinstance(t, TensorArg) for t in indices):
+        entries = [t if isinstance(t, TensorArg) else None for t in indices]
+        out, exact = advanced_index_shape(x.shape, entries)
+        index_bytes = sum(t.footprint_bytes() for t in entries if t is not None)
+        note = "index: index tensors read, selected elements read and written" + (
+            "" if exact else "; a boolean mask bounds the selection (every element selected)")
+    else:
+        view = call.hint("index_view")
+        if view is None:
+            raise NotModelled("the profiler recorded no index tensors and no restride view")
+        sizes, strides = view
+        out = tuple(sizes)
+        index_bytes = 8 * math.prod(n for n, s in zip(sizes, strides) if s == 0)
+        note = "index: output shape from the restride view; one int64 index tensor assumed"
+    return OpCost(0.0, float(index_bytes + 2 * math.prod(out) * x.itemsize), "index", x.dtype, note)
 
 
-@cost_formula("aten::index_put_", "aten::_index_put_impl_", family="index")
+@cost_formula("aten::index_put_", "aten::_index_put_impl_", "aten::index_put", "aten::_unsafe_index_put",
+              family="index")
 def index_put_cost(call: OpCall) -> OpCost | None:
-    """(self, indices, values, accumulate): indices and values read, values.numel elements written."""
-    tensors = call.tensors()
-    x, values = tensors[0], tensors[-1]
-    index_bytes = sum(t.nbytes for t in tensors[1:-1])
-    return OpCost(0.0, float(index_bytes + values.nbytes + values.numel * x.itemsize), "index", x.dtype,
-                  "index_put: indices and values read, targets written")
+    """(self, indices, values, accumulate): index tensors and values read, one target per value
+    element written (read too when accumulating); the out-of-place ops first copy self. The
+    profiler does not record the Tensor?[] indices: their bytes are then left out."""
+    x, values = call.input("self"), call.input("values")
+    indices = [t for t in (call.get("indices") or []) if isinstance(t, TensorArg)]
+    targets = values.numel * x.itemsize * (2 if call.get("accumulate") else 1)
+    copy = 0 if call.name.endswith("_") else 2 * x.nbytes
+    read = sum(t.footprint_bytes() for t in indices) + values.footprint_bytes()
+    return OpCost(float(values.numel) if call.get("accumulate") else 0.0, float(read + targets + copy), "index",
+                  x.dtype, "index_put: indices and values read, targets written")
 
 
 @cost_formula("aten::embedding_dense_backward", family="index")
 def embedding_backward_cost(call: OpCall) -> OpCost | None:
     """(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq): grad rows read and
     accumulated (1 FLOP per element) into a zeroed [num_weights, D] gradient written once."""
-    g, indices = call.tensor(0), call.tensor(1)
-    num_weights = int(call.arg(2))
+    g, indices = call.input("grad_output"), call.input("indices")
+    num_weights = int(call.get("num_weights"))
     dim = g.shape[-1]
     return OpCost(float(g.numel), float(g.nbytes + indices.nbytes + num_weights * dim * g.itemsize), "index",
                   g.dtype, "embedding backward: grads read once, weight gradient written once")
 
 
-def _tensor_lists(call: OpCall) -> list[list[TensorArg]]:
-    return [[t for t in a if isinstance(t, TensorArg)] for a in call.args if isinstance(a, (list, tuple))]
-
-
-@cost_formula("aten::_fused_adam_", "aten::_fused_adamw_", family="optimizer")
-def fused_adam_cost(call: OpCall) -> OpCost | None:
-    """(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, ...): per parameter
-    element, params/grads/moments read once (4) and params/moments written once (3); about 15 FLOP
-    (moment updates, bias correction, sqrt, divide, weight decay)."""
-    lists = _tensor_lists(call)
-    params = lists[0]
-    elems = sum(t.numel for t in params)
-    item = params[0].itemsize if params else 4
-    read = sum(t.nbytes for lst in lists[:4] for t in lst)
-    return OpCost(15.0 * elems, float(read + 3 * elems * item), "optimizer", params[0].dtype if params else "fp32",
-                  "fused Adam: 4 reads and 3 writes per parameter element, 15 FLOP")
-
-
-def _foreach(call: OpCall, flops_per_element: float) -> OpCost | None:
-    lists = _tensor_lists(call)
-    if not lists:
-        return None
-    first = lists[0]
-    elems = sum(t.numel for t in first)
-    # Each tensor read once (the same tensor in two lists counts once); a zero fill reads nothing.
-    read = 0 if "_foreach_zero" in call.name else unique_read_bytes(t for lst in lists for t in lst)
-    inplace = call.name.endswith("_")
-    written = sum(t.nbytes for t in first)
-    note = "foreach: every list read once, " + ("the first list written in place" if inplace else "one output list written")
-    return OpCost(flops_per_element * elems, float(read + written), "optimizer", first[0].dtype if first else "fp32", note)
-
-
-def _register_foreach(names: tuple[str, ...], flops_per_element: float) -> None:
-    def formula(call: OpCall) -> OpCost | None:
-        return _foreach(call, flops_per_element)
-
-    formula.__doc__ = f"foreach: {flops_per_element:g} FLOP per element of the first list"
-    full = tuple(f"aten::_foreach_{n}" for n in names) + tuple(f"aten::_foreach_{n}_" for n in names)
-    cost_formula(*full, family="optimizer")(formula)
-
-
-_register_foreach(("add", "sub", "mul", "div", "sqrt", "neg", "exp", "reciprocal"), 1)
-_register_foreach(("addcmul", "addcdiv", "lerp"), 2)
-_register_foreach(("copy", "zero", "maximum", "minimum", "clamp_min", "clamp_max", "sign", "abs"), 0)
+@cost_formula("aten::_embedding_bag", "aten::_embedding_bag_forward_only", family="index")
+def embedding_bag_cost(call: OpCall) -> OpCost | None:
+    """(weight, indices, offsets, scale_grad_by_freq, mode, ...): one weight row read per index
+    and added into its bag (1 FLOP per element; max mode compares: 0); indices and offsets read,
+    one row per bag written."""
+    weight, indices, offsets = call.input("weight"), call.input("indices"), call.input("offsets")
+    dim = weight.shape[-1]
+    bags = offsets.numel
+    flops = 0.0 if call.get("mode", 0) == 2 else float(indices.numel * dim)
+    moved = indices.footprint_bytes() + offsets.footprint_bytes() + (indices.numel + bags) * dim * weight.itemsize
+    return OpCost(flops, float(moved), "index", weight.dtype, "embedding bag: rows read once, bags written once")

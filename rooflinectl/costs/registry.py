@@ -1,18 +1,32 @@
-"""The cost-formula registry: one entry per aten op name, registered once by decorator.
+"""The cost-formula registry: one entry per op or op overload, registered once by decorator.
 
-A formula takes an OpCall (inputs as recorded) and returns an OpCost, or None when the call's
-inputs do not let it say (then the kernel shows cost_source=none, never a silent zero).
+Keys are "aten::name" (every overload of the op) or "aten::name.overload" (that overload only,
+as in `torch.ops.aten.max.other`); a call is bound to its overload first (costs/signature.py)
+and the overload's own entry wins over the op's. A formula takes the bound OpCall and returns
+an OpCost, or None when the call's inputs do not let it say: then the kernel shows
+cost_source=none with the reason, never a silent zero.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rooflinectl.costs.signature import bind, recorded_kind
 from rooflinectl.costs.tensors import OpCall
 
 FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", "softmax", "copy",
             "index", "loss", "optimizer", "other")
+
+# Why a call has no cost (the first words of the reason; show --unknown groups by them).
+NO_FORMULA = "no cost formula"
+FORMULA_RAISED = "formula raised"
+INPUTS_UNFIT = "inputs not modelled"
+
+
+class NotModelled(ValueError):
+    """Raised by a formula whose op ran in a way it does not model; the message says how."""
 
 
 @dataclass(frozen=True)
@@ -32,17 +46,25 @@ Formula = Callable[[OpCall], "OpCost | None"]
 
 @dataclass(frozen=True)
 class FormulaEntry:
-    name: str
+    name: str  # the registry key: "aten::max" or "aten::max.other"
     family: str
     formula: Formula
     doc: str
 
 
 _REGISTRY: dict[str, FormulaEntry] = {}
+_OPS: set[str] = set()  # op names ("aten::max") with an entry for the op or one of its overloads
+
+
+def op_of(key: str) -> str:
+    """The op a registry key belongs to: "aten::max.other" -> "aten::max"."""
+    namespace, _, rest = key.partition("::")
+    return f"{namespace}::{rest.split('.')[0]}"
 
 
 def cost_formula(*names: str, family: str) -> Callable[[Formula], Formula]:
-    """Register `formula` for the aten ops `names` ("aten::add", ...); a duplicate is refused."""
+    """Register `formula` for the ops or overloads `names` ("aten::add", "aten::max.other");
+    a duplicate key is refused."""
     if family not in FAMILIES:
         raise ValueError(f"unknown op family {family!r}")
 
@@ -50,27 +72,60 @@ def cost_formula(*names: str, family: str) -> Callable[[Formula], Formula]:
         for name in names:
             if name in _REGISTRY:
                 raise ValueError(f"a cost formula for {name} is already registered")
+        for name in names:
             _REGISTRY[name] = FormulaEntry(name, family, formula, (formula.__doc__ or "").strip())
+            _OPS.add(op_of(name))
         return formula
 
     return register
 
 
-def lookup(name: str) -> FormulaEntry | None:
+def bound(call: OpCall) -> OpCall:
+    """The call with its overload's signature, when one fits what was recorded."""
+    if call.signature is not None:
+        return call
+    kinds = tuple(recorded_kind(call.types[i] if i < len(call.types) else "", a) for i, a in enumerate(call.args))
+    signature = bind(call.name, kinds)
+    return dataclasses.replace(call, signature=signature) if signature else call
+
+
+def lookup(name: str, overload: str = "") -> FormulaEntry | None:
+    """The entry for this overload of the op, else the op's own entry."""
+    if overload:
+        entry = _REGISTRY.get(f"{name}.{overload}")
+        if entry is not None:
+            return entry
     return _REGISTRY.get(name)
+
+
+def has_formula(name: str) -> bool:
+    """Whether any overload of the op has a formula (the cheap test attribution makes per op)."""
+    return name in _OPS
 
 
 def registered_ops() -> dict[str, FormulaEntry]:
     return dict(_REGISTRY)
 
 
+def explain_cost(call: OpCall) -> tuple[OpCost | None, str]:
+    """(cost, "") or (None, why): no formula, the formula raised (flop_counter asserts on shapes
+    it does not support, for example), or the inputs are not what the formula models."""
+    call = bound(call)
+    entry = lookup(call.name, call.overload)
+    if entry is None:
+        return None, f"{NO_FORMULA} for {call.name}" + (f".{call.overload}" if call.overload else "")
+    try:
+        cost = entry.formula(call)
+    except NotModelled as exc:
+        return None, f"{INPUTS_UNFIT} by the {entry.name} formula: {exc}"
+    except Exception as exc:  # noqa: BLE001 - one op's formula must never abort a profile
+        return None, f"{FORMULA_RAISED} {type(exc).__name__}: {exc}"[:200]
+    if cost is None:
+        what = f"{call.name}.{call.overload}" if call.overload else f"{call.name} (no schema matched the recorded inputs)"
+        return None, f"{INPUTS_UNFIT} by the {entry.name} formula: {what}"
+    return cost, ""
+
+
 def cost_of(call: OpCall) -> OpCost | None:
     """The op's cost, or None if no formula is registered or the inputs do not fit it."""
-    entry = _REGISTRY.get(call.name)
-    if entry is None:
-        return None
-    try:
-        return entry.formula(call)
-    except (IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError):
-        # Inputs not of the shape the formula expects (an overload we do not model): unknown.
-        return None
+    return explain_cost(call)[0]

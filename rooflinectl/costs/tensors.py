@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rooflinectl.costs.signature import Signature
 
 # Profiler type names ("Input type") -> (short dtype name, bytes per element).
 PROFILER_DTYPES: dict[str, tuple[str, int]] = {
@@ -100,14 +103,45 @@ class TensorArg:
 
 @dataclass(frozen=True)
 class OpCall:
-    """One op as recorded: aten name and positional inputs (TensorArg, list, scalar or None)."""
+    """One op as recorded: aten name, positional inputs (TensorArg, list, scalar or None) and the
+    profiler's type name of each; `signature` names them once the call is bound to its overload
+    (rooflinectl.costs.signature). Formulas read arguments by name: `call.get("groups")`."""
 
     name: str
     args: tuple[Any, ...]
+    types: tuple[str, ...] = ()  # profiler type names ("c10::BFloat16", "Scalar", ...), when recorded
+    signature: Signature | None = None
+    hints: tuple[tuple[str, Any], ...] = ()  # what the trace shows beyond the inputs (attribution/calls.py)
+
+    @property
+    def overload(self) -> str:
+        return self.signature.overload if self.signature else ""
 
     def tensors(self) -> list[TensorArg]:
         """Tensor inputs in order, tensor lists flattened."""
         return list(_flatten_tensors(self.args))
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The argument called `name` in the bound overload's schema: the recorded value, else the
+        schema's default, else `default` (also when the call is not bound)."""
+        sig = self.signature
+        if sig is None or name not in sig.names:
+            return default
+        i = sig.names.index(name)
+        value = self.args[i] if i < len(self.args) else sig.defaults.get(name)
+        return default if value is None else value
+
+    def input(self, name: str) -> TensorArg | None:
+        """The tensor argument called `name`, None when absent (an optional tensor not given)."""
+        value = self.get(name)
+        return value if isinstance(value, TensorArg) else None
+
+    def tensor_list(self, name: str) -> list[TensorArg]:
+        value = self.get(name)
+        return [t for t in value if isinstance(t, TensorArg)] if isinstance(value, (list, tuple)) else []
+
+    def hint(self, name: str) -> Any:
+        return next((value for key, value in self.hints if key == name), None)
 
     def arg(self, index: int, default: Any = None) -> Any:
         return self.args[index] if index < len(self.args) else default
@@ -149,3 +183,11 @@ def broadcast_shape(shapes: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
 
 def is_float(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
+
+
+def out_itemsize(call: OpCall, default: int, argument: str = "out_dtype") -> int:
+    """Bytes per element of an output whose dtype an argument may set (a ScalarType code)."""
+    code = call.get(argument)
+    if isinstance(code, int) and not isinstance(code, bool) and code in SCALAR_TYPE_CODES:
+        return SCALAR_TYPE_CODES[code][1]
+    return default
