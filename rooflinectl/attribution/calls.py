@@ -38,8 +38,10 @@ def _tensor(dims: Any, strides: Any, dtype: tuple[str, int], storage: Any) -> Te
     )
 
 
-def op_call(op: RawOp) -> OpCall:
-    """Positional inputs as TensorArg, list of TensorArg, parsed scalar/list, or None."""
+def op_call(op: RawOp, children: list[RawOp] | None = None) -> OpCall:
+    """Positional inputs as TensorArg, list of TensorArg, parsed scalar/list, or None, with the
+    profiler's type names; `children` (the op's direct child ops) give hints for ops whose
+    recorded inputs do not determine their output (see _hints)."""
     args: list[Any] = []
     fallback_dtype: tuple[str, int] | None = next(
         (PROFILER_DTYPES[t] for t in op.input_types if t in PROFILER_DTYPES), None
@@ -63,7 +65,22 @@ def op_call(op: RawOp) -> OpCall:
             args.append(items)
         else:
             args.append(parse_concrete(_at(op.concrete_inputs, i)))
-    return OpCall(name=op.name, args=tuple(args))
+    return OpCall(name=op.name, args=tuple(args), types=tuple(op.input_types), hints=_hints(op, children or []))
+
+
+def _hints(op: RawOp, children: list[RawOp]) -> tuple[tuple[str, Any], ...]:
+    """aten::index records no index tensors (the profiler skips Tensor?[] lists), but its
+    implementation views `self` through as_strided with the output's sizes and stride 0 along
+    the indexed dims (restride_src): that child's sizes and strides are the output's shape."""
+    if op.name not in ("aten::index", "aten::_unsafe_index") or not op.input_dims:
+        return ()
+    for child in children:
+        if child.name != "aten::as_strided" or not child.input_dims or child.input_dims[0] != op.input_dims[0]:
+            continue
+        sizes, strides = (parse_concrete(_at(child.concrete_inputs, i)) for i in (1, 2))
+        if isinstance(sizes, list) and isinstance(strides, list) and len(sizes) == len(strides) and 0 in strides:
+            return (("index_view", (tuple(sizes), tuple(strides))),)
+    return ()
 
 
 def shapes_text(call: OpCall) -> str:

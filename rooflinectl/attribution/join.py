@@ -38,7 +38,7 @@ from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.precision import unit_and_precision
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
-from rooflinectl.costs import NO_WORK_OPS, OpCost, cost_of, lookup
+from rooflinectl.costs import NO_WORK_OPS, OpCost, explain_cost, has_formula
 from rooflinectl.costs.inductor import (
     cpp_kernel_cost,
     fused_label,
@@ -88,7 +88,7 @@ class _OpIndex:
                                       if o.category == "user_annotation" and o.name in (CALIBRATION_NAME, WARMUP_NAME)])
         self._region_starts = [a for a, _ in self.region_spans]
         self._excluded_starts = [a for a, _ in self.excluded_spans]
-        self._costs: dict[int, tuple[OpCost | None, str]] = {}
+        self._costs: dict[int, tuple[OpCost | None, str, str]] = {}
         self.compiled_kernels = trace.compiled_kernels
         self.compile_work = [False] * len(self.ops)  # inside a (dynamo_timed) scope; parents come first
         for i, op in enumerate(self.ops):
@@ -110,22 +110,27 @@ class _OpIndex:
         return ""
 
     def cost(self, i: int) -> tuple[OpCost | None, str]:
+        """(cost or None, input shapes text) of op i."""
+        return self._explained(i)[:2]
+
+    def _explained(self, i: int) -> tuple[OpCost | None, str, str]:
         if i not in self._costs:
             op = self.ops[i]
             if op.category != "cpu_op":
-                self._costs[i] = (None, "")
+                self._costs[i] = (None, "", "")
             elif "kernel_num_gb" in op.args:
                 call = op_call(op)
-                self._costs[i] = (triton_kernel_cost(op.name, op.args, call), shapes_text(call))
+                self._costs[i] = (triton_kernel_cost(op.name, op.args, call), shapes_text(call), "")
             elif op.name in self.compiled_kernels:
                 buffers = self.compiled_kernels[op.name].get("buffers")
                 shapes = " x ".join(str(b["shape"]) for b in buffers or [])
-                self._costs[i] = (cpp_kernel_cost(op.name, buffers), shapes)
-            elif lookup(op.name) is None:
-                self._costs[i] = (None, "")
+                self._costs[i] = (cpp_kernel_cost(op.name, buffers), shapes, "")
+            elif not has_formula(op.name):
+                self._costs[i] = (None, "", "")
             else:
-                call = op_call(op)
-                self._costs[i] = (cost_of(call), shapes_text(call))
+                call = op_call(op, [self.ops[c] for c in self.children[i]])
+                cost, why = explain_cost(call)
+                self._costs[i] = (cost, shapes_text(call), why)
         return self._costs[i]
 
     def label(self, i: int) -> str:
@@ -136,6 +141,19 @@ class _OpIndex:
     def source(self, i: int) -> str:
         """cost_source of op i's cost: inductor for generated kernels, analytic for our formulas."""
         return "inductor" if is_generated_kernel(self.ops[i].name) else "analytic"
+
+    def why_unknown(self, i: int) -> str:
+        """Why no op at or above i gave a cost: a formula's failure if one failed (the innermost),
+        else that the innermost op has no formula, else that no op is linked."""
+        inner = self.innermost_cpu_op(i)
+        if inner < 0:
+            return "no op linked: the trace links this kernel to no CPU op"
+        j = inner
+        while j >= 0:
+            if self.ops[j].category == "cpu_op" and self._explained(j)[2]:
+                return self._explained(j)[2]
+            j = self.parent[j]
+        return f"no cost formula for {self.ops[inner].name}"
 
     def costed_ancestor(self, i: int) -> int:
         """Nearest op at or above i with a known cost, -1 if none."""
@@ -314,7 +332,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
             note = ("replayed from a CUDA graph whose capture the trace does not hold (captured before profiling?): "
                     "no op, so no cost" if k.correlation in graph_correlations and instance < 0
                     else "Inductor kernel compiled without its cost annotations (benchmark_kernel off)"
-                    if is_generated_kernel(k.name) else "no cost formula for this kernel's op")
+                    if is_generated_kernel(k.name) else index.why_unknown(op_i))
             how = _Attribution(op_name, None, 0.0, "", origin, "none", note)
         records.append(_record(launch, how, metadata))
     return records
@@ -378,6 +396,6 @@ def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, An
             how = _Attribution(index.label(i), None, 0.0, shapes, origin, "none",
                                "Inductor C++ kernel whose buffers its generated wrapper does not let us read")
         else:
-            how = _Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", "no cost formula for this op")
+            how = _Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", index.why_unknown(i))
         records.append(_record(launch, how, metadata))
     return records
