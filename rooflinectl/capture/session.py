@@ -80,17 +80,22 @@ def _tensor_info(prof: torch.profiler.profile) -> dict[tuple[str, int], dict[str
             continue
         storages: list[Any] = []
         list_dtypes: list[Any] = []
+        list_dims: list[Any] = []  # the Chrome trace drops the shapes of lists longer than 30
         for value in inputs:
             if hasattr(value, "impl_ptr"):
                 storages.append(value.impl_ptr)
                 list_dtypes.append(None)
+                list_dims.append(None)
             elif isinstance(value, list):
                 storages.append([getattr(t, "impl_ptr", None) for t in value])
                 list_dtypes.append([str(getattr(t, "dtype", "")).replace("torch.", "") for t in value])
+                list_dims.append([list(getattr(t, "sizes", None) or []) for t in value])
             else:
                 storages.append(None)
                 list_dtypes.append(None)
-        info[(node.name, int(round(node.start_time_ns / 1000)))] = {"storages": storages, "list_dtypes": list_dtypes}
+                list_dims.append(None)
+        info[(node.name, int(round(node.start_time_ns / 1000)))] = {"storages": storages, "list_dtypes": list_dtypes,
+                                                                   "list_dims": list_dims}
     return info
 
 

@@ -149,6 +149,15 @@ def _graph_captures(calls: list[tuple[int, int, str, int]]) -> list[list[tuple[s
     return captures
 
 
+def _fill_list_dims(op: RawOp, list_dims: list[Any]) -> None:
+    """Tensor-list shapes from the event tree where the Chrome trace left them out (it records
+    none for a list of more than 30 tensors, such as an optimizer's parameter list)."""
+    for i, dims in enumerate(list_dims):
+        if dims and i < len(op.input_types) and op.input_types[i] == "TensorList" and i < len(op.input_dims) \
+                and not op.input_dims[i]:
+            op.input_dims[i] = dims
+
+
 def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], dict[str, Any]] | None = None) -> RawTrace:
     """Parse an exported torch.profiler Chrome trace.
 
@@ -188,6 +197,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 if info:
                     op.input_storages = info.get("storages", [])
                     op.list_dtypes = info.get("list_dtypes", [])
+                    _fill_list_dims(op, info.get("list_dims") or [])
             ops.append(op)
         elif cat in KERNEL_CATEGORIES:
             kernels.append(RawKernel(
