@@ -6,7 +6,7 @@ from rooflinectl.costs import OpCall, OpCost, TensorArg, explain_cost
 from rooflinectl.costs.signature import signature_of
 
 ITEMSIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int32": 4, "int64": 8,
-            "bool": 1}
+            "bool": 1, "uint8": 1}
 
 
 def T(*shape: int, dtype: str = "fp32", strides: tuple[int, ...] | None = None,

@@ -140,12 +140,12 @@ def test_masked_fill_inplace():
     assert c.bytes == N * 2 + N * 1 + N * 2  # self and mask read, self written
 
 
-@pytest.mark.parametrize(("name", "flops_per_element"), [
-    ("aten::threshold_backward", 0), ("aten::sigmoid_backward", 3), ("aten::gelu_backward", 10),
-    ("aten::silu_backward", 8),
+@pytest.mark.parametrize(("name", "flops_per_element", "extra"), [
+    ("aten::threshold_backward", 0, (0,)), ("aten::sigmoid_backward", 3, ()), ("aten::gelu_backward", 10, ("none",)),
+    ("aten::silu_backward", 8, ()),
 ])
-def test_activation_backward(name, flops_per_element):
-    c = cost(name, T(32, 64), T(32, 64), 0)
+def test_activation_backward(name, flops_per_element, extra):
+    c = cost(name, T(32, 64), T(32, 64), *extra)  # (grad_output, self or output[, threshold/approximate])
     assert c.flops == flops_per_element * N
     assert c.bytes == 3 * N * 4  # grad and saved tensor read, grad_input written
 

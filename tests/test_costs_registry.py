@@ -10,14 +10,18 @@ from rooflinectl.costs import (
     NO_WORK_OPS,
     OpCall,
     TensorArg,
+    bound,
     cost_formula,
     cost_of,
+    explain_cost,
     lookup,
     registered_ops,
     registry,
 )
-from rooflinectl.costs.registry import FAMILIES
+from rooflinectl.costs.registry import FAMILIES, op_of
+from rooflinectl.costs.signature import _overloads
 from rooflinectl.costs.tensors import broadcast_shape, unique_read_bytes
+from rooflinectl.costs.torch_flops import DIFFERS, PROFILER_NAMES, TORCH_FLOP_FORMULAS
 
 # --- registry ------------------------------------------------------------------------------------
 
@@ -64,12 +68,72 @@ def test_raising_formula_is_contained(monkeypatch):
 
 def test_registered_entries_are_well_formed():
     ops = registered_ops()
-    assert len(ops) > 200
+    assert len(ops) > 300
     for name, entry in ops.items():
-        assert name.startswith("aten::") and entry.name == name
+        assert (name.startswith("aten::") or name in PROFILER_NAMES.values()) and entry.name == name
         assert entry.family in FAMILIES
         assert entry.doc, f"{name} has no docstring saying what it counts"
-    assert not set(ops) & NO_WORK_OPS  # an op either has a formula or does no work, never both
+    assert not {op_of(k) for k in ops} & NO_WORK_OPS  # an op has a formula or does no work, never both
+
+
+def test_every_key_names_an_op_or_overload_torch_has():
+    """A typo in a registration ("aten::maximum_", an in-place op torch does not have) is an
+    entry no call ever reaches."""
+    missing = []
+    for key in registered_ops():
+        if not key.startswith("aten::"):
+            continue
+        op = op_of(key)
+        overloads = [name for name, _ in _overloads(op)]
+        overload = key[len(op) + 1:]
+        if not overloads or (overload and overload not in overloads):
+            missing.append(key)
+    assert not missing, f"registered for ops this torch does not have: {missing}"
+
+
+def test_every_op_flop_counter_knows_has_a_formula():
+    """Iterating torch.utils.flop_counter's registry: each op it counts is one we cost (ours call
+    its formula, or say in torch_flops.DIFFERS why not); its higher-order ops by the name the
+    profiler records them under."""
+    assert len(TORCH_FLOP_FORMULAS) >= 20
+    for name in TORCH_FLOP_FORMULAS:
+        recorded = PROFILER_NAMES.get(name, name)
+        if recorded is None:
+            continue  # never reaches the profiler under this name (PROFILER_NAMES says why)
+        assert lookup(recorded) is not None, f"flop_counter counts {name}; we have no formula"
+    for name in DIFFERS:
+        assert name == "attention" or name in TORCH_FLOP_FORMULAS
+
+
+def test_overload_entry_wins_over_the_op_entry():
+    x = TensorArg((32, 64), "fp32", 4)
+    other = cost_of(OpCall("aten::max", (x, x)))  # max(x, y): binds aten::max.other, element-wise
+    reduction = cost_of(OpCall("aten::max", (x, 1, False)))  # max(x, dim): aten::max.dim
+    assert (other.family, other.bytes) == ("elementwise", 3 * 32 * 64 * 4)  # two reads, one write
+    assert (reduction.family, reduction.bytes) == ("reduction", 32 * 64 * 4 + 32 * (4 + 8))
+    # the old formula costed max(x, y) as a reduction of x: a third of the bytes
+    assert lookup("aten::max", "other").name == "aten::max.other"
+    assert lookup("aten::max", "dim").name == "aten::max"
+
+
+def test_binding_names_arguments_by_schema():
+    x = TensorArg((2, 3, 8, 8), "fp32", 4)
+    w = TensorArg((6, 1, 3, 3), "fp32", 4)
+    # cudnn_convolution takes padding before stride, convolution stride before padding
+    call = bound(OpCall("aten::cudnn_convolution", (x, w, [1, 1], [2, 2], [1, 1], 3, False, False, True),
+                        types=("float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar",
+                               "Scalar", "Scalar", "Scalar")))
+    assert (call.overload, call.get("padding"), call.get("stride"), call.get("groups")) == ("default", [1, 1], [2, 2], 3)
+    short = bound(OpCall("aten::sum", (x, [1], False)))  # dtype not recorded (an older torch)
+    assert short.overload == "dim_IntList" and short.get("dtype") is None and short.get("keepdim") is False
+    assert bound(OpCall("aten::mm", (x, "not a tensor"))).signature is None
+
+
+def test_unbound_aten_call_says_so():
+    cost, why = explain_cost(OpCall("aten::mm", (TensorArg((4, 4), "fp32", 4),)))  # one operand short
+    assert cost is None and "no schema of aten::mm matches" in why
+    cost, why = explain_cost(OpCall("aten::not_an_op", ()))
+    assert cost is None and why.startswith("no cost formula")
 
 
 # --- tensor helpers ------------------------------------------------------------------------------

@@ -84,14 +84,17 @@ def _bhsd(t: TensorArg, layout: str) -> tuple[int, int, int, int]:
     return (b, x, y, d) if layout == "bhsd" else (b, y, x, d)
 
 
-def _forward(call: OpCall, mask: Mask, layout: str, bias: str | None, lse: bool, note: str) -> OpCost:
+def _forward(call: OpCall, mask: Mask, layout: str, bias: str | None, lse: bool, note: str, lse_rows: int = 1) -> OpCost:
+    """lse_rows: the log-sum-exp's query dimension is padded to a multiple of it (the
+    memory-efficient kernel pads to 32)."""
     q, k, v = call.input("query"), call.input("key"), call.input("value")
     b, hq, sq, dqk = _bhsd(q, layout)
     sk, dv = _bhsd(k, layout)[2], _bhsd(v, layout)[3]
     pairs = b * hq * mask.pairs(sq, sk)
     flops = 2 * pairs * (dqk + dv)
     reads = [q, k, v, call.input(bias) if bias else None]
-    written = b * hq * sq * dv * q.itemsize + (b * hq * sq * 4 if lse else 0)
+    padded = -(-sq // lse_rows) * lse_rows
+    written = b * hq * sq * dv * q.itemsize + (b * hq * padded * 4 if lse else 0)
     read = unique_read_bytes(t for t in reads if t is not None)
     return OpCost(float(flops), float(read + written), "attention", q.dtype, f"{note}: {mask.describe()}")
 
@@ -132,9 +135,10 @@ def sdpa_flash_cpu_cost(call: OpCall) -> OpCost | None:
 def sdpa_bias_cost(call: OpCall) -> OpCost | None:
     """(query, key, value, attn_bias, [compute_log_sumexp,] dropout_p, is_causal, ...),
     (B, H, S, D): causal aligned top-left; attn_bias read once; log-sum-exp written when
-    compute_log_sumexp (always, for the overrideable op)."""
+    compute_log_sumexp (always, for the overrideable op; padded to 32 rows by the efficient one)."""
     lse = bool(call.get("compute_log_sumexp", True))
-    return _forward(call, Mask(_causal(call), TOP_LEFT), "bhsd", "attn_bias", lse, "SDPA")
+    rows = 32 if call.name == "aten::_scaled_dot_product_efficient_attention" else 1
+    return _forward(call, Mask(_causal(call), TOP_LEFT), "bhsd", "attn_bias", lse, "SDPA", rows)
 
 
 @cost_formula("aten::_flash_attention_forward", family="attention")
@@ -165,7 +169,7 @@ def efficient_forward_cost(call: OpCall) -> OpCost | None:
     if call.input("cu_seqlens_q") is not None:
         return None
     return _forward(call, _efficient_mask(call), "bshd", "bias", bool(call.get("compute_log_sumexp", False)),
-                    "efficient attention forward")
+                    "efficient attention forward", lse_rows=32)
 
 
 @cost_formula("aten::_scaled_dot_product_flash_attention_backward", family="attention")
@@ -213,3 +217,21 @@ def efficient_backward_cost(call: OpCall) -> OpCost | None:
         return None
     return _backward(call, _efficient_mask(call), "bshd", "bias", bool(call.get("bias_requires_grad", False)),
                      "efficient attention backward")
+
+
+@cost_formula("FlexAttentionAutogradOp", family="attention")
+def flex_attention_cost(call: OpCall) -> OpCost | None:
+    """Eager flex_attention, recorded as its autograd Function (no schema: query, key, value are
+    its first three tensors, (B, H, S, D)). The eager path computes every (query, key) pair, so
+    FLOPs are flop_counter's flex_attention count without a sparsity hint (that hint exists only
+    in compiled graphs, whose Triton kernels carry Inductor's own counts); the output and fp32
+    log-sum-exp written once."""
+    tensors = call.tensors()
+    if len(tensors) < 3:
+        return None
+    q, k, v = tensors[:3]
+    b, hq, sq, dqk = q.shape
+    flops = 2 * b * hq * sq * k.shape[2] * (dqk + v.shape[3])
+    written = b * hq * sq * v.shape[3] * q.itemsize + b * hq * sq * 4
+    return OpCost(float(flops), float(unique_read_bytes([q, k, v]) + written), "attention", q.dtype,
+                  "flex attention (eager): every pair computed")

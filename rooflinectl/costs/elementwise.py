@@ -103,7 +103,7 @@ _register(_with_inplace("neg", "reciprocal", "exp", "exp2", "expm1", "log", "log
 _register(_with_inplace("gelu"), 5)  # x * 0.5 * (1 + erf(x / sqrt(2))): mul, erf, add, mul, mul
 _register(_with_inplace("silu"), 4)  # x / (1 + exp(-x)): exp, add, div, mul
 _register(_with_inplace("mish"), 6)  # x * tanh(softplus(x))
-_register(_with_inplace("softplus", "elu", "selu", "celu"), 3)
+_register(_with_inplace("elu", "selu", "celu") + ("aten::softplus",), 3)
 _register(_with_inplace("hardswish", "hardsigmoid"), 3)
 _register(_with_inplace("leaky_relu"), 1)
 # Moves, selections, clamps, sign: 0 FLOP (no float add/mul/fma is executed).
@@ -111,10 +111,10 @@ _register(_with_inplace("relu", "clamp_min", "clamp_max", "clamp", "hardtanh", "
                         "floor", "ceil", "round", "trunc", "frac", "bitwise_not", "logical_not",
                         "relu6", "nan_to_num"), 0)
 # Binary arithmetic: 1 FLOP per element (alpha != 1 folds into an FMA: still counted as 1).
-_register(_with_inplace("add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide",
-                        "remainder", "fmod", "pow", "atan2", "xlogy", "hypot", "copysign"), 1)
-_register(_with_inplace("maximum", "minimum", "fmax", "fmin", "bitwise_and", "bitwise_or",
-                        "bitwise_xor"), 0)
+_register(_with_inplace("add", "sub", "mul", "div", "true_divide", "floor_divide",
+                        "remainder", "fmod", "pow", "atan2", "xlogy", "hypot", "copysign") + ("aten::rsub",), 1)
+_register(_with_inplace("bitwise_and", "bitwise_or", "bitwise_xor")
+          + ("aten::maximum", "aten::minimum", "aten::fmax", "aten::fmin"), 0)
 _register(_with_inplace("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                         "logical_xor") + ("aten::isnan", "aten::isinf", "aten::isfinite"), 0, bool_out=True)
 # Ternary.
@@ -131,7 +131,7 @@ _register(("aten::hardswish_backward", "aten::elu_backward"), 3)
 _register(("aten::softplus_backward",), 4)
 _register(("aten::mish_backward",), 8)
 # max(x, y) and min(x, y) are the element-wise overloads of aten::max/min (the others reduce).
-_register(("aten::max.other", "aten::min.other"), 0)
+_register(("aten::max.other", "aten::min.other", "aten::max.out", "aten::min.out"), 0)
 # grad * mask * scale: the bool mask selects, the scale is one multiply.
 _register(("aten::native_dropout_backward",), 1)
 

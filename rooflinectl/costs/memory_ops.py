@@ -29,7 +29,7 @@ def copy_cost(call: OpCall) -> OpCost | None:
                   "copy/cast: source read once, destination written once")
 
 
-@cost_formula("aten::cat", "aten::_cat", family="copy")
+@cost_formula("aten::cat", family="copy")
 def cat_cost(call: OpCall) -> OpCost | None:
     """(tensors, dim): every input read once, the output (their total) written once."""
     parts = [t for t in call.tensor_list("tensors") if t.numel > 0]

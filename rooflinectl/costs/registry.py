@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rooflinectl.costs.signature import bind, recorded_kind
+from rooflinectl.costs.signature import bind, has_schema, recorded_kind
 from rooflinectl.costs.tensors import OpCall
 
 FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", "softmax", "copy",
@@ -114,6 +114,8 @@ def explain_cost(call: OpCall) -> tuple[OpCost | None, str]:
     entry = lookup(call.name, call.overload)
     if entry is None:
         return None, f"{NO_FORMULA} for {call.name}" + (f".{call.overload}" if call.overload else "")
+    if call.signature is None and has_schema(call.name):
+        return None, f"{INPUTS_UNFIT}: no schema of {call.name} matches the recorded inputs"
     try:
         cost = entry.formula(call)
     except NotModelled as exc:
@@ -121,8 +123,7 @@ def explain_cost(call: OpCall) -> tuple[OpCost | None, str]:
     except Exception as exc:  # noqa: BLE001 - one op's formula must never abort a profile
         return None, f"{FORMULA_RAISED} {type(exc).__name__}: {exc}"[:200]
     if cost is None:
-        what = f"{call.name}.{call.overload}" if call.overload else f"{call.name} (no schema matched the recorded inputs)"
-        return None, f"{INPUTS_UNFIT} by the {entry.name} formula: {what}"
+        return None, f"{INPUTS_UNFIT} by the {entry.name} formula: {call.name}.{call.overload}"
     return cost, ""
 
 

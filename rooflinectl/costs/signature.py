@@ -26,8 +26,8 @@ import torch
 from rooflinectl.costs.tensors import PROFILER_DTYPES, TensorArg
 
 # What a recorded input is, as far as matching a schema goes.
-TENSOR, TENSOR_LIST, SCALAR, SCALAR_LIST, EMPTY_LIST, NONE, OTHER = (
-    "tensor", "tensor_list", "scalar", "scalar_list", "empty_list", "none", "other")
+TENSOR, TENSOR_LIST, SCALAR, SCALAR_LIST, EMPTY_LIST, NONE, OTHER, UNKNOWN_TYPE = (
+    "tensor", "tensor_list", "scalar", "scalar_list", "empty_list", "none", "other", "unknown_type")
 
 _SCALAR_KINDS = {"IntType", "SymIntType", "FloatType", "BoolType", "NumberType", "ComplexType"}
 
@@ -55,7 +55,7 @@ def recorded_kind(type_name: str, value: Any) -> str:
     if type_name:
         if type_name in PROFILER_DTYPES:
             return TENSOR
-        return {"TensorList": TENSOR_LIST, "Scalar": SCALAR, "ScalarList": SCALAR_LIST}.get(type_name, OTHER)
+        return {"TensorList": TENSOR_LIST, "Scalar": SCALAR, "ScalarList": SCALAR_LIST}.get(type_name, UNKNOWN_TYPE)
     if value is None:
         return NONE
     if isinstance(value, TensorArg):
@@ -79,8 +79,9 @@ def _accepts(schema_type: Any, kind: str) -> int:
     if optional:
         schema_type = schema_type.getElementType()
         k = schema_type.kind()
-    if kind == NONE:
-        # "" is None, an undefined tensor, or a type the profiler does not record (Device, str...)
+    if kind in (NONE, UNKNOWN_TYPE):
+        # "" is None, an undefined tensor, or a type the profiler does not record (Device, str...);
+        # a type name we do not know may be a tensor of a dtype we do not list
         return 1
     if k == "TensorType":
         return 2 if kind == TENSOR else 0
@@ -132,6 +133,11 @@ def _signature(op: str, overload: str, schema: Any) -> Signature:
                      {a.name: _default(a) for a in arguments if a.has_default_value()}, written,
                      frozenset(a.name for a in arguments if a.name in written and a.kwarg_only),
                      sum(1 for a in arguments if not a.kwarg_only))
+
+
+def has_schema(op: str) -> bool:
+    """Whether torch knows the op (then an unbound call means the recording fits none of its overloads)."""
+    return bool(_overloads(op))
 
 
 def signature_of(op: str, overload: str = "default") -> Signature | None:

@@ -55,6 +55,15 @@ DIFFERS: dict[str, str] = {
 flash and efficient op, forward and backward)."""
 
 
+PROFILER_NAMES: dict[str, str | None] = {
+    "flex_attention": "FlexAttentionAutogradOp",  # eager: the autograd Function's record
+    # eager backward runs as aten ops that carry their own costs; compiled flex attention runs
+    # Inductor kernels that carry Inductor's counts: no op of this name reaches the profiler
+    "flex_attention_backward": None,
+}
+"""flop_counter's higher-order ops, by the name the profiler records for them (None: none)."""
+
+
 def _shape(value: Any) -> Any:
     if isinstance(value, TensorArg):
         return value.shape
