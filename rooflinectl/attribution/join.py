@@ -361,11 +361,19 @@ def _may_do_work(op: RawOp) -> bool:
 
 
 def _declared_cost(declared: dict[str, Any]) -> OpCost | None:
+    """A Triton kernel's own cost. Declared tensor-core math is family gemm, so it is held to the
+    tensor roof of its width (fp32 on tensor cores is tl.dot's default TF32); the rest to the
+    CUDA-core roof. Mixed widths are held to the width with the most FLOPs (the note says so)."""
     if declared.get("bytes") is None:
         return None
     precision = declared.get("precision") or "fp32"
-    return OpCost(float(declared.get("flops") or 0.0), float(declared["bytes"]), "other", precision,
-                  "declared by the kernel's launch_metadata")
+    tensor = bool(declared.get("tensor_cores"))
+    if tensor and precision == "fp32":
+        precision = "tf32"
+    widths = declared.get("flops_by_width") or {}
+    mixed = f"; mixed widths {sorted(widths)}, held to {precision}" if len(widths) > 1 else ""
+    return OpCost(float(declared.get("flops") or 0.0), float(declared["bytes"]), "gemm" if tensor else "other",
+                  precision, f"declared by the kernel's launch_metadata ({'tensor cores' if tensor else 'CUDA cores'}{mixed})")
 
 
 def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, Any]]:

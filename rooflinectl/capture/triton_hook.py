@@ -14,19 +14,38 @@ from contextlib import contextmanager
 from typing import Any
 
 FLOP_KEYS = ("flops", "flops8", "flops16", "flops32", "flops64")
+WIDTH_DTYPES = {"flops8": "fp8", "flops16": "fp16", "flops32": "fp32", "flops64": "fp64"}
+HALF_DTYPES = ("fp16", "bf16")
 
 
 def _summarise(data: dict[str, Any]) -> dict[str, Any] | None:
-    flops = {k: float(data[k]) for k in FLOP_KEYS if k in data}
+    """What attribution needs from one launch's metadata: FLOPs per width as Proton reads them
+    (flops8/16/32/64; plain `flops` has no width), bytes, the precision of the width with the
+    most FLOPs, and whether the math runs on tensor cores.
+
+    `tensor_cores` (bool) may be declared; without it, 8- and 16-bit FLOPs are taken to run on
+    tensor cores (Triton does 8/16-bit arithmetic in tl.dot; its element-wise math upcasts to
+    fp32) and 32/64-bit ones on CUDA cores. Proton holds every width against the tensor-core peak;
+    we hold fp32 element-wise kernels to the CUDA-core roof unless they say otherwise. An
+    optional `dtype` ("bf16") names the 16-bit format."""
+    flops = {k: float(data[k]) for k in FLOP_KEYS if k in data and data[k] is not None}
     if not flops and "bytes" not in data:
         return None
-    precision = {"flops8": "fp8", "flops16": "fp16", "flops32": "fp32", "flops64": "fp64"}
-    widths = [precision[k] for k in flops if k in precision]
+    widths = {WIDTH_DTYPES[k]: v for k, v in flops.items() if k in WIDTH_DTYPES}
+    precision = max(widths, key=lambda w: widths[w]) if widths else ""
+    declared_dtype = str(data.get("dtype", "")).replace("torch.", "").replace("bfloat16", "bf16").replace("float16", "fp16")
+    if precision == "fp16" and declared_dtype in HALF_DTYPES:
+        precision = declared_dtype
+    tensor_cores = data.get("tensor_cores")
+    if not isinstance(tensor_cores, bool):
+        tensor_cores = precision in ("fp8", "fp16", "bf16")
     return {
         "name": str(data.get("name", "")),
         "flops": sum(flops.values()),
+        "flops_by_width": widths,
         "bytes": float(data["bytes"]) if "bytes" in data else None,
-        "precision": widths[0] if len(widths) == 1 else "",
+        "precision": precision,
+        "tensor_cores": tensor_cores,
     }
 
 
