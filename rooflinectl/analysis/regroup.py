@@ -36,3 +36,18 @@ def regroup(table: pd.DataFrame, by: str, ceilings: Ceilings) -> pd.DataFrame:
     placed = place_on_roofline(out, ceilings)
     placed = placed[[c for c in KERNEL_COLUMNS if c in placed.columns]]
     return placed.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def unknown_costs(table: pd.DataFrame) -> pd.DataFrame:
+    """The kernel-table rows without a cost, by (op, kernel, why), most time first: what
+    `show --unknown` lists. `why` is the cost_note attribution wrote (no cost formula, formula
+    raised, inputs not modelled, no op linked, ...); time_share is of all kernel time."""
+    columns = ["op", "kernel", "why", "calls", "time_s", "time_share"]
+    unknown = table[table["cost_source"] == "none"] if len(table) else table
+    if unknown.empty:
+        return pd.DataFrame(columns=columns)
+    grouped = (unknown.rename(columns={"cost_note": "why"})
+               .groupby(["op", "kernel", "why"], sort=False, dropna=False)
+               .agg(calls=("calls", "sum"), time_s=("time_s", "sum"), time_share=("time_share", "sum"))
+               .reset_index())
+    return grouped.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)[columns]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from rooflinectl.analysis.regroup import regroup
+from rooflinectl.analysis.regroup import regroup, unknown_costs
 from rooflinectl.cli.common import console, load_or_default
-from rooflinectl.outputs.table import render_profile, table_csv, table_json
+from rooflinectl.outputs.table import render_profile, table_csv, table_json, unknown_table
 
 
 @click.command("show")
@@ -14,9 +14,19 @@ from rooflinectl.outputs.table import render_profile, table_csv, table_json
 @click.option("--by", type=click.Choice(["kernel", "op", "module"]), default="kernel", show_default=True)
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="rows in the table")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-def command(profile: str | None, by: str, top: int, fmt: str) -> None:
+@click.option("--unknown", is_flag=True, help="list the ops and kernels without a cost, their time and why")
+def command(profile: str | None, by: str, top: int, fmt: str, unknown: bool) -> None:
     """Print the kernel table of PROFILE (default: rooflinectl.profile.json here)."""
     data = load_or_default(profile)
+    if unknown:
+        rows = unknown_costs(data.kernels)
+        if fmt == "csv":
+            click.echo(table_csv(rows), nl=False)
+        elif fmt == "json":
+            click.echo(table_json(rows, data))
+        else:
+            console().print(unknown_table(rows, top=top))
+        return
     table = regroup(data.kernels, by, data.ceilings)
     if fmt == "csv":
         click.echo(table_csv(table), nl=False)

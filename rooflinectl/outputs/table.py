@@ -76,6 +76,21 @@ def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int) -> Group
     return Group(summary_text(data), kernel_table(table, top=top))
 
 
+def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:
+    """`show --unknown`: the ops and kernels without a cost, the time they hold and why."""
+    share = float(rows["time_share"].sum()) if len(rows) else 0.0
+    head = Text(f"unknown cost: {percent(share)} of kernel time in {len(rows)} group(s)"
+                + ("" if len(rows) <= top else f"; the top {top} below"))
+    grid = Table(show_lines=False, pad_edge=False, header_style="bold")
+    for name, justify in [("share", "right"), ("calls", "right"), ("time", "right"), ("op", "left"),
+                          ("kernel", "left"), ("why", "left")]:
+        grid.add_column(name, justify=justify, no_wrap=name in ("share", "calls", "time"), overflow="fold")
+    for row in rows.head(top).itertuples(index=False):
+        grid.add_row(percent(row.time_share), str(row.calls), seconds(row.time_s), Text(str(row.op)),
+                     Text(shorten_kernel_name(str(row.kernel), max_chars=48)), Text(str(row.why)))
+    return Group(head, grid)
+
+
 def _records(table: pd.DataFrame) -> list[dict[str, Any]]:
     records = table.to_dict(orient="records")
     for r in records:
