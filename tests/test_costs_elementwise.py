@@ -183,3 +183,10 @@ def test_native_dropout():
 def test_elementwise_without_tensors_is_unknown():
     assert cost_of(OpCall("aten::exp", ())) is None
     assert cost_of(OpCall("aten::add", (1.0, 2.0))) is None
+
+
+def test_arange():
+    c = cost("aten::arange", 0, 512, 1, None, None, None, False)  # arange.start_step: no dtype, int bounds
+    assert (c.flops, c.bytes, c.dtype) == (512, 512 * 8, "int64")  # int64 output written once
+    half = cost("aten::arange", 0.0, 1.0, 0.25, 5, None, None, None)  # start_step, dtype code 5: fp16
+    assert (half.flops, half.bytes) == (4, 4 * 2)

@@ -6,7 +6,13 @@ import ast
 from typing import Any
 
 from rooflinectl.capture.trace import RawOp
-from rooflinectl.costs.tensors import PROFILER_DTYPES, TORCH_DTYPES, OpCall, TensorArg
+from rooflinectl.costs.tensors import (
+    PROFILER_DTYPES,
+    TORCH_DTYPES,
+    UNKNOWN_DTYPE,
+    OpCall,
+    TensorArg,
+)
 
 
 def parse_concrete(text: Any) -> Any:
@@ -43,9 +49,6 @@ def op_call(op: RawOp, children: list[RawOp] | None = None) -> OpCall:
     profiler's type names; `children` (the op's direct child ops) give hints for ops whose
     recorded inputs do not determine their output (see _hints)."""
     args: list[Any] = []
-    fallback_dtype: tuple[str, int] | None = next(
-        (PROFILER_DTYPES[t] for t in op.input_types if t in PROFILER_DTYPES), None
-    )
     for i, type_name in enumerate(op.input_types):
         dims = _at(op.input_dims, i)
         strides = _at(op.input_strides, i)
@@ -59,7 +62,8 @@ def op_call(op: RawOp, children: list[RawOp] | None = None) -> OpCall:
             for j, d in enumerate(dims):
                 if not isinstance(d, list):
                     continue
-                dtype = TORCH_DTYPES.get(_at(names, j) or "", fallback_dtype or ("fp32", 4))
+                # a bare Chrome trace records no dtype for list elements: unknown, never guessed
+                dtype = TORCH_DTYPES.get(_at(names, j) or "", UNKNOWN_DTYPE)
                 s = _at(strides, j) if isinstance(strides, list) else None
                 items.append(_tensor(d, s, dtype, _at(storages, j)))
             args.append(items)

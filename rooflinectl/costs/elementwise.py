@@ -10,8 +10,11 @@ written once; in-place ops read and write `self`; tensors past the op's inputs a
 
 from __future__ import annotations
 
+import math
+
 from rooflinectl.costs.registry import OpCost, cost_formula
 from rooflinectl.costs.tensors import (
+    SCALAR_TYPE_CODES,
     OpCall,
     TensorArg,
     broadcast_shape,
@@ -154,3 +157,20 @@ def dropout_cost(call: OpCall) -> OpCost | None:
         return None
     return OpCost(float(x.numel), float(2 * x.nbytes + x.numel), "elementwise", x.dtype,
                   "dropout: input read, output and bool mask written")
+
+
+@cost_formula("aten::arange", family="elementwise")
+def arange_cost(call: OpCall) -> OpCost | None:
+    """(start, end, step, dtype | out): ceil((end - start) / step) elements written, 1 FLOP each
+    (start + i * step); the element size from `dtype`, the out= tensor's dtype, else int64 for
+    integer bounds and fp32 (the default dtype) otherwise."""
+    start, end, step = call.get("start", 0), call.get("end"), call.get("step", 1)
+    if not all(isinstance(v, (int, float)) for v in (start, end, step)) or step == 0:
+        return None
+    numel = max(math.ceil((end - start) / step), 0)
+    out = call.input("out")
+    integral = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
+    default = (out.dtype, out.itemsize) if out is not None else (("int64", 8) if integral else ("fp32", 4))
+    code = call.get("dtype")
+    dtype, itemsize = SCALAR_TYPE_CODES.get(code, default) if isinstance(code, int) else default
+    return OpCost(float(numel), float(numel * itemsize), "elementwise", dtype, "arange: output written once")

@@ -191,12 +191,15 @@ def index_put_cost(call: OpCall) -> OpCost | None:
 @cost_formula("aten::embedding_dense_backward", family="index")
 def embedding_backward_cost(call: OpCall) -> OpCost | None:
     """(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq): grad rows read and
-    accumulated (1 FLOP per element) into a zeroed [num_weights, D] gradient written once."""
+    accumulated (1 FLOP per element) into the weight-gradient rows the indices touch (at most
+    min(indices, num_weights) rows, read and written). The [num_weights, D] gradient is zeroed
+    first by its own op (zeros: a fill kernel, costed as one), not counted again here."""
     g, indices = call.input("grad_output"), call.input("indices")
     num_weights = int(call.get("num_weights"))
     dim = g.shape[-1]
-    return OpCost(float(g.numel), float(g.nbytes + indices.nbytes + num_weights * dim * g.itemsize), "index",
-                  g.dtype, "embedding backward: grads read once, weight gradient written once")
+    touched = min(indices.numel, num_weights) * dim * g.itemsize
+    return OpCost(float(g.numel), float(g.nbytes + indices.nbytes + 2 * touched), "index", g.dtype,
+                  "embedding backward: grads and indices read once, touched weight-gradient rows read and written")
 
 
 @cost_formula("aten::_embedding_bag", "aten::_embedding_bag_forward_only", family="index")

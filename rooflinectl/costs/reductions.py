@@ -151,10 +151,14 @@ def nll_loss_cost(call: OpCall) -> OpCost | None:
 
 @cost_formula("aten::nll_loss_backward", "aten::nll_loss2d_backward", family="loss")
 def nll_loss_backward_cost(call: OpCall) -> OpCost | None:
-    """(grad_output, self, target, ...): writes grad_input (mostly zeros) once, reads the targets."""
-    x, target = call.input("self"), call.input("target")
-    return OpCost(float(target.numel), float(x.nbytes + target.nbytes), "loss", x.dtype,
-                  "nll loss backward: grad_input written once")
+    """(grad_output, self, target, weight, reduction, ignore_index, total_weight): reads the targets
+    and grad_output, writes one grad_input element per target (1 FLOP each). grad_input is zeroed
+    first by its own op (zeros_like: a fill kernel, costed as one); counting the full grad_input
+    here too put the H200 GPT-2 trace's nll_loss_backward kernel at 9x its roof."""
+    x, target, g = call.input("self"), call.input("target"), call.input("grad_output")
+    read = target.footprint_bytes() + (g.footprint_bytes() if g is not None else 0)
+    return OpCost(float(target.numel), float(read + target.numel * x.itemsize), "loss", x.dtype,
+                  "nll loss backward: targets read, one grad_input element per target written")
 
 
 def _loss_written(x: TensorArg, reduction: object) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rooflinectl.costs.signature import bind, has_schema, recorded_kind
-from rooflinectl.costs.tensors import OpCall
+from rooflinectl.costs.tensors import UNKNOWN_DTYPE, OpCall
 
 FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", "softmax", "copy",
             "index", "loss", "optimizer", "other")
@@ -116,6 +116,8 @@ def explain_cost(call: OpCall) -> tuple[OpCost | None, str]:
         return None, f"{NO_FORMULA} for {call.name}" + (f".{call.overload}" if call.overload else "")
     if call.signature is None and has_schema(call.name):
         return None, f"{INPUTS_UNFIT}: no schema of {call.name} matches the recorded inputs"
+    if any(t.dtype == UNKNOWN_DTYPE[0] for t in call.tensors()):
+        return None, f"{INPUTS_UNFIT}: the trace records no dtype for tensor-list elements (rooflinectl's capture does)"
     try:
         cost = entry.formula(call)
     except NotModelled as exc:

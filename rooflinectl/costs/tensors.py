@@ -70,6 +70,10 @@ SCALAR_TYPE_CODES: dict[int, tuple[str, int]] = {
 
 FLOAT_DTYPES = ("fp64", "fp32", "fp16", "bf16", "fp8")
 
+UNKNOWN_DTYPE: tuple[str, int] = ("unknown", 0)
+"""A tensor whose dtype the trace does not give (tensor-list elements in a bare Chrome trace):
+no formula costs a call holding one (registry.explain_cost says why)."""
+
 
 @dataclass(frozen=True)
 class TensorArg:
