@@ -1,9 +1,10 @@
 """How much of a real trace's GPU time has a known cost, and what the rest is.
 
-python scripts/coverage_report.py [TRACE.json.gz ...] [--warmup-steps 2] [--top 8]
+python scripts/coverage_report.py [TRACE.json.gz | CAPTURE.capture.json.gz ...] [--warmup-steps 2] [--top 8]
 
-Runs each torch.profiler Chrome trace (default: the H200 traces under tests/data/h200_real/)
-through rooflinectl's attribution on CPU and prints, per trace:
+Runs each torch.profiler Chrome trace (default: the H200 traces under tests/data/h200_real/), or
+capture written by `rooflinectl profile --save-trace`, through rooflinectl's attribution on CPU
+and prints, per trace:
 - the known-cost share of GPU time (kernels, memcpy, memset) over the whole trace, and over the
   timed loop: the launches after the end of the `--warmup-steps`-th `Optimizer.step`
   annotation (the scripts under examples/real run 2 warm-up steps, then the timed ones); a
@@ -32,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 from rooflinectl.analysis.roofline import place_on_roofline  # noqa: E402
 from rooflinectl.attribution.group import group_launches  # noqa: E402
 from rooflinectl.attribution.join import attribute  # noqa: E402
-from rooflinectl.capture.trace import from_chrome_trace  # noqa: E402
+from rooflinectl.capture.session import load_capture  # noqa: E402
+from rooflinectl.capture.trace import RawTrace, from_chrome_trace  # noqa: E402
 from rooflinectl.ceilings.build import gpu_spec_ceilings  # noqa: E402
 from rooflinectl.ceilings.detect import GpuInfo  # noqa: E402
 
@@ -40,23 +42,26 @@ DATA = ROOT / "tests" / "data" / "h200_real"
 DEFAULT_TRACES = ["resnet50_train_eager", "gpt2_train_eager", "gpt2_fwd_eager", "moe_loop", "moe_grouped"]
 
 
-def load(path: Path) -> tuple[dict, dict]:
+def load(path: Path) -> tuple[RawTrace, dict, str]:
+    """A RawTrace, the run's facts and its device kind, from a Chrome trace of a GPU run (with its
+    .meta.json, if any) or a rooflinectl capture file."""
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         raw = json.load(handle)
+    if "traceEvents" not in raw:  # rooflinectl profile --save-trace
+        capture = load_capture(str(path))
+        return capture.trace, capture.metadata, capture.device_kind
     meta_path = path.with_name(path.name + ".meta.json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    return raw, meta
+    return from_chrome_trace(raw), meta, "cuda"
 
 
-def timed_loop_start_ns(raw: dict, warmup_steps: int) -> int | None:
-    """End of the warmup_steps-th Optimizer.step annotation, in the trace's ns (RawTrace's clock)."""
-    events = [e for e in raw.get("traceEvents", []) if e.get("ph") == "X" and "ts" in e]
-    base_us = min(float(e["ts"]) for e in events)
-    steps = sorted(float(e["ts"]) + float(e.get("dur", 0)) for e in events
-                    if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("Optimizer.step#"))
+def timed_loop_start_ns(trace: RawTrace, warmup_steps: int) -> int | None:
+    """End of the warmup_steps-th Optimizer.step annotation (None: no such step)."""
+    steps = sorted(op.end_ns for op in trace.ops
+                   if op.category == "user_annotation" and op.name.startswith("Optimizer.step#"))
     if len(steps) <= warmup_steps:
         return None
-    return int(round((steps[warmup_steps - 1] - base_us) * 1000.0)) if warmup_steps > 0 else 0
+    return steps[warmup_steps - 1] if warmup_steps > 0 else 0
 
 
 def share(launches: pd.DataFrame) -> tuple[float, float]:
@@ -68,17 +73,17 @@ def share(launches: pd.DataFrame) -> tuple[float, float]:
 
 def report(path: Path, warmup_steps: int, top: int) -> dict:
     started = time.perf_counter()
-    raw, meta = load(path)
-    trace = from_chrome_trace(raw)
+    trace, meta, device_kind = load(path)
     metadata = {"allow_tf32_matmul": meta.get("allow_tf32_matmul", False),
                 "allow_tf32_cudnn": meta.get("allow_tf32_cudnn", True)}
-    launches = attribute(trace, "cuda", metadata).launches
+    launches = attribute(trace, device_kind, metadata).launches
     whole, whole_s = share(launches)
-    cut = timed_loop_start_ns(raw, warmup_steps)
+    cut = timed_loop_start_ns(trace, warmup_steps)
     loop = launches[launches["launch_ns"] >= cut] if cut is not None else None
     loop_share, loop_s = share(loop) if loop is not None else (float("nan"), 0.0)
-    print(f"== {path.name}  ({time.perf_counter() - started:.1f} s to attribute)")
-    print(f"   whole trace: {whole:.2%} of {whole_s * 1e3:.2f} ms GPU time has a known cost")
+    print(f"== {path.name}  ({time.perf_counter() - started:.1f} s to load and attribute)")
+    what = "GPU time" if device_kind == "cuda" else "CPU op time"
+    print(f"   whole trace: {whole:.2%} of {whole_s * 1e3:.2f} ms {what} has a known cost")
     if loop is not None:
         print(f"   timed loop (after Optimizer.step #{warmup_steps}): {loop_share:.2%} of {loop_s * 1e3:.2f} ms")
     else:

@@ -60,8 +60,8 @@ def _op(name: str, ts: float, dur: float, external: int, dims: list, types: list
 def test_unknown_kernels_say_why():
     events = [
         # an op without formula
-        _op("aten::arange", 0.0, 5.0, 1, [[], [], [], [], []], ["Scalar", "", "", "", "Scalar"]),
-        _launch(1.0, 11), _kernel("arange_kernel", 10.0, 1, 11),
+        _op("aten::nonzero", 0.0, 5.0, 1, [[1024]], ["float"]),
+        _launch(1.0, 11), _kernel("nonzero_kernel", 10.0, 1, 11),
         # a formula that raises inside flop_counter (mm with mismatched inner dims)
         _op("aten::mm", 20.0, 5.0, 2, [[4, 8], [9, 3]], ["float", "float"]),
         _launch(21.0, 12), _kernel("gemm_kernel", 30.0, 2, 12),
@@ -74,7 +74,7 @@ def test_unknown_kernels_say_why():
     launches = attribute(from_chrome_trace({"traceEvents": events}), "cuda", {}).launches.set_index("kernel")
     assert (launches["cost_source"] == "none").all()
     notes = launches["cost_note"]
-    assert notes["arange_kernel"] == "no cost formula for aten::arange"
+    assert notes["nonzero_kernel"] == "no cost formula for aten::nonzero"
     assert notes["gemm_kernel"].startswith("formula raised AssertionError")
     assert "more than 30 tensors" in notes["multi_tensor_apply_kernel"]
     assert notes["mystery_kernel"].startswith("no op linked")

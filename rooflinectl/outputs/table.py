@@ -79,6 +79,8 @@ def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int) -> Group
 def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:
     """`show --unknown`: the ops and kernels without a cost, the time they hold and why."""
     share = float(rows["time_share"].sum()) if len(rows) else 0.0
+    if rows.empty:
+        return Group(Text("unknown cost: none: every kernel in the profile has a cost"))
     head = Text(f"unknown cost: {percent(share)} of kernel time in {len(rows)} group(s)"
                 + ("" if len(rows) <= top else f"; the top {top} below"))
     grid = Table(show_lines=False, pad_edge=False, header_style="bold")
