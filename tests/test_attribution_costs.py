@@ -104,3 +104,19 @@ def test_long_tensor_lists_get_their_shapes_from_the_event_tree():
     elements = 40 * 16 * 8
     assert row["flops"] == elements
     assert row["bytes"] == 3 * elements * 4  # both lists read, the first written
+
+
+def test_tensor_list_without_dtypes_is_unknown_not_fp32():
+    """A bare Chrome trace records no dtype for tensor-list elements; the old code assumed fp32,
+    which put the MoE loop's bf16 torch.cat at 159% of its roof."""
+    from rooflinectl.attribution.calls import op_call
+    from rooflinectl.capture.trace import RawOp
+    from rooflinectl.costs import explain_cost
+
+    op = RawOp(external_id=1, name="aten::cat", category="cpu_op", tid=1, ts_ns=0, dur_ns=10,
+               input_dims=[[[4, 8], [6, 8]], []], input_types=["TensorList", "Scalar"], concrete_inputs=["", "0"])
+    cost, why = explain_cost(op_call(op))
+    assert cost is None and "no dtype for tensor-list elements" in why
+    op.list_dtypes = [["bfloat16", "bfloat16"], None]  # what rooflinectl's capture adds
+    cost, _ = explain_cost(op_call(op))
+    assert cost.bytes == 2 * (4 * 8 + 6 * 8) * 2
