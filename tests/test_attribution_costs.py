@@ -30,6 +30,7 @@ def _launch(ts: float, correlation: int) -> dict:
     ({"flops32": 2e9, "bytes": 1e7, "tensor_cores": True}, "tensor", "tf32"),  # tl.dot's default TF32
     ({"flops32": 2e6, "bytes": 1e7}, "simt", "fp32"),  # element-wise fp32
     ({"flops16": 2e6, "bytes": 1e7, "tensor_cores": False}, "simt", "fp16"),
+    ({"flops16": 0, "bytes": 1e7}, "simt", "fp16"),  # a copy kernel declares no math
 ])
 def test_triton_declared_cost_is_held_to_its_width(metadata, unit, precision):
     summary = _summarise({"name": "matmul_kernel", **metadata})
@@ -37,6 +38,7 @@ def test_triton_declared_cost_is_held_to_its_width(metadata, unit, precision):
     trace.triton_launches = [summary]
     row = attribute(trace, "cuda", {}).launches.iloc[0]
     assert (row["cost_source"], row["unit"], row["precision"]) == ("triton", unit, precision)
+    assert row["op_family"] == "other"  # how the math runs, not what op the kernel is
     assert row["flops"] == sum(v for k, v in metadata.items() if k.startswith("flops"))
     assert row["bytes"] == 1e7
 

@@ -235,7 +235,10 @@ def _record(launch: _Launch, how: _Attribution, metadata: dict[str, Any]) -> dic
         family, dtype, note = cost.family, cost.dtype, f"{cost.note}; {how.note}" if how.note else cost.note
     else:
         family, dtype, note = "other", "", how.note
-    unit, precision = unit_and_precision(family, dtype, launch.device, metadata) if dtype else ("simt", "")
+    if cost is not None and cost.unit:  # declared by the kernel itself
+        unit, precision = cost.unit, dtype
+    else:
+        unit, precision = unit_and_precision(family, dtype, launch.device, metadata) if dtype else ("simt", "")
     return {
         "kernel": launch.kernel, "op": how.op, "op_family": family, "module": launch.module, "shapes": how.shapes,
         "dtype": dtype, "device": launch.device, "origin": how.origin, "time_s": launch.time_s,
@@ -361,9 +364,10 @@ def _may_do_work(op: RawOp) -> bool:
 
 
 def _declared_cost(declared: dict[str, Any]) -> OpCost | None:
-    """A Triton kernel's own cost. Declared tensor-core math is family gemm, so it is held to the
-    tensor roof of its width (fp32 on tensor cores is tl.dot's default TF32); the rest to the
-    CUDA-core roof. Mixed widths are held to the width with the most FLOPs (the note says so)."""
+    """A Triton kernel's own cost, held to the roof of the unit and width it declares (fp32 on
+    tensor cores is tl.dot's default, TF32); mixed widths to the width with the most FLOPs (the
+    note says so). Its family stays "other": a declaration says how the math runs, not what op
+    the kernel is."""
     if declared.get("bytes") is None:
         return None
     precision = declared.get("precision") or "fp32"
@@ -372,8 +376,9 @@ def _declared_cost(declared: dict[str, Any]) -> OpCost | None:
         precision = "tf32"
     widths = declared.get("flops_by_width") or {}
     mixed = f"; mixed widths {sorted(widths)}, held to {precision}" if len(widths) > 1 else ""
-    return OpCost(float(declared.get("flops") or 0.0), float(declared["bytes"]), "gemm" if tensor else "other",
-                  precision, f"declared by the kernel's launch_metadata ({'tensor cores' if tensor else 'CUDA cores'}{mixed})")
+    return OpCost(float(declared.get("flops") or 0.0), float(declared["bytes"]), "other", precision,
+                  f"declared by the kernel's launch_metadata ({'tensor cores' if tensor else 'CUDA cores'}{mixed})",
+                  unit="tensor" if tensor else "simt")
 
 
 def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, Any]]:

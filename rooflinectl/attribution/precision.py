@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 TENSOR_FAMILIES = ("gemm", "conv", "attention")
-TENSOR_DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "fp64": "fp64",
-                 "tf32": "tf32"}  # tf32: a Triton kernel's declared fp32 tensor-core math
+TENSOR_DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "fp64": "fp64"}
 
 
 def unit_and_precision(family: str, dtype: str, device_kind: str, metadata: dict[str, Any]) -> tuple[str, str]:

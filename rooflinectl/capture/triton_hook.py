@@ -33,12 +33,13 @@ def _summarise(data: dict[str, Any]) -> dict[str, Any] | None:
         return None
     widths = {WIDTH_DTYPES[k]: v for k, v in flops.items() if k in WIDTH_DTYPES}
     precision = max(widths, key=lambda w: widths[w]) if widths else ""
+    counted = widths.get(precision, 0.0) > 0  # a zero-FLOP declaration (a copy) runs no math
     declared_dtype = str(data.get("dtype", "")).replace("torch.", "").replace("bfloat16", "bf16").replace("float16", "fp16")
     if precision == "fp16" and declared_dtype in HALF_DTYPES:
         precision = declared_dtype
     tensor_cores = data.get("tensor_cores")
     if not isinstance(tensor_cores, bool):
-        tensor_cores = precision in ("fp8", "fp16", "bf16")
+        tensor_cores = counted and precision in ("fp8", "fp16", "bf16")
     return {
         "name": str(data.get("name", "")),
         "flops": sum(flops.values()),

@@ -39,6 +39,8 @@ class OpCost:
     family: str
     dtype: str  # the dtype the math runs in (short name: bf16, fp32, ...)
     note: str  # which formula, and what it approximates
+    unit: str = ""  # "tensor" or "simt" when the cost says so (a Triton kernel's declaration);
+    # "": attribution decides from the family, dtype and math modes
 
 
 Formula = Callable[[OpCall], "OpCost | None"]
