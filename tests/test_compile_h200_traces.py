@@ -103,7 +103,11 @@ def test_inductor_bytes_against_the_kernels_buffers(compiled) -> None:
 def test_graph_replays_take_their_ops_from_the_capture(graphed) -> None:
     raw, trace, attributed = graphed
     launches = attributed.launches
-    assert (launches["cost_source"] != "none").all()
+    # all costed but the input copies into the graph's static buffers: a _foreach_copy_ over
+    # int64 lists whose dtype a bare trace does not record (rooflinectl's capture does)
+    unknown = launches[launches["cost_source"] == "none"]
+    assert set(unknown["op"]) == {"aten::_foreach_copy_"}
+    assert unknown["cost_note"].str.contains("no dtype for tensor-list elements").all()
     graph_launches = set(trace.graph_launches)
     replayed = launches[launches["cost_note"].str.contains("replayed from a CUDA graph")]
     kernels_per_replay = sum(1 for k in trace.kernels if k.correlation == min(graph_launches))
