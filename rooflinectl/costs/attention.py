@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooflinectl.costs.registry import OpCost, cost_formula
+from rooflinectl.costs.registry import NotModelled, OpCost, cost_formula
 from rooflinectl.costs.tensors import OpCall, TensorArg, unique_read_bytes
 
 TOP_LEFT, BOTTOM_RIGHT = "top-left", "bottom-right"
@@ -112,6 +112,13 @@ def _backward(call: OpCall, mask: Mask, layout: str, bias: str | None, grad_bias
     return OpCost(float(flops), float(read + written), "attention", q.dtype, f"{note}: {mask.describe()}")
 
 
+def _dense_batches(call: OpCall, offsets: str) -> None:
+    """Variable-length (packed) batches carry per-sequence offsets whose values the profiler does
+    not record: not modelled."""
+    if call.input(offsets) is not None:
+        raise NotModelled(f"packed variable-length batches ({offsets} given): sequence lengths not recorded")
+
+
 def _causal(call: OpCall) -> bool:
     return bool(call.get("is_causal", False))
 
@@ -146,8 +153,7 @@ def flash_forward_cost(call: OpCall) -> OpCost | None:
     """(query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, ...,
     window_size_left, window_size_right), (B, S, H, D): bottom-right causal and sliding windows.
     Variable-length (packed) batches are not modelled: unknown."""
-    if call.input("cum_seq_q") is not None:
-        return None
+    _dense_batches(call, "cum_seq_q")
     mask = Mask(_causal(call), BOTTOM_RIGHT, _window(call.get("window_size_left")),
                 _window(call.get("window_size_right")))
     return _forward(call, mask, "bshd", None, True, "flash attention forward")
@@ -166,8 +172,7 @@ def _efficient_mask(call: OpCall) -> Mask:
 def efficient_forward_cost(call: OpCall) -> OpCost | None:
     """(query, key, value, bias, cu_seqlens_q, cu_seqlens_k, ..., custom_mask_type,
     compute_log_sumexp, ..., window_size), (B, S, H, D); packed batches are not modelled."""
-    if call.input("cu_seqlens_q") is not None:
-        return None
+    _dense_batches(call, "cu_seqlens_q")
     return _forward(call, _efficient_mask(call), "bshd", "bias", bool(call.get("compute_log_sumexp", False)),
                     "efficient attention forward", lse_rows=32)
 
@@ -202,8 +207,7 @@ def sdpa_bias_backward_cost(call: OpCall) -> OpCost | None:
 def flash_backward_cost(call: OpCall) -> OpCost | None:
     """(grad_out, query, key, value, out, logsumexp, cum_seq_q, ..., is_causal, ...,
     window_size_left, window_size_right), (B, S, H, D): bottom-right causal, windows."""
-    if call.input("cum_seq_q") is not None and call.input("cum_seq_q").numel > 0 and call.get("max_q", 0) <= 0:
-        return None
+    _dense_batches(call, "cum_seq_q")
     mask = Mask(_causal(call), BOTTOM_RIGHT, _window(call.get("window_size_left")),
                 _window(call.get("window_size_right")))
     return _backward(call, mask, "bshd", None, False, "flash attention backward")
@@ -213,8 +217,7 @@ def flash_backward_cost(call: OpCall) -> OpCost | None:
 def efficient_backward_cost(call: OpCall) -> OpCost | None:
     """(grad_out_, query, key, value, bias, out, cu_seqlens_q, ..., custom_mask_type,
     bias_requires_grad, ..., window_size), (B, S, H, D); packed batches are not modelled."""
-    if call.input("cu_seqlens_q") is not None:
-        return None
+    _dense_batches(call, "cu_seqlens_q")
     return _backward(call, _efficient_mask(call), "bshd", "bias", bool(call.get("bias_requires_grad", False)),
                      "efficient attention backward")
 
