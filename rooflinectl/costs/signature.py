@@ -44,10 +44,6 @@ class Signature:
     out_only: frozenset[str] = frozenset()  # written and keyword-only: pure outputs, never read
     positional: int = 0  # arguments before the keyword-only ones
 
-    @property
-    def key(self) -> str:
-        return f"{self.op}.{self.overload}"
-
 
 def recorded_kind(type_name: str, value: Any) -> str:
     """The kind of one recorded input, from the profiler's type name when there is one, else from

@@ -150,13 +150,6 @@ class OpCall:
     def hint(self, name: str) -> Any:
         return next((value for key, value in self.hints if key == name), None)
 
-    def arg(self, index: int, default: Any = None) -> Any:
-        return self.args[index] if index < len(self.args) else default
-
-    def tensor(self, index: int) -> TensorArg | None:
-        value = self.arg(index)
-        return value if isinstance(value, TensorArg) else None
-
 
 def _flatten_tensors(values: Iterable[Any]) -> Iterator[TensorArg]:
     for value in values:
