@@ -5,7 +5,7 @@
 # known-cost share of GPU time over the whole run and over the timed loop (after the 2nd
 # optimizer step), the top uncosted kernels with their ops and why, groups above their roof.
 # Target: >= 97% known on ResNet-50 training, GPT-2 training and the MoE layer.
-# Expected runtime: about 80 s on one H200 (four profiles of 10-25 s each).
+# Expected runtime: 60-120 s on one H200 (four profiles of 10-40 s each, mostly trace export and parsing).
 set -u
 out="${PIECE_OUT:?PIECE_OUT must be set}"
 profile() {  # name script args...
