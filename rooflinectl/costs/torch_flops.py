@@ -48,8 +48,9 @@ DIFFERS: dict[str, str] = {
     "aten::cudnn_convolution": "reads the 7th argument (`benchmark` here) as `transposed`",
     "aten::_slow_conv2d_forward": "its arguments have no `transposed`: the formula raises TypeError",
     "attention": "causal masks (top-left or bottom-right), sliding windows and masked backward are "
-                 "not accounted, and GQA asserts on torch < 2.10; we count the visible (query, key) "
-                 "pairs (costs/attention.py)",
+                 "not accounted, GQA asserts on older torch, and _flash/_efficient_attention_forward/"
+                 "backward read their (B, S, H, D) inputs as (B, H, S, D) (an AssertionError or a wrong "
+                 "count); we count the visible (query, key) pairs (costs/attention.py)",
 }
 """Where our formula does not take flop_counter's count, and why (attention covers every SDPA,
 flash and efficient op, forward and backward)."""
