@@ -7,7 +7,7 @@ known cost is checked over the whole trace and over the timed loop (launches aft
 `Optimizer.step` annotation: the scripts run 2 warm-up steps). A bare trace lacks what
 rooflinectl's own capture records (the dtypes of tensor-list elements; the shapes of lists of
 more than 30 tensors): those ops stay unknown here, with that reason, and nothing else may.
-scripts/coverage_report.py prints the same figures; scripts/gpu.d/80-coverage.sh measures them
+scripts/coverage_report.py prints the same figures; scripts/gpu.d/35-coverage.sh measures them
 with rooflinectl's own capture on the H200.
 """
 

@@ -1,6 +1,6 @@
 """The cost model on a CUDA GPU (the H200 test machine): a Triton matmul's declared fp16 FLOPs
 held to the fp16 tensor roof, and the training ops that had no cost (batch-norm backward,
-max-pool, grouped GEMM) costed in real profiles. scripts/gpu.d/80-coverage.sh measures the
+max-pool, grouped GEMM) costed in real profiles. scripts/gpu.d/35-coverage.sh measures the
 full workloads (ResNet-50, GPT-2 training, MoE)."""
 
 from __future__ import annotations
