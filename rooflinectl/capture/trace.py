@@ -11,6 +11,8 @@ file HTA and TensorBoard read) and keep what later stages need:
 - launches: runtime launch calls (`cuda_runtime`/`cuda_driver`) by correlation id, for timing;
 - graph_captures: per CUDA-graph stream capture, the device work launched into it, in order
   (kind and External id of the launching op): a replayed kernel names no op of its own.
+- syncs: runtime calls that block the host until the device is done (stream/device/event
+  synchronise, synchronous memcpy), with the External id of the op that made them.
 Times are integer nanoseconds from the trace's first event.
 """
 
@@ -24,6 +26,11 @@ OP_CATEGORIES = ("cpu_op", "user_annotation")
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 # What Inductor puts in the args of the op named after each kernel it launches (benchmark_kernel on).
 INDUCTOR_ARGS = ("kernel_num_gb", "kernel_flop", "kernel_name", "kernel_file", "kernel_backend", "kernel_kwargs")
+# Runtime and driver calls that make the host wait for the device (cudaMemcpy without Async is
+# synchronous; .item(), .cpu() and print(tensor) show up as cudaStreamSynchronize).
+SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+              "cudaMemcpy2D", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpyDtoH_v2",
+              "cuMemcpyHtoD_v2")
 
 
 @dataclass
@@ -72,6 +79,17 @@ class RawKernel:
 
 
 @dataclass
+class RawSync:
+    """One host-blocking runtime call: the host waited here until the device drained."""
+
+    name: str
+    ts_ns: int
+    dur_ns: int
+    external_id: int  # the op active when it was called (-1: called outside any op)
+    tid: int = 0
+
+
+@dataclass
 class RawTrace:
     """What capture hands on: the raw events of a run, knowing nothing of costs or rooflines.
 
@@ -85,6 +103,7 @@ class RawTrace:
     graph_launches: list[int] = field(default_factory=list)  # correlation ids of cudaGraphLaunch calls
     compiled_kernels: dict[str, Any] = field(default_factory=dict)  # capture/inductor.py: C++ kernels' buffers
     graph_captures: list[list[tuple[str, int]]] = field(default_factory=list)  # (kernel|memset|memcpy, External id)
+    syncs: list[RawSync] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +114,7 @@ class RawTrace:
             "triton_launches": self.triton_launches,
             "compiled_kernels": self.compiled_kernels,
             "graph_captures": [[list(item) for item in capture] for capture in self.graph_captures],
+            "syncs": [asdict(s) for s in self.syncs],
         }
 
     @classmethod
@@ -113,11 +133,16 @@ class RawTrace:
             triton_launches=list(data.get("triton_launches", [])),
             compiled_kernels=dict(data.get("compiled_kernels", {})),
             graph_captures=[[(str(kind), int(ext)) for kind, ext in capture] for capture in data.get("graph_captures", [])],
+            syncs=[RawSync(**s) for s in data.get("syncs", [])],
         )
 
 
 def _ns(us: float, base_us: float) -> int:
     return int(round((float(us) - base_us) * 1000.0))
+
+
+def _tid(event: dict[str, Any]) -> int:
+    return int(event["tid"]) if str(event.get("tid", "0")).lstrip("-").isdigit() else 0
 
 
 def _triple(value: Any) -> tuple[int, int, int] | None:
@@ -173,6 +198,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
     launches: dict[int, int] = {}
     graph_launches: list[int] = []
     runtime_calls: list[tuple[int, int, str, int]] = []
+    syncs: list[RawSync] = []
     for e in events:
         cat = e.get("cat", "")
         args = e.get("args", {}) or {}
@@ -181,7 +207,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 external_id=int(args.get("External id", -1)),
                 name=str(e.get("name", "")),
                 category=cat,
-                tid=int(e["tid"]) if str(e.get("tid", "0")).lstrip("-").isdigit() else 0,
+                tid=_tid(e),
                 ts_ns=_ns(e["ts"], base_us),
                 dur_ns=int(round(float(e.get("dur", 0)) * 1000.0)),
                 input_dims=list(args.get("Input Dims", [])),
@@ -215,13 +241,16 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
             ))
         elif cat in LAUNCH_CATEGORIES and "correlation" in args:
             launches[int(args["correlation"])] = _ns(e["ts"], base_us)
-            runtime_calls.append((int(e.get("tid", 0)) if str(e.get("tid", "0")).lstrip("-").isdigit() else 0,
-                                  launches[int(args["correlation"])], str(e.get("name", "")),
+            runtime_calls.append((_tid(e), launches[int(args["correlation"])], str(e.get("name", "")),
                                   int(args.get("External id", -1))))
             if str(e.get("name", "")).startswith(("cudaGraphLaunch", "cuGraphLaunch")):
                 graph_launches.append(int(args["correlation"]))
+            if e.get("name") in SYNC_CALLS:
+                syncs.append(RawSync(str(e["name"]), _ns(e["ts"], base_us), int(round(float(e.get("dur", 0)) * 1000.0)),
+                                     int(args.get("External id", -1)), _tid(e)))
     ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
     kernels.sort(key=lambda k: (k.ts_ns, k.correlation))
+    syncs.sort(key=lambda s: s.ts_ns)
     return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches, graph_launches=graph_launches,
-                    graph_captures=_graph_captures(runtime_calls))
+                    graph_captures=_graph_captures(runtime_calls), syncs=syncs)
 
