@@ -1,0 +1,103 @@
+"""Split a run's launches into the steady state and setup, and time the iterations.
+
+Per-iteration time is device time from one iteration's last kernel end to the next one's (the
+first counted iteration: from the last warm-up kernel's end, else from its own first kernel):
+what CUDA events recorded around each turn of the loop measure, idle gaps included.
+Warm-up: the first iteration found, and each following one more than SLOW_WARMUP slower than
+the median of those after it (first calls allocate, pick algorithms, fill caches), at most half
+of them; with `--iterations N`, all but the last N.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from rooflinectl.attribution.iterations import TRANSFER_PREFIXES, Iterations, span_index
+
+SLOW_WARMUP = 1.10
+MAX_TIMES_KEPT = 1000
+
+
+@dataclass
+class SteadyState:
+    """The launches of the counted iterations and of everything else, with the figures the
+    summary reports about them."""
+
+    steady: pd.DataFrame
+    setup: pd.DataFrame
+    window_s: float  # device time of the counted iterations (sum of iteration times)
+    iteration_times_s: list[float] = field(default_factory=list)
+    host_spans_ns: list[tuple[int, int]] = field(default_factory=list)  # host time of the counted iterations
+
+
+def _iteration_ends(launches: pd.DataFrame, index: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.full(count, np.nan)
+    ends = np.full(count, np.nan)
+    if count:
+        grouped = launches.assign(_it=index)[index >= 0].groupby("_it").agg(a=("start_ns", "min"), b=("end_ns", "max"))
+        starts[grouped.index.to_numpy()] = grouped["a"].to_numpy(dtype=float)
+        ends[grouped.index.to_numpy()] = grouped["b"].to_numpy(dtype=float)
+    return starts, ends
+
+
+def iteration_times_s(starts: np.ndarray, ends: np.ndarray) -> list[float]:
+    """Seconds per iteration: end to end, the first one its own span."""
+    times = [(ends[0] - starts[0]) / 1e9] if len(ends) else []
+    times += [(b - a) / 1e9 for a, b in zip(ends[:-1], ends[1:])]
+    return times
+
+
+def choose_warmup(times_s: list[float], wanted: int | None) -> int:
+    """How many of the first iterations are warm-up (see the module docstring)."""
+    found = len(times_s)
+    if wanted is not None:
+        return max(found - wanted, 0)
+    warmup = 1
+    while warmup < found // 2 and times_s[warmup] > SLOW_WARMUP * statistics.median(times_s[warmup + 1:]):
+        warmup += 1
+    return warmup
+
+
+def split_steady(launches: pd.DataFrame, iterations: Iterations, wanted: int | None = None) -> SteadyState:
+    """Set iterations.warmup and split the launches (LAUNCH_COLUMNS) into steady state and setup.
+
+    With no iteration found, every launch is counted (the whole run), setup is empty."""
+    if iterations.found == 0 or launches.empty:
+        window = int(launches["end_ns"].max() - launches["start_ns"].min()) if len(launches) else 0
+        return SteadyState(launches, launches.iloc[0:0], window / 1e9)
+    index = span_index(launches["launch_ns"].to_numpy(dtype=np.int64), iterations.spans_ns)
+    starts, ends = _iteration_ends(launches, index, iterations.found)
+    times = iteration_times_s(starts, ends)
+    iterations.warmup = choose_warmup(times, wanted)
+    counted = index >= iterations.warmup
+    steady_times = times[iterations.warmup:]
+    if iterations.warmup:  # the first counted iteration starts where the warm-up ended
+        steady_times[0] = (ends[iterations.warmup] - ends[iterations.warmup - 1]) / 1e9
+    return SteadyState(launches[counted], launches[~counted], float(np.nansum(steady_times)),
+                       [float(t) for t in steady_times[:MAX_TIMES_KEPT]], iterations.steady_spans_ns)
+
+
+def is_host_transfer(kernels: pd.Series) -> pd.Series:
+    """Memcpy between host and device (or between devices): the host link's work, not DRAM's."""
+    return kernels.astype(str).str.startswith(TRANSFER_PREFIXES)
+
+
+def setup_figures(setup: pd.DataFrame, iterations: Iterations, window_s: float, run_wall_s: float) -> dict[str, object]:
+    """What the setup line says: kernel time and launches outside the steady state, host
+    transfers among them, warm-up iterations, compilation (host) and wall time."""
+    transfers = setup[is_host_transfer(setup["kernel"])] if len(setup) else setup
+    compile_s = sum(b - a for a, b in iterations.compile_spans_ns) / 1e9
+    return {
+        "setup_kernel_time_s": float(setup["time_s"].sum()) if len(setup) else 0.0,
+        "setup_launches": int(len(setup)),
+        "setup_transfer_time_s": float(transfers["time_s"].sum()) if len(transfers) else 0.0,
+        "setup_transfer_bytes": float(transfers["bytes"].sum()) if len(transfers) else 0.0,
+        "warmup_iterations": iterations.warmup,
+        "compile_s": compile_s,
+        "run_wall_s": run_wall_s,
+        "setup_wall_s": max(run_wall_s - window_s, 0.0),
+    }
