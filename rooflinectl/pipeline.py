@@ -12,13 +12,16 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rooflinectl._version import __version__
 from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.attribution.group import group_launches
+from rooflinectl.attribution.iterations import Iterations, find_iterations, span_index
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
+from rooflinectl.attribution.steady import SteadyState, setup_figures, split_steady
 from rooflinectl.capture.session import Capture
 from rooflinectl.capture.trace import RawTrace
 from rooflinectl.ceilings import current_ceilings
@@ -27,12 +30,8 @@ from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import KERNEL_COLUMNS
 
 
-def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
-                  iterations: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The kernel table (KERNEL_COLUMNS order, by time) and the summary of one trace."""
-    attributed = attribute(trace, device_kind, metadata)
-    samples = device_samples(metadata)
-    launches = with_sm_clock(attributed.launches, samples)  # compute roofs follow the clock sampled
+def _placed_table(launches: pd.DataFrame, ceilings: Ceilings) -> tuple[pd.DataFrame, list[int]]:
+    """Kernel-table rows (KERNEL_COLUMNS order, by time) and the launch sequence as row positions."""
     table, sequence = group_launches(launches)
     if table.empty:
         table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns")] + ["calls"])
@@ -41,22 +40,73 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
     placed = placed[list(KERNEL_COLUMNS)]
     order = placed.sort_values("time_s", ascending=False, kind="stable").index
     remap = {old: new for new, old in enumerate(order)}
-    placed = placed.loc[order].reset_index(drop=True)
-    sequence = [remap[i] for i in sequence]
-    summary = summarise(placed, attributed.launches, attributed.window_s, sequence, iterations)
+    return placed.loc[order].reset_index(drop=True), [remap[i] for i in sequence]
+
+
+def _run_wall_s(trace: RawTrace) -> float:
+    """First to last event of the capture (ops and kernels), seconds."""
+    starts = [o.ts_ns for o in trace.ops] + [k.ts_ns for k in trace.kernels]
+    ends = [o.end_ns for o in trace.ops] + [k.end_ns for k in trace.kernels]
+    return (max(ends) - min(starts)) / 1e9 if starts else 0.0
+
+
+def _steady_state(trace: RawTrace, launches: pd.DataFrame, window_s: float, regions: list[str],
+                  known_iterations: int | None, mode: str) -> tuple[SteadyState, Iterations, int | None]:
+    """Which launches are counted: regions win, function mode counts all its calls, else the
+    steady state of the iterations found (the whole run when none are)."""
+    if regions or known_iterations is not None:
+        method = "regions" if regions else "function"
+        return SteadyState(launches, launches.iloc[0:0], window_s), Iterations(method), known_iterations
+    iterations = find_iterations(trace, launches, "none" if mode == "none" else "auto")
+    wanted = int(mode) if mode.isdigit() else None
+    state = split_steady(launches, iterations, wanted)
+    return state, iterations, len(state.iteration_times_s) or 1
+
+
+def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
+                  iterations: int | None = None, iterations_mode: str = "auto",
+                  ) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame]:
+    """The kernel table of the counted work (KERNEL_COLUMNS order, by time), the summary, and the
+    table of the setup (the launches outside the steady state; empty when all are counted).
+
+    iterations: the known count (function mode), or None to find them (script mode);
+    iterations_mode: "auto", "none" (count the whole run) or N (the last N iterations found).
+    """
+    attributed = attribute(trace, device_kind, metadata)
+    samples = device_samples(metadata)
+    launches = with_sm_clock(attributed.launches, samples)  # compute roofs follow the clock sampled
+    state, found, count = _steady_state(trace, launches, attributed.window_s, attributed.regions,
+                                        iterations, iterations_mode)
+    placed, sequence = _placed_table(state.steady, ceilings)
+    setup_table, _ = _placed_table(state.setup, ceilings)
+    summary = summarise(placed, state.steady, state.window_s, sequence, count or 1)
     summary["regions"] = attributed.regions
-    summary["clocks"] = clock_summary(launches, samples, metadata, placed, ceilings)
+    summary["clocks"] = clock_summary(state.steady, samples, metadata, placed, ceilings)
     summary["host_events"] = attributed.host_events
     summary["compile_work_s"] = attributed.compile_work_s
+    if state.host_spans_ns:
+        op_ts = np.array([o.ts_ns for o in trace.ops], dtype=np.int64)
+        summary["host_events"] = int((span_index(op_ts, state.host_spans_ns) >= 0).sum())
+    summary.update({
+        "iterations_method": found.method,
+        "iterations_marker": found.marker,
+        "iterations_found": found.found if found.spans_ns else None,
+        "iteration_time_s": float(np.median(state.iteration_times_s)) if state.iteration_times_s else None,
+        "iteration_times_s": state.iteration_times_s,
+    })
+    summary.update(setup_figures(state.setup, found, state.window_s, _run_wall_s(trace)))
     overhead_s = metadata.get("profiler_overhead_per_op_s")
     if overhead_s is not None:
-        summary["device_idle_unprofiled_s"] = max(summary["device_idle_s"] - attributed.host_events * overhead_s, 0.0)
-    return placed, summary
+        summary["device_idle_unprofiled_s"] = max(summary["device_idle_s"] - summary["host_events"] * overhead_s, 0.0)
+    return placed, summary, setup_table
 
 
 def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_code: int | None = None,
-                 ceilings: Ceilings | None = None) -> ProfileData:
-    """Build the profile of a finished capture (also of a failed run: what ran is kept)."""
+                 ceilings: Ceilings | None = None, iterations_mode: str = "auto") -> ProfileData:
+    """Build the profile of a finished capture (also of a failed run: what ran is kept).
+
+    iterations_mode: "auto" (find the loop's iterations when the run has no region and is not
+    function mode), "none" (count the whole run), or N (count the last N iterations found)."""
     ceilings = ceilings or current_ceilings(capture.device_kind)
     metadata = dict(capture.metadata)
     metadata.setdefault("device_name", ceilings.device_name)  # a CPU's name comes from ceilings detection
@@ -69,8 +119,10 @@ def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "ceilings_source": sorted({r.source for r in [*ceilings.memory_bytes_per_s.values(),
                                                      *ceilings.compute_flops_per_s.values()]}),
+        "iterations_mode": iterations_mode,
     })
     trace = capture.trace or RawTrace(ops=[], kernels=[], launch_ts_ns={})
-    table, summary = analyse_trace(trace, capture.device_kind, metadata, ceilings,
-                                   int(metadata.get("iterations", 1) or 1))
-    return ProfileData(kernels=table, ceilings=ceilings, metadata=metadata, summary=summary)
+    known = metadata.get("iterations")
+    table, summary, setup = analyse_trace(trace, capture.device_kind, metadata, ceilings,
+                                          int(known) if known is not None else None, iterations_mode)
+    return ProfileData(kernels=table, ceilings=ceilings, metadata=metadata, summary=summary, setup_kernels=setup)

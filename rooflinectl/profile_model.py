@@ -21,13 +21,16 @@ class ProfileData:
     kernels: one row per kernel group, columns as schema.KERNEL_COLUMNS documents them;
     ceilings: the roofs the rows were placed against, each with its source;
     metadata: tool and library versions, command, device, math modes, completed or not;
-    summary: whole-run figures (schema.SUMMARY_KEYS).
+    summary: whole-run figures (schema.SUMMARY_KEYS);
+    setup_kernels: the same columns for the work outside the steady state (weight upload, warm-up,
+    compilation, teardown), kept apart from the table and the advice; empty when all is counted.
     """
 
     kernels: pd.DataFrame
     ceilings: Ceilings
     metadata: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
+    setup_kernels: pd.DataFrame | None = None
 
 
 def iterations_of(profile: ProfileData) -> float:

@@ -96,7 +96,6 @@ def _guarded(run: Callable[[], None], script: Path) -> tuple[int, bool]:
 def run_script(path: Path, argv: list[str], device_kind: str) -> RunOutcome:
     with _as_main_script(path, argv), profiling(device_kind) as capture:
         code, completed = _guarded(lambda: runpy.run_path(str(path), run_name="__main__"), path)
-    capture.metadata["iterations"] = 1
     return RunOutcome(capture, code, completed)
 
 
@@ -140,7 +139,7 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
                 torch.cuda.synchronize()
         for _ in range(iters):
             fn(*args, **kwargs)
-    capture.metadata["iterations"] = iters
+    capture.metadata["iterations"] = iters  # known: no iteration search
     return capture
 
 

@@ -5,7 +5,8 @@ Layout (schema_version 1):
    "metadata": {...},      # tool/library versions, command, device, completed, clocks, ...
    "ceilings": {...},      # Ceilings.to_dict(): the roofs used, each with its source
    "summary": {...},       # whole-run figures: kernel time, GPU idle time, unknown share, ...
-   "kernels": {"columns": [...], "rows": [[...], ...]}}
+   "kernels": {"columns": [...], "rows": [[...], ...]},
+   "setup_kernels": {"columns": [...], "rows": [...]}}  # optional: work outside the steady state
 Loading never runs code: json.load and a DataFrame built from lists.
 """
 
@@ -38,17 +39,23 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _table_dict(table: pd.DataFrame) -> dict[str, Any]:
+    rows = [[_jsonable(v) for v in row] for row in table.itertuples(index=False, name=None)]
+    return {"columns": list(table.columns), "rows": rows}
+
+
 def to_json_dict(data: ProfileData) -> dict[str, Any]:
-    columns = list(data.kernels.columns)
-    rows = [[_jsonable(v) for v in row] for row in data.kernels.itertuples(index=False, name=None)]
-    return {
+    out = {
         "format": FORMAT_NAME,
         "schema_version": SCHEMA_VERSION,
         "metadata": data.metadata,
         "ceilings": data.ceilings.to_dict(),
         "summary": {k: _jsonable(v) for k, v in data.summary.items()},
-        "kernels": {"columns": columns, "rows": rows},
+        "kernels": _table_dict(data.kernels),
     }
+    if data.setup_kernels is not None and len(data.setup_kernels):
+        out["setup_kernels"] = _table_dict(data.setup_kernels)
+    return out
 
 
 def save_profile(data: ProfileData, path: str | os.PathLike[str]) -> None:
@@ -74,11 +81,14 @@ def load_profile(path: str | os.PathLike[str]) -> ProfileData:
     try:
         table = raw["kernels"]
         kernels = pd.DataFrame(table["rows"], columns=table["columns"])
+        setup = raw.get("setup_kernels")
+        setup_kernels = pd.DataFrame(setup["rows"], columns=setup["columns"]) if setup is not None else None
         ceilings = Ceilings.from_dict(raw["ceilings"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError(f"{p} is a damaged rooflinectl profile (missing {exc}).") from None
-    kernels = _coerce_types(kernels)
-    return ProfileData(kernels=kernels, ceilings=ceilings, metadata=raw.get("metadata", {}), summary=raw.get("summary", {}))
+    return ProfileData(kernels=_coerce_types(kernels), ceilings=ceilings, metadata=raw.get("metadata", {}),
+                       summary=raw.get("summary", {}),
+                       setup_kernels=_coerce_types(setup_kernels) if setup_kernels is not None else None)
 
 
 def _coerce_types(kernels: pd.DataFrame) -> pd.DataFrame:
