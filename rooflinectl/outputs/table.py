@@ -13,27 +13,37 @@ from rich.text import Text
 
 from rooflinectl.outputs.clocks_text import clock_lines
 from rooflinectl.outputs.plot_names import shorten_kernel_name
-from rooflinectl.profile_model import ProfileData
+from rooflinectl.outputs.steady_text import iteration_lines, setup_lines
+from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import percent, seconds, si
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "red"}
 
 
-def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15) -> Table:
-    """Top kernels by time: the columns the README explains, one row per group."""
+def _calls_text(calls: float) -> str:
+    return str(int(calls)) if float(calls).is_integer() else f"{calls:.3g}"
+
+
+def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, iterations: float = 1.0) -> Table:
+    """Top kernels by time: the columns the README explains, one row per group. With several
+    iterations, calls, time, FLOPs and bytes are shown per iteration (`/it`); rates, shares and
+    efficiencies do not change."""
     grid = Table(title=title or None, title_justify="left", show_lines=False, pad_edge=False, header_style="bold")
-    for name, justify in [("share", "right"), ("calls", "right"), ("time", "right"), ("FLOPs", "right"),
-                          ("bytes", "right"), ("AI", "right"), ("FLOP/s", "right"), ("B/s", "right"),
+    per = "/it" if iterations > 1 else ""
+    for name, justify in [("share", "right"), ("calls" + per, "right"), ("time" + per, "right"), ("FLOPs" + per, "right"),
+                          ("bytes" + per, "right"), ("AI", "right"), ("FLOP/s", "right"), ("B/s", "right"),
                           ("attainable", "right"), ("eff", "right"), ("bound", "left"), ("prec", "left"),
                           ("kernel", "left"), ("op · shapes", "left")]:
         grid.add_column(name, justify=justify, no_wrap=name not in ("kernel", "op · shapes"), overflow="fold")
+    n = max(float(iterations), 1.0)
     for row in table.head(top).itertuples(index=False):
         eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
         if row.above_roof:
             eff = f"[bold red]{eff}![/]"
         kernel = shorten_kernel_name(row.kernel, max_chars=48)
         grid.add_row(
-            percent(row.time_share), str(row.calls), seconds(row.time_s), si(row.flops, "FLOP"), si(row.bytes, "B"),
+            percent(row.time_share), _calls_text(row.calls / n), seconds(row.time_s / n), si(row.flops / n, "FLOP"),
+            si(row.bytes / n, "B"),
             "-" if row.cost_source == "none" else f"{row.intensity:.3g}", si(row.achieved_flops_per_s, "FLOP/s"),
             si(row.achieved_bytes_per_s, "B/s"), si(row.attainable_flops_per_s, "FLOP/s"), eff,
             f"[{BOUND_STYLE.get(row.bound, 'white')}]{row.bound}[/]",
@@ -52,12 +62,11 @@ def summary_text(data: ProfileData) -> Text:
         + ("" if m.get("completed", True) else "   [run did not complete: partial profile]"),
         f"roofs: DRAM {si(dram.value, 'B/s') if dram else '-'} ({dram.source if dram else '-'}); "
         + ", ".join(f"{k} {si(r.value, 'FLOP/s')} ({r.source})" for k, r in sorted(c.compute_flops_per_s.items())),
-        f"kernel time {seconds(s.get('total_kernel_time_s') or 0.0)} in {s.get('launches', 0)} launches"
-        f" ({s.get('iterations', 1)} iteration(s)); known cost {percent(s.get('known_cost_time_share'))}"
-        f", unknown {percent(s.get('unknown_time_share'))}",
+        *iteration_lines(s),
         f"window {seconds(s.get('window_s') or 0.0)}: device busy {seconds(s.get('device_busy_s') or 0.0)},"
         f" idle {seconds(s.get('device_idle_s') or 0.0)}"
         + (f"; regions: {', '.join(s['regions'])}" if s.get("regions") else ""),
+        *setup_lines(s),
     ]
     lines += clock_lines(s.get("clocks"))
     if s.get("compile_work_s"):
@@ -72,8 +81,16 @@ def summary_text(data: ProfileData) -> Text:
     return Text("\n".join(lines))
 
 
-def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int) -> Group:
-    return Group(summary_text(data), kernel_table(table, top=top))
+def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int, include_setup: bool = False) -> Group:
+    """The summary and the table; with include_setup, the table of the work outside the steady state too."""
+    parts: list[Any] = [summary_text(data), kernel_table(table, top=top, iterations=iterations_of(data))]
+    if include_setup:
+        setup = data.setup_kernels
+        if setup is None or setup.empty:
+            parts.append(Text("setup: nothing outside the counted work"))
+        else:
+            parts.append(kernel_table(setup, top=top, title="setup (outside the steady state; share of setup time)"))
+    return Group(*parts)
 
 
 def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:

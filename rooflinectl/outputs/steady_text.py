@@ -1,0 +1,70 @@
+"""The summary lines about iterations and setup: how the counted work was chosen, per iteration,
+and what was left out (weight upload, warm-up, compilation). Renders text; computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rooflinectl.outputs.plot_names import shorten_kernel_name
+from rooflinectl.units import percent, seconds, si
+
+METHOD_WORDS = {
+    "profiler_step": "ProfilerStep annotations (the script's prof.step())",
+    "optimizer_step": "optimizer steps",
+    "module_forward": "calls of the top-level module",
+    "compiled_call": "calls of a compiled graph",
+    "kernel_sequence": "repeated kernel sequences",
+}
+
+
+def _count(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def iteration_lines(s: dict[str, Any]) -> list[str]:
+    """What was counted and how: steady-state iterations (how found), per-iteration figures."""
+    method = s.get("iterations_method")
+    iterations = max(_count(s.get("iterations")), 1)
+    total = s.get("total_kernel_time_s") or 0.0
+    known = f"known cost {percent(s.get('known_cost_time_share'))}, unknown {percent(s.get('unknown_time_share'))}"
+    launches = _count(s.get("launches"))
+    if method in METHOD_WORDS:
+        found, warmup = _count(s.get("iterations_found")), _count(s.get("warmup_iterations"))
+        marker = str(s.get("iterations_marker") or "")
+        if method == "kernel_sequence" and marker:
+            marker = f"each starting with {shorten_kernel_name(marker, max_chars=40)}"
+        return [
+            f"steady state: {iterations} iteration(s) of {found} found by {METHOD_WORDS[method]}"
+            + (f" [{marker}]" if marker else "") + f", {warmup} warm-up set apart;"
+            f" {seconds(s.get('iteration_time_s'))} per iteration (median, device time)",
+            f"per iteration: kernel time {seconds(total / iterations)} in {launches / iterations:.4g} launches; {known}",
+        ]
+    head = f"kernel time {seconds(total)} in {launches} launches"
+    if method == "function" or (method is None and iterations > 1):
+        return [f"{head} ({iterations} iteration(s), function mode: {seconds(total / iterations)} per iteration); {known}"]
+    if method == "none":
+        return [f"{head}; {known}",
+                "iterations: none found (no ProfilerStep, optimizer step, repeated module call or repeated kernel "
+                "sequence): the whole run is counted, setup included"]
+    if method == "off":
+        return [f"{head}; {known}", "iterations: not looked for (--iterations none): the whole run is counted"]
+    return [f"{head} ({iterations} iteration(s)); {known}"]
+
+
+def setup_lines(s: dict[str, Any]) -> list[str]:
+    """The setup on its own line: what ran outside the steady state, with its time."""
+    if s.get("iterations_method") not in METHOD_WORDS:
+        return []
+    parts = [f"{seconds(s.get('setup_wall_s'))} of the run's {seconds(s.get('run_wall_s'))} wall time",
+             f"kernels {seconds(s.get('setup_kernel_time_s') or 0.0)} in {_count(s.get('setup_launches'))} launches"]
+    if s.get("setup_transfer_time_s"):
+        parts[-1] += (f" (host transfers {seconds(s['setup_transfer_time_s'])},"
+                      f" {si(s.get('setup_transfer_bytes'), 'B')})")
+    parts.append(f"{_count(s.get('warmup_iterations'))} warm-up iteration(s)")
+    if s.get("compile_s"):
+        parts.append(f"compilation {seconds(s['compile_s'])} (host)")
+    return ["setup (outside the steady state; not in the table or the advice; `show --include-setup`): "
+            + "; ".join(parts)]
