@@ -16,7 +16,14 @@ from rooflinectl.ceilings.measurement import (
     kind_of,
 )
 from rooflinectl.ceilings.model import Ceilings, Roof
-from rooflinectl.ceilings.specs import RATES, match_spec, rates_for
+from rooflinectl.ceilings.specs import (
+    PCIE_ASSUMED,
+    RATES,
+    GpuSpec,
+    match_spec,
+    pcie_bytes_per_s,
+    rates_for,
+)
 
 FLAG_ABOVE_SPEC = 1.05  # measured / spec above this: the spec (or the timing) is wrong
 FLAG_BELOW_SPEC = 0.30  # below this: throttled, shared, or a slow library path; not a roof
@@ -78,7 +85,7 @@ def gpu_spec_ceilings(info: GpuInfo) -> Ceilings:
         dram = Roof(UNKNOWN_DRAM_GUESS_BYTES_PER_S, "estimate",
                     "placeholder: neither the spec table nor the clocks could say; run --measure")
         missing.append("DRAM bandwidth unknown: a 1 TB/s placeholder is used")
-    memory = {"dram": dram}
+    memory = {"dram": dram, "host_pinned": host_link_roof(info, spec)}
     details: dict[str, Any] = {
         "device": info.to_dict(),
         "spec_entry": spec.name if spec else None,
@@ -96,6 +103,22 @@ def gpu_spec_ceilings(info: GpuInfo) -> Ceilings:
                             "typical empty-kernel duration; run `rooflinectl ceilings --measure`"),
         details=details,
     )
+
+
+def host_link_roof(info: GpuInfo, spec: GpuSpec | None) -> Roof:
+    """The host link (pinned memory, per direction): NVLink-C2C from the spec table, else the PCIe
+    link NVML reports, else an assumed PCIe Gen4 x16. Pageable copies and GPU-to-GPU copies have
+    no spec figure: they are measured (`ceilings --measure`) or held against this roof."""
+    if spec is not None and spec.host_link_bytes_per_s:
+        return Roof(spec.host_link_bytes_per_s, "spec", f"{spec.name}: NVLink-C2C to the CPU, per direction")
+    if info.pcie_gen and info.pcie_width:
+        value = pcie_bytes_per_s(info.pcie_gen, info.pcie_width)
+        if value:
+            return Roof(value, "spec", f"PCIe Gen{info.pcie_gen} x{info.pcie_width} (NVML), per direction, "
+                                       "before packet overhead; run --measure")
+    gen, width = PCIE_ASSUMED
+    return Roof(pcie_bytes_per_s(gen, width) or 0.0, "estimate",
+                f"PCIe Gen{gen} x{width} assumed (NVML could not say); run `rooflinectl ceilings --measure`")
 
 
 def cpu_estimate_ceilings(cpu: CpuInfo) -> Ceilings:

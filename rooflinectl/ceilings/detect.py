@@ -59,6 +59,8 @@ class GpuInfo:
     throttle_reasons: list[str] | None = None
     uuid: str | None = None
     driver: str | None = None
+    pcie_gen: int | None = None  # the PCIe link to the host: max generation and width with this system
+    pcie_width: int | None = None
     sources: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
 
@@ -144,6 +146,9 @@ def read_nvml(index: int, uuid: str | None = None) -> tuple[dict[str, Any], str 
         "max_mem_clock_hz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM) * mhz,
         "bus_width_bits": lambda: pynvml.nvmlDeviceGetMemoryBusWidth(handle),
         "power_limit_w": lambda: pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1e3,
+        # the link's maximum with this system (the current one drops to Gen1 when idle)
+        "pcie_gen": lambda: pynvml.nvmlDeviceGetMaxPcieLinkGeneration(handle),
+        "pcie_width": lambda: pynvml.nvmlDeviceGetMaxPcieLinkWidth(handle),
     }
     fields: dict[str, Any] = {}
     for key, query in queries.items():
@@ -236,6 +241,10 @@ def merge_gpu_info(
                     continue
             if key != "name":
                 info.missing.append(f"could not read the {_DESCRIBE[key]}")
+    for key in ("pcie_gen", "pcie_width"):  # optional: the host-link roof falls back to an estimate
+        if nvml_fields.get(key):
+            setattr(info, key, int(nvml_fields[key]))
+            info.sources[key] = "nvml"
     if info.compute_capability is not None:
         info.compute_capability = (int(info.compute_capability[0]), int(info.compute_capability[1]))
     return info

@@ -1,4 +1,5 @@
-"""Measure a GPU's ceilings: DRAM and L2 bandwidth, tensor-core and CUDA-core peaks, launch floor.
+"""Measure a GPU's ceilings: DRAM and L2 bandwidth, tensor-core and CUDA-core peaks, launch floor,
+and the host link (copies to and from pinned and pageable host memory, and to a peer GPU).
 
 Timing: CUDA events around each call, warm-up first, the median of the repeats; random data
 (zeros make GEMMs draw less power and run faster). An NVML snapshot is taken while the timed
@@ -128,6 +129,58 @@ def measure_l2(info: GpuInfo) -> list[Measurement]:
         method = f"torch.sum over a stride-0 expand, {what}"
     t, reps, clocks = time_cuda(fn, index=info.index)
     return [Measurement("l2.read", total / t, "bytes/s", f"{method}, median of {reps}", "", clocks)]
+
+
+HOST_COPY_BYTES = 256 << 20  # large enough that the ~10 us per-copy cost is under 1%
+
+
+def measure_host_link(info: GpuInfo) -> list[Measurement]:
+    """Host-to-device and device-to-host copies of 256 MiB from pinned memory (the link's DMA
+    rate) and from pageable memory (the driver stages it through a pinned buffer: what
+    `tensor.to("cuda")` of an ordinary CPU tensor gets), CUDA events around each copy."""
+    import torch
+
+    n = HOST_COPY_BYTES // 4
+    device = torch.empty(n, device="cuda")
+    out: list[Measurement] = []
+    for memory in ("pinned", "pageable"):
+        host = torch.rand(n, pin_memory=memory == "pinned")
+        copies = (("htod", lambda i, h=host: device.copy_(h, non_blocking=True)),
+                  ("dtoh", lambda i, h=host: h.copy_(device, non_blocking=True)))
+        for direction, copy in copies:
+            t, reps, clocks = time_cuda(copy, min_reps=3, max_reps=20, index=info.index)
+            out.append(Measurement(f"host.{direction}_{memory}", HOST_COPY_BYTES / t, "bytes/s",
+                                   f"{direction.upper()} copy_ of 256 MiB {memory} host memory, median of {reps}",
+                                   "", clocks))
+        del host
+    return out
+
+
+def measure_peer(info: GpuInfo) -> list[Measurement]:
+    """GPU-to-GPU copy of 256 MiB to the next device, when there is one with peer access."""
+    import time
+
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        return [Measurement("host.peer", None, "bytes/s", note="one GPU: no peer copy to measure")]
+    other = (info.index + 1) % torch.cuda.device_count()
+    n = HOST_COPY_BYTES // 4
+    src = torch.rand(n, device=f"cuda:{info.index}")
+    dst = torch.empty(n, device=f"cuda:{other}")
+    peer = torch.cuda.can_device_access_peer(info.index, other)
+    times = []
+    for i in range(8):
+        torch.cuda.synchronize(info.index)
+        torch.cuda.synchronize(other)
+        start = time.perf_counter()
+        dst.copy_(src)
+        torch.cuda.synchronize(other)
+        if i >= 2:  # two warm-up copies
+            times.append(time.perf_counter() - start)
+    return [Measurement("host.peer", HOST_COPY_BYTES / statistics.median(times), "bytes/s",
+                        f"copy_ of 256 MiB cuda:{info.index} -> cuda:{other}, host-timed, median of {len(times)}",
+                        "" if peer else "no peer access: the copy goes through host memory")]
 
 
 def _gemm_case(precision: str, m: int, n: int, k: int) -> Callable[[int], Any]:
@@ -270,6 +323,8 @@ def gpu_steps(info: GpuInfo) -> list[tuple[str, Callable[[], list[Measurement]]]
         ("launch latency", lambda: measure_launch(info)),
         ("DRAM bandwidth", lambda: measure_dram(info)),
         ("L2 bandwidth", lambda: measure_l2(info)),
+        ("host link", lambda: measure_host_link(info)),
+        ("peer GPU link", lambda: measure_peer(info)),
         ("CUDA-core fp32", lambda: [measure_fma(info, "fp32")]),
         ("CUDA-core fp64", lambda: [measure_fma(info, "fp64")]),
     ]

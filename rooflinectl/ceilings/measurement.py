@@ -7,11 +7,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Measurement keys and the roof each one feeds. Memory: "dram.read|copy|write", "l2.read".
-# Compute: the Ceilings keys ("tensor.bf16", "simt.fp32", ...). Latency: "launch.*".
+# Measurement keys and the roof each one feeds. Memory: "dram.read|copy|write", "l2.read", and the
+# host link "host.htod_pinned|dtoh_pinned" (pinned memory), "host.htod_pageable|dtoh_pageable"
+# (pageable: staged by the driver), "host.peer" (GPU to GPU). Compute: the Ceilings keys
+# ("tensor.bf16", "simt.fp32", ...). Latency: "launch.*".
 MEMORY_LEVEL_OF = {
     "dram.read": "dram", "dram.copy": "dram", "dram.write": "dram", "dram.triad": "dram",
     "l2.read": "l2",
+    "host.htod_pinned": "host_pinned", "host.dtoh_pinned": "host_pinned",
+    "host.htod_pageable": "host_pageable", "host.dtoh_pageable": "host_pageable",
+    "host.peer": "peer",
 }
 KERNEL_FLOOR_KEY = "launch.empty_kernel"  # GPU time of an empty kernel (profiler), seconds
 

@@ -91,6 +91,7 @@ class GpuSpec:
     datasheet_flops_per_s: dict[str, float] = field(default_factory=dict)
     source: str = ""
     note: str = ""
+    host_link_bytes_per_s: float | None = None  # per direction, where it is not PCIe (NVLink-C2C)
 
     def clock_scaled_flops_per_s(self, key: str, sms: int, sm_clock_hz: float) -> float | None:
         """SMs x FLOP/clock/SM x clock, or None when this architecture lacks that path."""
@@ -113,9 +114,10 @@ _A100 = _tf(simt_fp64=9.7, tensor_fp64=19.5, simt_fp32=19.5, tensor_tf32=156, te
 # Order matters: the first pattern that matches wins, so the specific ones come first.
 SPECS: tuple[GpuSpec, ...] = (
     GpuSpec("GH200 144GB HBM3e", r"gh200.*144g", "sm90", 132, 1980, 4900 * GB_PER_S,
-            _HOPPER_SXM, _URL_GH200),
+            _HOPPER_SXM, _URL_GH200, host_link_bytes_per_s=450 * GB_PER_S),
     GpuSpec("GH200 96GB HBM3", r"gh200", "sm90", 132, 1980, 4000 * GB_PER_S, _HOPPER_SXM,
-            _URL_GH200, "the 480GB in the name is the Grace LPDDR5X; the GPU has 96 GB HBM3"),
+            _URL_GH200, "the 480GB in the name is the Grace LPDDR5X; the GPU has 96 GB HBM3",
+            host_link_bytes_per_s=450 * GB_PER_S),
     GpuSpec("H200 NVL", r"h200.*nvl", "sm90", 132, 1785, 4800 * GB_PER_S, _HOPPER_NVL, _URL_H200),
     GpuSpec("H200 SXM", r"h200", "sm90", 132, 1980, 4800 * GB_PER_S, _HOPPER_SXM, _URL_H200),
     GpuSpec("H100 NVL", r"h100.*nvl", "sm90", 132, 1785, 3900 * GB_PER_S, _HOPPER_NVL, _URL_H100),
@@ -159,6 +161,22 @@ SPECS: tuple[GpuSpec, ...] = (
             _tf(simt_fp64=0.556, simt_fp32=35.6, tensor_tf32=35.6, tensor_bf16=71,
                 tensor_fp16=71, tensor_int8=284), _URL_GA102, "tensor figures with FP32 accumulate"),
 )
+
+
+# PCIe: transfer rate per lane (GT/s) and line-code efficiency, per generation (PCI-SIG specs;
+# Gen6 uses FLIT mode, 242 of 256 bytes carry data). A link moves this much per direction;
+# DMA copies reach about 80-90% of it (packet headers), so a measured roof replaces it.
+PCIE_GEN: dict[int, tuple[float, float]] = {1: (2.5, 8 / 10), 2: (5.0, 8 / 10), 3: (8.0, 128 / 130),
+                                            4: (16.0, 128 / 130), 5: (32.0, 128 / 130), 6: (64.0, 242 / 256)}
+PCIE_ASSUMED = (4, 16)  # when neither NVML nor the spec table can say
+
+
+def pcie_bytes_per_s(gen: int, width: int) -> float | None:
+    """Per-direction bandwidth of a PCIe link: GT/s x lanes x line-code efficiency / 8 bits."""
+    if gen not in PCIE_GEN or width <= 0:
+        return None
+    rate_gt, efficiency = PCIE_GEN[gen]
+    return rate_gt * 1e9 * width * efficiency / 8
 
 
 def normalise_name(device_name: str) -> str:
