@@ -1,10 +1,12 @@
 """Place each kernel group against its roofs. Pure: DataFrame and Ceilings in, DataFrame out.
 
-attainable = min(peak[unit, precision], intensity x DRAM bandwidth)
+attainable = min(peak[unit, precision], intensity x bandwidth)
 peak       = the compute roof at the clock the group's kernels ran at: roof x sm_clock_mhz / the
              roof's clock_mhz, where NVML sampled the run and the ceilings know their clock (the
              memory roof does not follow the SM clock)
-roof_time  = max(flops / peak, bytes / DRAM bandwidth): the time the work needs at the roof
+roof_time  = max(flops / peak, bytes / bandwidth): the time the work needs at the roof
+bandwidth  = DRAM's, except for host transfers (memcpy HtoD/DtoH, peer): the host link's, pinned
+             or pageable as the copy was (analysis/transfers.py)
 efficiency = roof_time / time  (the same as achieved / attainable, and defined for 0-FLOP copies)
 bound      = latency  when one call's roof time is under the device's kernel floor (the work is
                       too small for any roof to matter: launch and latency dominate),
@@ -20,6 +22,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from rooflinectl.analysis.transfers import level_roof, memory_level
 from rooflinectl.ceilings.model import Ceilings, Roof
 
 ABOVE_ROOF = 1.05
@@ -52,7 +55,8 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     out = table.copy()
     if "sm_clock_mhz" not in out.columns:
         out["sm_clock_mhz"] = np.nan  # not sampled: the roofs stay at their own clock
-    bandwidth = ceilings.dram().value
+    roofs = {level: level_roof(ceilings, level)[1].value for level in {memory_level(k) for k in out["kernel"]}}
+    bandwidth = np.array([roofs[memory_level(k)] for k in out["kernel"]], dtype=float)
     floor_s = ceilings.kernel_floor_s.value
     peaks = _peaks(out, ceilings)
     flops = out["flops"].to_numpy(dtype=float)

@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.outputs.clocks_text import clock_lines
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.outputs.steady_text import iteration_lines, setup_lines
@@ -53,6 +54,14 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, iterati
     return grid
 
 
+def _host_link_text(c: Ceilings) -> str:
+    """The host-link roofs host transfers are held against, when the ceilings have them."""
+    links = [(name, c.memory_bytes_per_s.get(level)) for name, level in
+             (("pinned", "host_pinned"), ("pageable", "host_pageable"), ("peer", "peer"))]
+    shown = [f"{name} {si(r.value, 'B/s')} ({r.source})" for name, r in links if r is not None]
+    return f"; host link {', '.join(shown)}" if shown else ""
+
+
 def summary_text(data: ProfileData) -> Text:
     """One line per whole-run figure: device, roofs used, known-cost share, idle time."""
     s, m, c = data.summary, data.metadata, data.ceilings
@@ -61,7 +70,8 @@ def summary_text(data: ProfileData) -> Text:
         f"device: {m.get('device_name', c.device_name)} ({m.get('device_kind', c.device_kind)})"
         + ("" if m.get("completed", True) else "   [run did not complete: partial profile]"),
         f"roofs: DRAM {si(dram.value, 'B/s') if dram else '-'} ({dram.source if dram else '-'}); "
-        + ", ".join(f"{k} {si(r.value, 'FLOP/s')} ({r.source})" for k, r in sorted(c.compute_flops_per_s.items())),
+        + ", ".join(f"{k} {si(r.value, 'FLOP/s')} ({r.source})" for k, r in sorted(c.compute_flops_per_s.items()))
+        + _host_link_text(c),
         *iteration_lines(s),
         f"window {seconds(s.get('window_s') or 0.0)}: device busy {seconds(s.get('device_busy_s') or 0.0)},"
         f" idle {seconds(s.get('device_idle_s') or 0.0)}"
