@@ -17,11 +17,13 @@ import pandas as pd
 
 from rooflinectl._version import __version__
 from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
+from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.attribution.group import group_launches
-from rooflinectl.attribution.iterations import Iterations, find_iterations, span_index
+from rooflinectl.attribution.iterations import Iterations, find_iterations, merge_spans, span_index
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
 from rooflinectl.attribution.steady import SteadyState, setup_figures, split_steady
+from rooflinectl.capture.region import REGION_PREFIX
 from rooflinectl.capture.session import Capture
 from rooflinectl.capture.trace import RawTrace
 from rooflinectl.ceilings import current_ceilings
@@ -48,6 +50,18 @@ def _run_wall_s(trace: RawTrace) -> float:
     starts = [o.ts_ns for o in trace.ops] + [k.ts_ns for k in trace.kernels]
     ends = [o.end_ns for o in trace.ops] + [k.end_ns for k in trace.kernels]
     return (max(ends) - min(starts)) / 1e9 if starts else 0.0
+
+
+def _counted_host_spans(trace: RawTrace, state: SteadyState, regions: list[str]) -> list[tuple[int, int]]:
+    """Host time of the counted work: the steady iterations, the regions, else first to last launch."""
+    if state.host_spans_ns:
+        return state.host_spans_ns
+    if regions:
+        return merge_spans([(o.ts_ns, o.end_ns) for o in trace.ops
+                            if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)])
+    if state.steady.empty:
+        return []
+    return [(int(state.steady["launch_ns"].min()), int(state.steady["end_ns"].max()))]
 
 
 def _steady_state(trace: RawTrace, launches: pd.DataFrame, window_s: float, regions: list[str],
@@ -95,6 +109,7 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
         "iteration_times_s": state.iteration_times_s,
     })
     summary.update(setup_figures(state.setup, found, state.window_s, _run_wall_s(trace)))
+    summary.update(host_figures(trace, state.steady, _counted_host_spans(trace, state, attributed.regions)))
     overhead_s = metadata.get("profiler_overhead_per_op_s")
     if overhead_s is not None:
         summary["device_idle_unprofiled_s"] = max(summary["device_idle_s"] - summary["host_events"] * overhead_s, 0.0)

@@ -9,6 +9,7 @@ from rooflinectl.analysis.advice import (  # noqa: F401 - imported for their reg
     rules_clocks,
     rules_fusion,
     rules_gates,
+    rules_host,
     rules_kernels,
     rules_launch,
     rules_precision,

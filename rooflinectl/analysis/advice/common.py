@@ -72,6 +72,18 @@ def cell_text(row: pd.Series, key: str) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
+def summary_float(ctx: AdviceContext, key: str) -> float | None:
+    """A summary figure as a float, None when missing, not a number, or NaN."""
+    value = ctx.summary.get(key)
+    if value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if value != value else value
+
+
 def time_per_call_s(row: pd.Series) -> float:
     calls = max(1.0, cell_float(row, "calls", 1.0))
     return cell_float(row, "time_s", 0.0) / calls

@@ -6,6 +6,7 @@ from rooflinectl.analysis.advice.common import (
     cell_float,
     cell_text,
     sm_count,
+    summary_float,
     time_per_call_s,
     usable,
     where,
@@ -21,46 +22,41 @@ LONG_KERNEL_S = 20.0e-6  # small-grid rule: only kernels long enough for the gri
 MIN_GRID_SHARE = 0.01
 
 
-def _summary_float(ctx: AdviceContext, key: str) -> float | None:
-    value = ctx.summary.get(key)
-    if value is None:
-        return None
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if value != value else value
-
-
 @rule(id="launch.overhead", title="Capture launches in a CUDA graph", severity="warning")
 def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     """The GPU sits idle between kernels (device_idle_s at least 10% of the window) while many
-    kernels are short: the host cannot launch fast enough.
+    kernels are short: the host cannot launch fast enough. Only the counted work speaks: the
+    steady-state iterations of a script (setup, warm-up and compilation are left out), or its
+    regions; idle time after host synchronisations is the host.sync rule's, not this one's.
 
     Estimate: a CUDA graph replays the launches with about GRAPH_GAP_S (1 us) between kernels,
-    so the saving is idle - launches x 1 us, capped at the idle time. The idle time is the one to
-    expect without the profiler (device_idle_unprofiled_s: the profiler's measured cost per
-    recorded event taken out), since the profiler slows the host that launches the kernels.
-    Kernel time is not counted: graphs do not make kernels faster (fusing them is the fusion
-    rule's saving).
+    so the saving is idle - idle after syncs - launches x 1 us, capped at the idle time. The idle
+    time is the one to expect without the profiler (device_idle_unprofiled_s: the profiler's
+    measured cost per recorded event taken out), since the profiler slows the host that launches
+    the kernels. Kernel time is not counted: graphs do not make kernels faster (fusing them is the
+    fusion rule's saving).
     """
     if not ctx.on_gpu:
         return []
-    idle_s = _summary_float(ctx, "device_idle_s")
-    window_s = _summary_float(ctx, "window_s")
+    idle_s = summary_float(ctx, "device_idle_s")
+    window_s = summary_float(ctx, "window_s")
     if idle_s is None or not window_s or idle_s <= 0:
         return []
-    launches = _summary_float(ctx, "launches") or float(ctx.kernels["calls"].sum())
-    short = _summary_float(ctx, "short_launches")
+    launches = summary_float(ctx, "launches") or float(ctx.kernels["calls"].sum())
+    short = summary_float(ctx, "short_launches")
     if short is None:
         short_rows = ctx.kernels[[time_per_call_s(r) < SHORT_KERNEL_S for _, r in ctx.kernels.iterrows()]]
         short = float(short_rows["calls"].sum()) if len(short_rows) else 0.0
     idle_share = idle_s / window_s
     if idle_share < MIN_IDLE_SHARE:
         return []
-    unprofiled_s = _summary_float(ctx, "device_idle_unprofiled_s")
+    unprofiled_s = summary_float(ctx, "device_idle_unprofiled_s")
     expected_idle_s = idle_s if unprofiled_s is None else min(unprofiled_s, idle_s)
-    saving_s = min(expected_idle_s, max(0.0, expected_idle_s - launches * GRAPH_GAP_S))
+    sync_idle_s = min(summary_float(ctx, "host_sync_idle_s") or 0.0, expected_idle_s)
+    graphable_s = expected_idle_s - sync_idle_s  # a graph cannot hold a host synchronisation
+    if graphable_s < MIN_IDLE_SHARE * window_s:
+        return []
+    saving_s = min(graphable_s, max(0.0, graphable_s - launches * GRAPH_GAP_S))
     if saving_s <= 0:  # the gaps are already what a graph replay leaves (e.g. the run uses graphs)
         return []
     per_launch_s = window_s / launches if launches else 0.0
@@ -70,18 +66,34 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
                   f"({percent(idle_share)}) across {int(launches)} launches "
                   f"({int(short)} shorter than {SHORT_KERNEL_S * 1e6:.0f} us); "
                   f"one launch every {seconds(per_launch_s, decimals=2)}"
-                  + ("." if unprofiled_s is None else
-                     f"; without the profiler's own cost per event, about {seconds(expected_idle_s, decimals=2)} idle.")),
+                  + ("" if unprofiled_s is None else
+                     f"; without the profiler's own cost per event, about {seconds(expected_idle_s, decimals=2)} idle")
+                  + _host_causes(ctx) + "."),
         recommendation=("Capture the step in a CUDA graph: torch.compile(model, mode=\"reduce-overhead\"), "
                         "or torch.cuda.graphs / torch.cuda.make_graphed_callables with static input "
                         "buffers; also batch more work per call if you can."),
         est_saving_s=saving_s,
         rows=(),
         numbers={"device_idle_s": idle_s, "device_idle_unprofiled_s": expected_idle_s, "window_s": window_s,
-                 "launches": launches, "short_launches": short},
+                 "launches": launches, "short_launches": short, "host_sync_idle_s": sync_idle_s},
         subject="launches",
         idle_saving_s=saving_s,
     )]
+
+
+def _host_causes(ctx: AdviceContext) -> str:
+    """Where the host's time went, as the summary saw it: outside any op (Python), in syncs."""
+    window_s = summary_float(ctx, "window_s") or 0.0
+    parts = []
+    outside_s = summary_float(ctx, "host_outside_ops_s")
+    if outside_s and window_s:
+        parts.append(f"the host spent {seconds(outside_s, decimals=2)} ({percent(outside_s / window_s)}) "
+                     "outside any op (Python between launches)")
+    sync_idle_s = summary_float(ctx, "host_sync_idle_s")
+    if sync_idle_s:
+        parts.append(f"{seconds(sync_idle_s, decimals=2)} of the idle time follows host synchronisations "
+                     "(see host.sync; not counted here)")
+    return "; " + "; ".join(parts) if parts else ""
 
 
 @rule(id="grid.small", title="Launch more blocks than SMs", severity="warning")

@@ -1,0 +1,83 @@
+"""What the host did during the counted work, where the trace shows it: synchronisations (the host
+waited for the device, which then sat idle until the host launched again) and time outside any op
+(the Python interpreter between launches: loop bookkeeping, data handling, logging).
+
+Pure: trace events and launches in, figures out (summary keys host_*). Sync calls come from the
+runtime (capture/trace.py SYNC_CALLS); `.item()`, `.cpu()`, `print(tensor)` and `bool(tensor)` show
+up as cudaStreamSynchronize under aten::_local_scalar_dense or aten::copy_.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from rooflinectl.capture.trace import RawTrace
+
+TOP_SYNC_OPS = 5
+
+
+def _union_ns(intervals: list[tuple[int, int]]) -> int:
+    total, end = 0, None
+    for a, b in sorted(intervals):
+        if end is None or a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
+
+
+def _clip(intervals: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of the intervals inside the (sorted, disjoint) spans."""
+    starts = [s for s, _ in spans]
+    out = []
+    for a, b in intervals:
+        j = max(bisect.bisect_right(starts, a) - 1, 0)
+        while j < len(spans) and spans[j][0] < b:
+            lo, hi = max(a, spans[j][0]), min(b, spans[j][1])
+            if lo < hi:
+                out.append((lo, hi))
+            j += 1
+    return out
+
+
+def host_figures(trace: RawTrace, launches: pd.DataFrame, spans_ns: list[tuple[int, int]]) -> dict[str, object]:
+    """Sync calls inside the spans (count, host time blocked, the ops that made them, the device
+    idle time that followed each until the next kernel started) and host time outside any op."""
+    if not spans_ns:
+        return {}
+    starts = np.array([a for a, _ in spans_ns], dtype=np.int64)
+    ends = np.array([b for _, b in spans_ns], dtype=np.int64)
+
+    def inside(ts: int) -> bool:
+        i = int(np.searchsorted(starts, ts, side="right")) - 1
+        return i >= 0 and ts < ends[i]
+
+    syncs = [s for s in trace.syncs if inside(s.ts_ns)]
+    names = {op.external_id: op.name for op in trace.ops if op.external_id >= 0}
+    causes = Counter(names.get(s.external_id, s.name) for s in syncs)
+    order = launches.sort_values("launch_ns", kind="stable")
+    launch_ns = order["launch_ns"].to_numpy(dtype=np.int64)
+    start_ns = order["start_ns"].to_numpy(dtype=np.int64)
+    end_so_far = np.maximum.accumulate(order["end_ns"].to_numpy(dtype=np.int64)) if len(order) else launch_ns
+    idle_after: dict[int, int] = {}  # next kernel -> idle before it, counted once per kernel
+    for s in syncs:
+        nxt = int(np.searchsorted(launch_ns, s.ts_ns + s.dur_ns, side="left"))
+        before = int(np.searchsorted(launch_ns, s.ts_ns, side="left")) - 1
+        if nxt >= len(launch_ns) or before < 0 or not inside(int(launch_ns[nxt])):
+            continue
+        idle_after[nxt] = max(idle_after.get(nxt, 0), max(int(start_ns[nxt] - end_so_far[before]), 0))
+    busy_host = _union_ns(_clip([(o.ts_ns, o.end_ns) for o in trace.ops if o.category == "cpu_op"]
+                                + [(s.ts_ns, s.ts_ns + s.dur_ns) for s in trace.syncs], spans_ns))
+    return {
+        "host_sync_calls": len(syncs),
+        "host_sync_s": sum(s.dur_ns for s in syncs) / 1e9,
+        "host_sync_idle_s": sum(idle_after.values()) / 1e9,
+        "host_sync_ops": [[name, count] for name, count in causes.most_common(TOP_SYNC_OPS)],
+        "host_outside_ops_s": max(int((ends - starts).sum()) - busy_host, 0) / 1e9,
+    }
