@@ -60,3 +60,14 @@ def test_measure_small_budget_fills_roofs_and_caches(tmp_path, monkeypatch):
         assert again.details["cache"] == str(path)
         assert {k: (r.value, r.source) for k, r in {**again.memory_bytes_per_s, **again.compute_flops_per_s}.items()} \
             == {k: (r.value, r.source) for k, r in roofs.items()}
+
+
+def test_host_link_is_measured_pinned_and_pageable():
+    from rooflinectl.ceilings import measure_gpu
+    from rooflinectl.ceilings.detect import detect_gpu
+
+    found = {m.key: m for m in measure_gpu.measure_host_link(detect_gpu())}
+    assert set(found) == {"host.htod_pinned", "host.dtoh_pinned", "host.htod_pageable", "host.dtoh_pageable"}
+    for m in found.values():
+        assert m.value is not None and 1e9 < m.value < 1e12, m  # between 1 GB/s and 1 TB/s: a host link
+    assert found["host.htod_pinned"].value > found["host.htod_pageable"].value, found

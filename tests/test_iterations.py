@@ -8,8 +8,8 @@ import statistics
 import numpy as np
 import pandas as pd
 import pytest
-
 from real_traces import attributed, raw_json, timed_median_s, timed_steps, trace
+
 from rooflinectl.attribution.iterations import Iterations, find_iterations, span_index
 from rooflinectl.attribution.join import attribute
 from rooflinectl.attribution.steady import choose_warmup, split_steady
@@ -155,6 +155,7 @@ def test_two_repeats_are_not_a_loop_without_a_mark() -> None:
 
 def test_warmup_is_the_first_iteration_and_slow_ones_after_it() -> None:
     assert choose_warmup([9.0, 1.0, 1.0, 1.0], None) == 1
+    assert choose_warmup([1.0, 1.0, 1.0, 1.0], None) == 1  # the first is warm-up even when it is not slow
     assert choose_warmup([9.0, 1.3, 1.0, 1.0, 1.0, 1.0], None) == 2  # 30% slower than what follows
     assert choose_warmup([9.0, 5.0, 4.0, 3.0], None) == 2  # never more than half
     assert choose_warmup([9.0, 1.0, 1.0, 1.0], 2) == 2  # --iterations 2: the last two
