@@ -20,8 +20,9 @@ from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_c
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.attribution.group import group_launches
-from rooflinectl.attribution.iterations import Iterations, find_iterations, merge_spans, span_index
+from rooflinectl.attribution.iterations import Iterations, find_iterations
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
+from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.steady import SteadyState, setup_figures, split_steady
 from rooflinectl.capture.region import REGION_PREFIX
 from rooflinectl.capture.session import Capture

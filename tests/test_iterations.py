@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from real_traces import attributed, raw_json, timed_median_s, timed_steps, trace
 
-from rooflinectl.attribution.iterations import Iterations, find_iterations, span_index
+from rooflinectl.attribution.iterations import Iterations, find_iterations
 from rooflinectl.attribution.join import attribute
+from rooflinectl.attribution.spans import span_index
 from rooflinectl.attribution.steady import choose_warmup, split_steady
 from rooflinectl.capture.region import REGION_PREFIX
 

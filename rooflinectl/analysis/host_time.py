@@ -15,6 +15,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from rooflinectl.attribution.spans import span_index
 from rooflinectl.capture.trace import RawTrace
 
 TOP_SYNC_OPS = 5
@@ -51,14 +52,8 @@ def host_figures(trace: RawTrace, launches: pd.DataFrame, spans_ns: list[tuple[i
     idle time that followed each until the next kernel started) and host time outside any op."""
     if not spans_ns:
         return {}
-    starts = np.array([a for a, _ in spans_ns], dtype=np.int64)
-    ends = np.array([b for _, b in spans_ns], dtype=np.int64)
-
-    def inside(ts: int) -> bool:
-        i = int(np.searchsorted(starts, ts, side="right")) - 1
-        return i >= 0 and ts < ends[i]
-
-    syncs = [s for s in trace.syncs if inside(s.ts_ns)]
+    sync_ts = np.array([s.ts_ns for s in trace.syncs], dtype=np.int64)
+    syncs = [s for s, i in zip(trace.syncs, span_index(sync_ts, spans_ns)) if i >= 0]
     names = {op.external_id: op.name for op in trace.ops if op.external_id >= 0}
     causes = Counter(names.get(s.external_id, s.name) for s in syncs)
     order = launches.sort_values("launch_ns", kind="stable")
@@ -69,7 +64,7 @@ def host_figures(trace: RawTrace, launches: pd.DataFrame, spans_ns: list[tuple[i
     for s in syncs:
         nxt = int(np.searchsorted(launch_ns, s.ts_ns + s.dur_ns, side="left"))
         before = int(np.searchsorted(launch_ns, s.ts_ns, side="left")) - 1
-        if nxt >= len(launch_ns) or before < 0 or not inside(int(launch_ns[nxt])):
+        if nxt >= len(launch_ns) or before < 0 or span_index(launch_ns[nxt:nxt + 1], spans_ns)[0] < 0:
             continue
         idle_after[nxt] = max(idle_after.get(nxt, 0), max(int(start_ns[nxt] - end_so_far[before]), 0))
     busy_host = _union_ns(_clip([(o.ts_ns, o.end_ns) for o in trace.ops if o.category == "cpu_op"]
@@ -79,5 +74,5 @@ def host_figures(trace: RawTrace, launches: pd.DataFrame, spans_ns: list[tuple[i
         "host_sync_s": sum(s.dur_ns for s in syncs) / 1e9,
         "host_sync_idle_s": sum(idle_after.values()) / 1e9,
         "host_sync_ops": [[name, count] for name, count in causes.most_common(TOP_SYNC_OPS)],
-        "host_outside_ops_s": max(int((ends - starts).sum()) - busy_host, 0) / 1e9,
+        "host_outside_ops_s": max(sum(b - a for a, b in spans_ns) - busy_host, 0) / 1e9,
     }

@@ -36,6 +36,7 @@ import pandas as pd
 from rooflinectl.attribution.calls import op_call, shapes_text
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.precision import unit_and_precision
+from rooflinectl.attribution.spans import merge_spans
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
 from rooflinectl.costs import NO_WORK_OPS, OpCost, explain_cost, has_formula
@@ -80,11 +81,11 @@ class _OpIndex:
                 self.children[stack[-1]].append(i)
             stack.append(i)
         self.by_external = {op.external_id: i for i, op in enumerate(self.ops) if op.external_id >= 0}
-        self.region_spans = _merge([(o.ts_ns, o.end_ns) for o in self.ops
+        self.region_spans = merge_spans([(o.ts_ns, o.end_ns) for o in self.ops
                                     if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)])
         self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in self.ops
                                     if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)})
-        self.excluded_spans = _merge([(o.ts_ns, o.end_ns) for o in self.ops
+        self.excluded_spans = merge_spans([(o.ts_ns, o.end_ns) for o in self.ops
                                       if o.category == "user_annotation" and o.name in (CALIBRATION_NAME, WARMUP_NAME)])
         self._region_starts = [a for a, _ in self.region_spans]
         self._excluded_starts = [a for a, _ in self.excluded_spans]
@@ -173,16 +174,6 @@ def _inside(ts_ns: int, starts: list[int], spans: list[tuple[int, int]]) -> bool
     """ts within one of the merged, sorted spans (binary search: traces have many regions)."""
     i = bisect.bisect_right(starts, ts_ns) - 1
     return i >= 0 and ts_ns <= spans[i][1]
-
-
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for a, b in sorted(spans):
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged
 
 
 def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from rooflinectl.attribution.iterations import TRANSFER_PREFIXES, Iterations, span_index
+from rooflinectl.attribution.iterations import TRANSFER_PREFIXES, Iterations
+from rooflinectl.attribution.spans import span_index
 
 SLOW_WARMUP = 1.10
 MAX_TIMES_KEPT = 1000
