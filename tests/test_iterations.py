@@ -174,6 +174,18 @@ def test_iteration_times_are_end_to_end_on_the_device() -> None:
     assert list(state.setup["launch_ns"]) == [0]
 
 
+def test_a_recompiling_iteration_is_setup() -> None:
+    """Four iterations; torch.compile recompiled during the third (a compile mark inside it): its
+    launch is setup, the window holds the other counted ones only."""
+    launches = pd.DataFrame({"launch_ns": [0, 100, 200, 300], "start_ns": [0, 100, 200, 5000],
+                             "end_ns": [10, 110, 4000, 5010], "time_s": [1e-8] * 4, "kernel": ["k"] * 4})
+    found = Iterations("compiled_call", [(0, 100), (100, 200), (200, 300), (300, 400)], compile_spans_ns=[(250, 260)])
+    state = split_steady(launches, found, wanted=3)
+    assert list(state.setup["launch_ns"]) == [0, 200]
+    assert state.iteration_times_s == pytest.approx([100e-9, 1010e-9])  # 110-10, then 5010-4000
+    assert state.host_spans_ns == [(100, 200), (300, 400)]
+
+
 def _bare():
     from rooflinectl.capture.trace import RawTrace
 

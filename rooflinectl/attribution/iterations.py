@@ -65,10 +65,6 @@ class Iterations:
     compile_spans_ns: list[tuple[int, int]] = field(default_factory=list)
 
     @property
-    def steady_spans_ns(self) -> list[tuple[int, int]]:
-        return self.spans_ns[self.warmup:]
-
-    @property
     def found(self) -> int:
         return len(self.spans_ns)
 

@@ -5,7 +5,8 @@ first counted iteration: from the last warm-up kernel's end, else from its own f
 what CUDA events recorded around each turn of the loop measure, idle gaps included.
 Warm-up: the first iteration found, and each following one more than SLOW_WARMUP slower than
 the median of those after it (first calls allocate, pick algorithms, fill caches), at most half
-of them; with `--iterations N`, all but the last N.
+of them; with `--iterations N`, all but the last N. An iteration during which torch.compile
+compiled (a recompilation) is setup too, wherever it falls.
 """
 
 from __future__ import annotations
@@ -74,12 +75,12 @@ def split_steady(launches: pd.DataFrame, iterations: Iterations, wanted: int | N
     starts, ends = _iteration_ends(launches, index, iterations.found)
     times = iteration_times_s(starts, ends)
     iterations.warmup = choose_warmup(times, wanted)
-    counted = index >= iterations.warmup
-    steady_times = times[iterations.warmup:]
-    if iterations.warmup:  # the first counted iteration starts where the warm-up ended
-        steady_times[0] = (ends[iterations.warmup] - ends[iterations.warmup - 1]) / 1e9
+    compiling = [any(a < ce and cs < b for cs, ce in iterations.compile_spans_ns) for a, b in iterations.spans_ns]
+    kept = [i for i in range(iterations.warmup, iterations.found) if not compiling[i]]
+    counted = np.isin(index, kept)
+    steady_times = [float(times[i]) for i in kept]  # end to end: the warm-up's end starts the first
     return SteadyState(launches[counted], launches[~counted], float(np.nansum(steady_times)),
-                       [float(t) for t in steady_times[:MAX_TIMES_KEPT]], iterations.steady_spans_ns)
+                       steady_times[:MAX_TIMES_KEPT], [iterations.spans_ns[i] for i in kept])
 
 
 def is_host_transfer(kernels: pd.Series) -> pd.Series:
