@@ -82,11 +82,11 @@ class _OpIndex:
             stack.append(i)
         self.by_external = {op.external_id: i for i, op in enumerate(self.ops) if op.external_id >= 0}
         self.region_spans = merge_spans([(o.ts_ns, o.end_ns) for o in self.ops
-                                    if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)])
+                                          if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)])
         self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in self.ops
                                     if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)})
         self.excluded_spans = merge_spans([(o.ts_ns, o.end_ns) for o in self.ops
-                                      if o.category == "user_annotation" and o.name in (CALIBRATION_NAME, WARMUP_NAME)])
+                                            if o.category == "user_annotation" and o.name in (CALIBRATION_NAME, WARMUP_NAME)])
         self._region_starts = [a for a, _ in self.region_spans]
         self._excluded_starts = [a for a, _ in self.excluded_spans]
         self._costs: dict[int, tuple[OpCost | None, str, str]] = {}
