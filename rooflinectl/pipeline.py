@@ -32,6 +32,8 @@ from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import KERNEL_COLUMNS
 
+MAX_ITERATION_TIMES = 1000  # per-iteration times kept in the summary
+
 
 def _placed_table(launches: pd.DataFrame, ceilings: Ceilings) -> tuple[pd.DataFrame, list[int]]:
     """Kernel-table rows (KERNEL_COLUMNS order, by time) and the launch sequence as row positions."""
@@ -107,7 +109,7 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
         "iterations_marker": found.marker,
         "iterations_found": found.found if found.spans_ns else None,
         "iteration_time_s": float(np.median(state.iteration_times_s)) if state.iteration_times_s else None,
-        "iteration_times_s": state.iteration_times_s,
+        "iteration_times_s": state.iteration_times_s[:MAX_ITERATION_TIMES],
     })
     summary.update(setup_figures(state.setup, found, state.window_s, _run_wall_s(trace)))
     summary.update(host_figures(trace, state.steady, _counted_host_spans(trace, state, attributed.regions)))

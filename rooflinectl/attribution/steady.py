@@ -21,7 +21,6 @@ from rooflinectl.attribution.iterations import TRANSFER_PREFIXES, Iterations
 from rooflinectl.attribution.spans import span_index
 
 SLOW_WARMUP = 1.10
-MAX_TIMES_KEPT = 1000
 
 
 @dataclass
@@ -32,7 +31,7 @@ class SteadyState:
     steady: pd.DataFrame
     setup: pd.DataFrame
     window_s: float  # device time of the counted iterations (sum of iteration times)
-    iteration_times_s: list[float] = field(default_factory=list)
+    iteration_times_s: list[float] = field(default_factory=list)  # one per counted iteration
     host_spans_ns: list[tuple[int, int]] = field(default_factory=list)  # host time of the counted iterations
 
 
@@ -80,7 +79,7 @@ def split_steady(launches: pd.DataFrame, iterations: Iterations, wanted: int | N
     counted = np.isin(index, kept)
     steady_times = [float(times[i]) for i in kept]  # end to end: the warm-up's end starts the first
     return SteadyState(launches[counted], launches[~counted], float(np.nansum(steady_times)),
-                       steady_times[:MAX_TIMES_KEPT], [iterations.spans_ns[i] for i in kept])
+                       steady_times, [iterations.spans_ns[i] for i in kept])
 
 
 def is_host_transfer(kernels: pd.Series) -> pd.Series:
