@@ -6,7 +6,7 @@
 # advice rule ids, and checks: per-iteration time within 5% of the CUDA events' median; the
 # weight upload in setup, not in the table. Expected runtime: about 60-90 s on an H200.
 set -u -o pipefail
-out="${PIECE_OUT:-${OUT_DIR:-.}/60-steady}"
+out="${PIECE_OUT:-${OUT_DIR:-.}/65-steady}"
 mkdir -p "$out"
 rc=0
 run() {  # name script args...
