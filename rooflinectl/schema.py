@@ -84,7 +84,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "setup_wall_s": "run_wall_s - window_s: wall time outside the counted work",
     "host_sync_calls": "host-blocking runtime calls (stream/device/event synchronise, synchronous memcpy) during the counted work",
     "host_sync_s": "host time spent blocked in them, seconds",
-    "host_sync_idle_s": "device idle time after them: last kernel end before each to the first kernel start after it, seconds",
+    "host_sync_idle_s": "device idle time they cost: per sync, the idle from the last kernel end before it to the first kernel start after it, at most the time the host was blocked in it, seconds",
     "host_sync_ops": "[op, count] of the ops that made them, most first (the runtime call's name when no op was open)",
     "host_outside_ops_s": "host time during the counted work inside no op on any thread (the Python interpreter between launches), seconds",
     "clocks": "NVML while the counted kernels ran (GPU runs; None on CPU and older profiles): status "

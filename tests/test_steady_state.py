@@ -112,7 +112,8 @@ def test_host_transfers_are_held_against_the_host_link() -> None:
 
 def test_sync_idle_is_measured_from_the_trace() -> None:
     """Kernels [0,100] and [400,500] ns, a cudaStreamSynchronize by aten::_local_scalar_dense at
-    120..300 ns: the device sat idle from 100 (last end) to 400 (next start) = 300 ns."""
+    120..300 ns: the device sat idle from 100 (last end) to 400 (next start) = 300 ns, of which
+    the host was blocked 180 ns: the sync cost 180 ns (the rest the host would have spent anyway)."""
     import pandas as pd
 
     from rooflinectl.capture.trace import RawOp
@@ -123,7 +124,11 @@ def test_sync_idle_is_measured_from_the_trace() -> None:
     launches = pd.DataFrame({"launch_ns": [0, 350], "start_ns": [0, 400], "end_ns": [100, 500], "kernel": ["a", "b"]})
     figures = host_figures(t, launches, [(0, 600)])
     assert figures["host_sync_calls"] == 1
-    assert figures["host_sync_idle_s"] == pytest.approx(300e-9)
+    assert figures["host_sync_idle_s"] == pytest.approx(180e-9)
+    # the host waited 110 ns (120..230) for a kernel running until 200; the next started at 260: 60 ns idle
+    busy = pd.DataFrame({"launch_ns": [0, 240], "start_ns": [0, 260], "end_ns": [200, 300], "kernel": ["a", "b"]})
+    waited = RawTrace(ops=[item], kernels=[], launch_ts_ns={}, syncs=[RawSync("cudaStreamSynchronize", 120, 110, 7, 1)])
+    assert host_figures(waited, busy, [(0, 600)])["host_sync_idle_s"] == pytest.approx(60e-9)
     assert figures["host_sync_ops"] == [["aten::_local_scalar_dense", 1]]
     assert figures["host_outside_ops_s"] == pytest.approx((600 - 200) * 1e-9)
 

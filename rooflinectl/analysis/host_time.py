@@ -48,8 +48,13 @@ def _clip(intervals: list[tuple[int, int]], spans: list[tuple[int, int]]) -> lis
 
 
 def host_figures(trace: RawTrace, launches: pd.DataFrame, spans_ns: list[tuple[int, int]]) -> dict[str, object]:
-    """Sync calls inside the spans (count, host time blocked, the ops that made them, the device
-    idle time that followed each until the next kernel started) and host time outside any op."""
+    """Sync calls inside the spans (count, host time blocked, the ops that made them), the device
+    idle time they cost, and host time outside any op.
+
+    A sync's cost: the device sat idle from the last kernel before it to the first kernel after
+    it; without the wait the host would have done what it did next that much earlier, so at most
+    the time it was blocked comes off that idle time: min(idle, blocked time) per sync (a sleep
+    or a data load after the sync is the host's own time, not the sync's)."""
     if not spans_ns:
         return {}
     sync_ts = np.array([s.ts_ns for s in trace.syncs], dtype=np.int64)
@@ -66,7 +71,8 @@ def host_figures(trace: RawTrace, launches: pd.DataFrame, spans_ns: list[tuple[i
         before = int(np.searchsorted(launch_ns, s.ts_ns, side="left")) - 1
         if nxt >= len(launch_ns) or before < 0 or span_index(launch_ns[nxt:nxt + 1], spans_ns)[0] < 0:
             continue
-        idle_after[nxt] = max(idle_after.get(nxt, 0), max(int(start_ns[nxt] - end_so_far[before]), 0))
+        idle = max(int(start_ns[nxt] - end_so_far[before]), 0)
+        idle_after[nxt] = max(idle_after.get(nxt, 0), min(idle, s.dur_ns))
     busy_host = _union_ns(_clip([(o.ts_ns, o.end_ns) for o in trace.ops if o.category == "cpu_op"]
                                 + [(s.ts_ns, s.ts_ns + s.dur_ns) for s in trace.syncs], spans_ns))
     return {

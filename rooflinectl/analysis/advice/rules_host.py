@@ -18,10 +18,10 @@ def host_sync(ctx: AdviceContext) -> list[Finding]:
     `.item()`, `.cpu()`, `print(tensor)`, `bool(tensor)` or `torch.cuda.synchronize()` do), and
     the device then sat idle until the host launched again: at least 5% of the window.
 
-    Estimate: without the wait the host would have queued the next kernels ahead of the device,
-    so the device idle time after each sync (last kernel end before it to first kernel start
-    after it: summary host_sync_idle_s) is saved; an upper bound, since the host may still be
-    slower than the device there.
+    Estimate: without the wait the host would have queued the next kernels that much earlier, so
+    per sync the device idle time after it (last kernel end before it to first kernel start after
+    it), at most the time the host was blocked in it, is saved (summary host_sync_idle_s); an
+    upper bound, since the host may still be slower than the device there.
     """
     if not ctx.on_gpu:
         return []
@@ -36,7 +36,7 @@ def host_sync(ctx: AdviceContext) -> list[Finding]:
     return [make_finding(
         "host.sync",
         evidence=(f"{int(calls)} host synchronisation(s) in the counted work ({calls / iterations:.3g} per "
-                  f"iteration), from {named}; the device sat idle {seconds(idle_s, decimals=2)} after them "
+                  f"iteration), from {named}; they cost {seconds(idle_s, decimals=2)} of device idle time "
                   f"({percent(idle_s / window_s)} of the {seconds(window_s, decimals=2)} window), and the host "
                   f"waited {seconds(summary_float(ctx, 'host_sync_s'), decimals=2)} in them."),
         recommendation=("Keep values on the device inside the loop: accumulate losses and metrics as tensors and "
