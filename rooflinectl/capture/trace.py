@@ -142,7 +142,9 @@ def _ns(us: float, base_us: float) -> int:
 
 
 def _tid(event: dict[str, Any]) -> int:
-    return int(event["tid"]) if str(event.get("tid", "0")).lstrip("-").isdigit() else 0
+    """The event's thread id; 0 when missing or not a number (kineto writes names for some)."""
+    value = event.get("tid", 0)
+    return int(value) if str(value).lstrip("-").isdigit() else 0
 
 
 def _triple(value: Any) -> tuple[int, int, int] | None:
