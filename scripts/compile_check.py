@@ -10,7 +10,8 @@ Prints one COMPILE line (JSON) and appends a row to OUT_DIR/compile.md:
 - known_cost_share: GPU time with a known cost; owner_share: known cost and a named owner
   (a module, or the aten ops a generated kernel fused / the op that launched the kernel);
 - distortion: counted kernel time under rooflinectl / the same count on the bare trace - 1
-  (the bare trace goes through the same attribution, so both count the same launches).
+  (the bare trace goes through the same attribution, so both count the same launches; the
+  profile counts the whole run, `--iterations none`, as the bare trace's attribution does).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def main() -> int:
     prefix = os.path.join(out_dir, f"{name}-{mode}")
     plain = _digest(_run([sys.executable, *script]))
     profiled = _digest(_run([sys.executable, "-m", "rooflinectl", "profile", script[0], "-o", f"{prefix}.profile.json",
-                             "-q", "--save-trace", f"{prefix}.capture.json.gz", "--", *script[1:]]))
+                             "-q", "--iterations", "none", "--save-trace", f"{prefix}.capture.json.gz", "--",
+                             *script[1:]]))
     _run([sys.executable, "scripts/record_trace.py", f"{prefix}.bare.trace.json.gz", "--inductor-costs", "--", *script])
 
     from rooflinectl.attribution.join import attribute
