@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -174,8 +175,8 @@ def test_iterations_option_rejects_nonsense(tmp_path: Path) -> None:
 LOOP = """
 import json, time, torch
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(128, 512), torch.nn.GELU(), torch.nn.Linear(512, 128))
-x = torch.randn(256, 128)
+model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256))
+x = torch.randn(1024, 256)
 times = []
 with torch.no_grad():
     for _ in range(7):
@@ -200,7 +201,8 @@ def test_repeated_module_calls_on_cpu(tmp_path: Path) -> None:
     assert (s["iterations_method"], s["iterations_marker"], s["iterations_found"]) == ("module_forward", "Sequential", 7)
     assert (s["iterations"], s["warmup_iterations"]) == (5, 2)
     counted = times[2:]
-    assert sorted(s["iteration_times_s"]) == pytest.approx(sorted(counted), rel=0.2, abs=2e-4)
+    # medians: a busy machine can stall one iteration between the script's own timers
+    assert statistics.median(s["iteration_times_s"]) == pytest.approx(statistics.median(counted), rel=0.2)
     assert (data.kernels["calls"] == s["iterations"]).all()  # addmm, gelu, addmm: once per iteration
     show = _invoke("show", str(out), "--include-setup", "--format", "csv")
     assert show.exit_code == 0, show.output
