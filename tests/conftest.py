@@ -38,6 +38,15 @@ def _missing(marker: str) -> str | None:
     return None
 
 
+@pytest.fixture(autouse=True)
+def _private_ceilings_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test reads and writes its own ceilings cache, never the user's (~/.cache/rooflinectl):
+    roofs measured elsewhere, on a loaded machine say, must not change what a test sees. A GPU
+    run that shares measured roofs on purpose sets ROOFLINECTL_TEST_CACHE_DIR."""
+    shared = os.environ.get("ROOFLINECTL_TEST_CACHE_DIR")
+    monkeypatch.setenv("ROOFLINECTL_CACHE_DIR", shared or str(tmp_path_factory.mktemp("ceilings-cache")))
+
+
 _INTERPRET_ENV = "TRITON_INTERPRET"
 _previous_interpret: list[str | None] = []
 
