@@ -37,6 +37,8 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "cost_note": ("str", "the formula used and its approximations"),
     "blocks": ("float", "median thread blocks per launch (GPU), NaN when unknown"),
     "threads_per_block": ("float", "median threads per block (GPU), NaN when unknown"),
+    "registers_per_thread": ("float", "median registers per thread of the kernel (GPU trace), NaN when unknown"),
+    "shared_bytes_per_block": ("float", "median shared memory per block, static + dynamic, bytes (GPU trace), NaN when unknown"),
     "above_roof": ("bool", "efficiency above 1.05: a bug in the numbers, never a success"),
     "rank": ("int", "process rank for multi-GPU runs (0 otherwise)"),
     "sm_clock_mhz": ("float", "SM clock the group's kernels ran at, MHz: time-weighted mean of the NVML samples "

@@ -149,3 +149,19 @@ def test_values_stay_in_the_schema_vocabularies(mlp) -> None:
     assert set(table["cost_source"]) <= set(COST_SOURCES)
     assert set(table["op_family"]) <= set(OP_FAMILIES)
     assert set(table["origin"]) <= set(ORIGINS)
+
+
+def test_kernel_rows_keep_the_launch_configuration_the_trace_records() -> None:
+    """GPT-2's LM head (tests/data/h200_real): the row's registers per thread and shared memory per
+    block are those of its kernel events in the raw trace (a legacy cutlass_75 kernel there)."""
+    from real_traces import kernel_table, raw_json
+
+    raw = raw_json("gpt2_fwd_eager")
+    events = [e["args"] for e in raw["traceEvents"] if e.get("cat") == "kernel" and "cutlass_75" in e["name"]]
+    assert {a["registers per thread"] for a in events} == {254} and {a["shared memory"] for a in events} == {32768}
+    table, _ = kernel_table("gpt2_fwd_eager", H200)
+    (head,) = table[table["kernel"].str.contains("cutlass_75")].itertuples()
+    assert (head.registers_per_thread, head.shared_bytes_per_block, head.threads_per_block) == (254, 32768, 128)
+    transfers = table["kernel"].str.startswith(("Memcpy", "Memset"))
+    assert table.loc[transfers, "registers_per_thread"].isna().all()  # copies have no launch configuration
+    assert table.loc[~transfers, "registers_per_thread"].notna().all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rooflinectl.aggregate import aggregate, single_or_count
-from rooflinectl.analysis.roofline import place_on_roofline
+from rooflinectl.analysis.roofline import LAUNCH_CONFIG_COLUMNS, place_on_roofline
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.schema import KERNEL_COLUMNS
 
@@ -31,6 +31,7 @@ def regroup(table: pd.DataFrame, by: str, ceilings: Ceilings) -> pd.DataFrame:
         blocks=("blocks", "median"),
         threads_per_block=("threads_per_block", "median"),
         rank=("rank", "first"),
+        **{name: (name, "median") for name in LAUNCH_CONFIG_COLUMNS if name in table.columns},
     )
     out = out.drop(columns=["roof_time_s"], errors="ignore")  # placed again below, against the summed cost
     placed = place_on_roofline(out, ceilings)

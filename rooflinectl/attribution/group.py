@@ -39,6 +39,8 @@ def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
         cost_note=("cost_note", "first"),
         blocks=("blocks", "median"),
         threads_per_block=("threads_per_block", "median"),
+        registers_per_thread=("registers_per_thread", "median"),
+        shared_bytes_per_block=("shared_bytes_per_block", "median"),
         unit=("unit", "first"),
         precision=("precision", "first"),
     )

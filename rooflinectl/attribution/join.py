@@ -49,7 +49,8 @@ from rooflinectl.costs.inductor import (
 
 COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
 LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
-                  "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block", "unit",
+                  "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block",
+                  "registers_per_thread", "shared_bytes_per_block", "unit",
                   "precision", "start_ns", "end_ns", "launch_ns"]
 
 
@@ -204,6 +205,8 @@ class _Launch:
     launch_ns: int
     blocks: float = math.nan
     threads_per_block: float = math.nan
+    registers_per_thread: float = math.nan
+    shared_bytes_per_block: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -236,7 +239,9 @@ def _record(launch: _Launch, how: _Attribution, metadata: dict[str, Any]) -> dic
         "flops": cost.flops * how.share if cost is not None else math.nan,
         "bytes": cost.bytes * how.share if cost is not None else math.nan,
         "cost_source": how.source if cost is not None else "none", "cost_note": note,
-        "blocks": launch.blocks, "threads_per_block": launch.threads_per_block, "unit": unit, "precision": precision,
+        "blocks": launch.blocks, "threads_per_block": launch.threads_per_block,
+        "registers_per_thread": launch.registers_per_thread, "shared_bytes_per_block": launch.shared_bytes_per_block,
+        "unit": unit, "precision": precision,
         "start_ns": launch.start_ns, "end_ns": launch.end_ns, "launch_ns": launch.launch_ns,
     }
 
@@ -310,7 +315,8 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
         blocks = float(math.prod(k.grid)) if k.grid else math.nan
         threads = float(math.prod(k.block)) if k.block else math.nan
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
-        launch = _Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads)
+        launch = _Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
+                         _known(k.registers_per_thread), _known(k.shared_memory))
         replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
         if k.category != "kernel":
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
@@ -330,6 +336,10 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
             how = _Attribution(op_name, None, 0.0, "", origin, "none", note)
         records.append(_record(launch, how, metadata))
     return records
+
+
+def _known(count: int | None) -> float:
+    return math.nan if count is None else float(count)
 
 
 def _transfer_attribution(k: RawKernel, op_name: str) -> _Attribution:

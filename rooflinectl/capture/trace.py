@@ -72,6 +72,8 @@ class RawKernel:
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
     bytes: int | None = None  # memcpy/memset size, as the trace records it
+    shared_memory: int | None = None  # bytes per block (static + dynamic), part of the launch config
+    registers_per_thread: int | None = None  # as the compiled kernel uses them (occupancy depends on it)
 
     @property
     def end_ns(self) -> int:
@@ -145,6 +147,10 @@ def _tid(event: dict[str, Any]) -> int:
     """The event's thread id; 0 when missing or not a number (kineto writes names for some)."""
     value = event.get("tid", 0)
     return int(value) if str(value).lstrip("-").isdigit() else 0
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and value >= 0 else None
 
 
 def _triple(value: Any) -> tuple[int, int, int] | None:
@@ -240,6 +246,8 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 grid=_triple(args.get("grid")),
                 block=_triple(args.get("block")),
                 bytes=int(args["bytes"]) if isinstance(args.get("bytes"), (int, float)) else None,
+                shared_memory=int(args["shared memory"]) if isinstance(args.get("shared memory"), (int, float)) else None,
+                registers_per_thread=_count(args.get("registers per thread")),
             ))
         elif cat in LAUNCH_CATEGORIES and "correlation" in args:
             launches[int(args["correlation"])] = _ns(e["ts"], base_us)
