@@ -122,7 +122,9 @@ def profile(rows: list[dict[str, Any]], *, ceilings: Ceilings | None = None, seq
 
 
 def triton_row(name: str, *, flops: float, bytes_: float, flops_key: str = "flops16", time_s: float | None = None,
-               efficiency: float | None = None, calls: int = 1) -> dict[str, Any]:
+               efficiency: float | None = None, calls: int = 1, grid: tuple[int, int, int] = (132, 1, 1),
+               block: tuple[int, int, int] = (128, 1, 1), registers: int | None = None,
+               shared: int | None = None) -> dict[str, Any]:
     """A row for a user Triton kernel that declares its cost through launch_metadata, made the
     way `rooflinectl profile` makes it: the capture's summary of the declared dict, then the
     attribution stage (join and grouping) on a trace holding the kernel's launches."""
@@ -134,7 +136,8 @@ def triton_row(name: str, *, flops: float, bytes_: float, flops_key: str = "flop
     declared = _summarise({"name": name, flops_key: flops / calls, "bytes": bytes_ / calls})
     dur_ns = 1000
     kernels = [RawKernel(name=name, category="kernel", ts_ns=10_000 * i, dur_ns=dur_ns, external_id=-1,
-                         correlation=i + 1, grid=(132, 1, 1), block=(128, 1, 1)) for i in range(calls)]
+                         correlation=i + 1, grid=grid, block=block, registers_per_thread=registers,
+                         shared_memory=shared) for i in range(calls)]
     trace = RawTrace(ops=[], kernels=kernels, launch_ts_ns={i + 1: 10_000 * i for i in range(calls)},
                      triton_launches=[declared] * calls)
     table, _ = group_launches(attribute(trace, "cuda", {}).launches)

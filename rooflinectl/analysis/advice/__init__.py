@@ -9,10 +9,13 @@ from rooflinectl.analysis.advice import (  # noqa: F401 - imported for their reg
     rules_clocks,
     rules_fusion,
     rules_gates,
+    rules_gemm,
     rules_host,
     rules_kernels,
     rules_launch,
     rules_precision,
+    rules_small_gemm,
+    rules_waves,
 )
 from rooflinectl.analysis.advice.engine import AdviceReport, advise, exit_code
 from rooflinectl.analysis.advice.registry import RULES, SEVERITIES, Finding, Thresholds, rule

@@ -1,0 +1,171 @@
+"""GEMMs too small for the tensor cores to matter: skinny or short-K products that are really
+memory-bound, and runs of same-shape products that should be one batched call."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pandas as pd
+
+from rooflinectl.analysis.advice.common import (
+    TYPICAL_LIBRARY_EFFICIENCY,
+    cell_float,
+    cell_text,
+    element_bytes,
+    launch_sequence,
+    time_per_call_s,
+    usable,
+    where,
+)
+from rooflinectl.analysis.advice.gemm_kernels import gemm_dims, is_helper
+from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.analysis.advice.rules_precision import DECODE_MAX_M
+from rooflinectl.units import percent, seconds, si
+
+SKINNY_MAX = 256  # a GEMM with at most this many rows (or columns) is skinny
+SMALL_K_MAX = 64
+MIN_CALL_S = 5.0e-6
+MIN_SHARE = 0.01
+FAR_EFFICIENCY = 0.5
+MEMORY_BOUND_SHARE = 0.5  # intensity under half the ridge: memory-bound whatever the kernel
+TARGET_EFFICIENCY = 0.8
+MIN_RUN = 4  # same-shape GEMMs launched back to back at least this many times
+BATCHABLE_OPS = ("aten::mm", "aten::addmm", "aten::matmul", "aten::linear")
+
+
+def ridge_intensity(ctx: AdviceContext, row: pd.Series) -> float | None:
+    """FLOP per byte where the row's compute roof meets the DRAM roof."""
+    roof = ctx.ceilings.compute_roof(cell_text(row, "unit"), cell_text(row, "precision"))
+    dram = ctx.ceilings.memory_bytes_per_s.get("dram")
+    return roof.value / dram.value if roof is not None and dram is not None and dram.value > 0 else None
+
+
+def rows_at_ridge(ridge: float, size: float, other: int, k: int) -> int | None:
+    """The thin side's size at which 2 x thin x other x K / (size x (thin K + K other + thin other))
+    reaches the ridge intensity; None when the other sides are too small to ever reach it."""
+    denominator = 2.0 * other * k - ridge * size * (k + other)
+    return int(ridge * size * k * other / denominator) + 1 if denominator > 0 else None
+
+
+@rule(id="gemm.skinny", title="A skinny or short-K GEMM is memory-bound", severity="warning")
+def skinny(ctx: AdviceContext) -> list[Finding]:
+    """A tensor-core GEMM with few rows or columns (17 to 256; fewer is decode, quant.weight-only's
+    case) or a short reduction (K <= 64), whose intensity is under half the ridge point, so it is
+    memory-bound whatever the kernel, and which reaches under 50% of its DRAM roof (>= 5 us per
+    call, >= 1% of kernel time).
+
+    Estimate: the most a better kernel or shape could win at this work: a kernel at 80% of the
+    roof: saving = time - roof_time_s / 0.8. Batching rows or merging GEMMs that share an input
+    changes the work itself (their gain is larger and not counted).
+    """
+    if not ctx.on_gpu:
+        return []
+    total_s = ctx.total_kernel_time_s
+    findings = []
+    for i, row in ctx.kernels.iterrows():
+        if cell_text(row, "op_family") != "gemm" or cell_text(row, "unit") != "tensor" or not usable(row):
+            continue
+        dims = gemm_dims(cell_text(row, "op"), cell_text(row, "shapes"))
+        ridge = ridge_intensity(ctx, row)
+        time_s = cell_float(row, "time_s", 0.0)
+        if dims is None or ridge is None or not total_s or time_s / total_s < MIN_SHARE:
+            continue
+        thin = min(dims.m, dims.n)
+        short_k = dims.k <= SMALL_K_MAX
+        if not (short_k or DECODE_MAX_M < thin <= SKINNY_MAX) or min(dims.m, dims.n) <= DECODE_MAX_M:
+            continue
+        intensity, eff = cell_float(row, "intensity", 0.0), cell_float(row, "efficiency", 1.0)
+        if intensity >= MEMORY_BOUND_SHARE * ridge or eff >= FAR_EFFICIENCY or time_per_call_s(row) < MIN_CALL_S:
+            continue
+        saving_s = time_s - cell_float(row, "roof_time_s", 0.0) / TARGET_EFFICIENCY
+        if saving_s <= 0:
+            continue
+        if short_k:
+            shape, fix = f"K = {dims.k}", (
+                f"A reduction of {dims.k} gives each loaded element only {dims.k} multiply-adds: let torch.compile "
+                "fuse this product with the element-wise work around it, or fold it into the next GEMM when no "
+                "non-linearity separates them (W2 @ W1 once, offline).")
+        else:
+            side, other = ("M", dims.n) if dims.m <= dims.n else ("N", dims.m)
+            needed = rows_at_ridge(ridge, element_bytes(row), other, dims.k)
+            noun = "rows" if side == "M" else "columns"
+            at = f"; from about {needed} {noun} the product turns compute-bound" if needed else ""
+            shape, fix = f"{side} = {thin}", (
+                f"Make it fatter: more {noun} per call (batch requests or micro-batches together{at}), or merge "
+                "GEMMs that read the same input into one (Q, K and V projections as one Linear with concatenated "
+                "weights).")
+        findings.append(make_finding(
+            "gemm.skinny",
+            evidence=(f"{where(row)} has {shape}: intensity {intensity:.0f} FLOP/B, under the ridge "
+                      f"{ridge:.0f} FLOP/B of its {cell_text(row, 'precision')} roof, so it is memory-bound and "
+                      f"reaches {percent(eff)} of its DRAM roof ({si(cell_float(row, 'achieved_bytes_per_s', 0.0), 'B/s')}) "
+                      f"over {seconds(time_s, decimals=2)}."),
+            recommendation=fix,
+            est_saving_s=saving_s,
+            rows=(int(i),),
+            numbers={"intensity": intensity, "ridge_intensity": ridge, "efficiency": eff, "time_s": time_s,
+                     "M": float(dims.m), "N": float(dims.n), "K": float(dims.k)},
+            subject=f"{cell_text(row, 'op')} {cell_text(row, 'shapes')}",
+        ))
+    return findings
+
+
+def same_shape_runs(sequence: list[int]) -> dict[int, Counter[int]]:
+    """For each row, how many times it was launched back to back N times in a row (run lengths)."""
+    runs: dict[int, Counter[int]] = defaultdict(Counter)
+    start = 0
+    for pos in range(1, len(sequence) + 1):
+        if pos == len(sequence) or sequence[pos] != sequence[start]:
+            runs[sequence[start]][pos - start] += 1
+            start = pos
+    return runs
+
+
+@rule(id="gemm.batch-small", title="Batch same-shape GEMMs into one bmm", severity="warning")
+def batch_small(ctx: AdviceContext) -> list[Finding]:
+    """On a GPU, the same GEMM group (op, shapes, dtype, kernel) launched 4 or more times back to
+    back with nothing between (a Python loop over heads, experts of equal load, ensemble members or
+    chunks: a layer stack puts other kernels between its GEMMs), from the launch order (a split-K
+    GEMM's reduction kernel between its launches does not break a run).
+
+    Estimate: one bmm runs a run's work at a typical library efficiency (0.7 of the roof), and at
+    least one kernel floor: saving per run = run length x time per call - max(run length x roof
+    time per call / 0.7, floor); summed over the runs.
+    """
+    seq = launch_sequence(ctx)
+    if not ctx.on_gpu or not seq:
+        return []
+    floor_s = float(ctx.ceilings.kernel_floor_s.value)
+    helpers = {i for i in set(seq) if is_helper(cell_text(ctx.kernels.iloc[i], "kernel"))}
+    findings = []
+    for index, lengths in sorted(same_shape_runs([i for i in seq if i not in helpers]).items()):
+        row = ctx.kernels.iloc[index]
+        long_runs = {n: count for n, count in lengths.items() if n >= MIN_RUN}
+        if not long_runs or cell_text(row, "op") not in BATCHABLE_OPS or not usable(row):
+            continue
+        dims = gemm_dims(cell_text(row, "op"), cell_text(row, "shapes"))
+        calls = max(cell_float(row, "calls", 1.0), 1.0)
+        per_call_s, roof_per_call_s = time_per_call_s(row), cell_float(row, "roof_time_s", 0.0) / calls
+        saving_s = sum(count * max(0.0, n * per_call_s - max(n * roof_per_call_s / TYPICAL_LIBRARY_EFFICIENCY["gemm"],
+                                                             floor_s))
+                       for n, count in long_runs.items())
+        if dims is None or saving_s <= 0:
+            continue
+        runs = sum(long_runs.values())
+        typical = max(long_runs, key=lambda n: (long_runs[n], n))
+        findings.append(make_finding(
+            "gemm.batch-small",
+            evidence=(f"{where(row)} ran in {runs} run(s) of back-to-back launches ({typical} per run most often), "
+                      f"{seconds(per_call_s, decimals=2)} per call at {percent(cell_float(row, 'efficiency', 0.0))} "
+                      "of its roof: each launch does little work."),
+            recommendation=(f"Stack the {typical} operands and call torch.bmm once ([{typical}, {dims.m}, {dims.k}] @ "
+                            f"[{typical}, {dims.k}, {dims.n}]; for Linear layers, a [{typical}, {dims.k}, {dims.n}] "
+                            "weight and torch.baddbmm), or torch.func.vmap over the loop; experts with different "
+                            "token counts: torch._grouped_mm."),
+            est_saving_s=saving_s,
+            rows=(index,),
+            numbers={"runs": float(runs), "run_length": float(typical), "time_per_call_s": per_call_s,
+                     "launches_in_runs": float(sum(n * c for n, c in long_runs.items()))},
+            subject=f"{cell_text(row, 'op')} {cell_text(row, 'shapes')} x{typical}",
+        ))
+    return findings
