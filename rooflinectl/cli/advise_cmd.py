@@ -1,7 +1,8 @@
 """`rooflinectl advise`: ranked findings with their fix and saving; a non-zero exit fails CI.
 
 Exit codes: 0 no finding at or above --fail-on (or no --fail-on and no threshold); 1 findings at
-or above it; 2 usage or input error (bad option, unreadable profile, bad [tool.rooflinectl]).
+or above it; 2 usage or input error (bad option, unreadable profile, bad [tool.rooflinectl]);
+3 --verify without a GPU, or on another GPU than the profile's.
 Setting a threshold (--min-efficiency, --max-unknown-share, --max-launch-overhead) without
 --fail-on fails on its gate's error.
 """
@@ -66,13 +67,17 @@ def rules_help() -> str:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the report to this file instead of stdout.")
 @click.option("--list-rules", is_flag=True, help="Print every rule, its estimate and exit.")
+@click.option("--verify", is_flag=True,
+              help="GPU only: rebuild each mechanical fix's op with the profiled shapes, time it as profiled and "
+                   "fixed on this GPU (a few seconds), show the measured saving and rank by it.")
 @click.pass_context
 def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min_efficiency: float | None,
             max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
-            output: Path | None, list_rules: bool) -> None:
+            output: Path | None, list_rules: bool, verify: bool) -> None:
     """Recommendations from a profile: each finding with evidence, the fix and the time it saves.
 
-    Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error.
+    Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error;
+    3 --verify on a machine without a GPU, or on another GPU than the profile's.
     """
     if list_rules:
         click.echo(rules_help())
@@ -88,7 +93,12 @@ def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min
         level = settings.get("fail_on")
         if level is None and any(settings.get(k) is not None for k in _GATES):
             level = "error"  # a threshold is a request to fail when it is crossed
-        report = advise(load_profile(profile), thresholds_from(settings), profile_path=str(profile))
+        data = load_profile(profile)
+        report = advise(data, thresholds_from(settings), profile_path=str(profile))
+        if verify:
+            from rooflinectl.verify import verify_report  # imports torch: only when asked
+
+            report = verify_report(report, data)
     except RooflineError as exc:
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)

@@ -29,22 +29,51 @@ def _share(report: AdviceReport, seconds: float) -> str:
 def _headline(report: AdviceReport, fail_on: str | None) -> str:
     code = exit_code(report, fail_on)
     verdict = f"fail on {fail_on}: exit {code}" if fail_on else "no --fail-on: exit 0"
+    measured = [f for f in report.findings if f.verification is not None and f.verification.status != "not-run"]
+    gained_s = sum(f.measured_saving_s or 0.0 for f in measured if f.verification and f.verification.status == "gain")
+    verified = (f" --verify measured {len(measured)} fix(es) on this GPU: {seconds(gained_s, decimals=2)} saved "
+                "(findings ranked by it);" if measured else "")
     return (f"{len(report.findings)} finding(s) on {report.device_name}; estimated saving "
             f"{seconds(report.total_saving_s, decimals=2)} of {seconds(report.run_time_s, decimals=2)} "
-            f"({_share(report, report.total_saving_s)}, Amdahl-capped); {verdict}.")
+            f"({_share(report, report.total_saving_s)}, Amdahl-capped);{verified} {verdict}.")
+
+
+def _verified(report: AdviceReport) -> bool:
+    return any(f.verification is not None for f in report.findings)
+
+
+def _measured(f: Finding) -> str:
+    """The saving --verify measured, or why there is none."""
+    v = f.verification
+    if v is None:
+        return "-"
+    if v.status == "not-run":
+        return "not run"
+    return seconds(v.measured_saving_s, decimals=2) + ("" if v.status == "gain" else " (no gain)")
+
+
+_VERIFIED_AS = {"gain": "measured", "no-gain": "no gain", "not-run": "not run"}
+
+
+def _verification_line(f: Finding) -> str:
+    v = f.verification
+    return "" if v is None else f"{_VERIFIED_AS[v.status]}: {v.detail}"
 
 
 def rich_renderable(report: AdviceReport, fail_on: str | None = None) -> RenderableType:
-    """A table of the ranked findings followed by each finding's evidence and fix."""
+    """A table of the ranked findings followed by each finding's evidence and fix (and, after
+    --verify, the saving measured on the GPU beside the estimate)."""
     table = Table(title="rooflinectl advice", title_justify="left", show_lines=False)
-    for name, justify in (("#", "right"), ("severity", "left"), ("rule", "left"),
-                          ("finding", "left"), ("est. saving", "right"), ("share", "right")):
+    verified = _verified(report)
+    columns = [("#", "right"), ("severity", "left"), ("rule", "left"), ("finding", "left"), ("est. saving", "right")]
+    columns += [("measured", "right")] if verified else []
+    for name, justify in [*columns, ("share", "right")]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     parts: list[RenderableType] = [table]
     for n, f in enumerate(report.findings, 1):
-        table.add_row(str(n), Text(f.severity, style=_STYLE[f.severity]), f.rule_id,
-                      f"{f.title}: {f.subject}" if f.subject else f.title,
-                      seconds(f.est_saving_s, decimals=2), _share(report, f.est_saving_s))
+        cells = [str(n), Text(f.severity, style=_STYLE[f.severity]), f.rule_id,
+                 f"{f.title}: {f.subject}" if f.subject else f.title, seconds(f.est_saving_s, decimals=2)]
+        table.add_row(*cells, *([_measured(f)] if verified else []), _share(report, f.ranked_saving_s))
         body = Text()
         body.append(f"{n}. {f.title}", style="bold")
         body.append(f"  [{f.rule_id}]\n", style="dim")
@@ -52,6 +81,9 @@ def rich_renderable(report: AdviceReport, fail_on: str | None = None) -> Rendera
         body.append(f.evidence + "\n")
         body.append("   fix: ", style="dim")
         body.append(f.recommendation)
+        if f.verification is not None:
+            body.append("\n   verified: ", style="dim")
+            body.append(_verification_line(f))
         parts.append(body)
     for rule_id, count in sorted(report.omitted.items()):
         parts.append(Text(f"({count} more {rule_id} finding(s) not shown)", style="dim"))
@@ -66,16 +98,21 @@ def _md_cell(value: str) -> str:
 def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
     lines = [f"## rooflinectl advice: {report.device_name}", "", _headline(report, fail_on), ""]
     if report.findings:
-        lines += ["| # | severity | rule | finding | est. saving | share |", "|---:|---|---|---|---:|---:|"]
+        verified = _verified(report)
+        extra, align = (" measured |", "---:|") if verified else ("", "")
+        lines += [f"| # | severity | rule | finding | est. saving |{extra} share |", f"|---:|---|---|---|---:|{align}---:|"]
         for n, f in enumerate(report.findings, 1):
             what = f"{f.title}: {f.subject}" if f.subject else f.title
+            measured = f" {_measured(f)} |" if verified else ""
             lines.append(f"| {n} | {f.severity} | `{f.rule_id}` | {_md_cell(what)} | "
-                         f"{seconds(f.est_saving_s, decimals=2)} | {_share(report, f.est_saving_s)} |")
+                         f"{seconds(f.est_saving_s, decimals=2)} |{measured} {_share(report, f.ranked_saving_s)} |")
         lines.append("")
         for n, f in enumerate(report.findings, 1):
             lines += [f"### {n}. {f.title} (`{f.rule_id}`, {f.severity})", "",
-                      f"**Evidence:** {f.evidence}", "", f"**Fix:** {f.recommendation}", "",
-                      f"[About this rule]({f.docs})", ""]
+                      f"**Evidence:** {f.evidence}", "", f"**Fix:** {f.recommendation}", ""]
+            if f.verification is not None:
+                lines += [f"**Verified:** {_md_cell(_verification_line(f))}", ""]
+            lines += [f"[About this rule]({f.docs})", ""]
     else:
         lines.append("No findings.")
     for rule_id, count in sorted(report.omitted.items()):
@@ -97,8 +134,10 @@ def render_github(report: AdviceReport, fail_on: str | None = None) -> str:
     lines = []
     for f in report.findings:
         title = _gh_escape(f"rooflinectl {f.rule_id}: {f.title}", prop=True)
+        verified = f" Verified: {_verification_line(f)}" if f.verification is not None else ""
         message = _gh_escape(f"{f.evidence} Fix: {f.recommendation} "
-                             f"(est. saving {seconds(f.est_saving_s, decimals=2)}, {_share(report, f.est_saving_s)})")
+                             f"(est. saving {seconds(f.est_saving_s, decimals=2)}, {_share(report, f.est_saving_s)})"
+                             + verified)
         lines.append(f"::{_GITHUB_LEVEL[f.severity]} title={title}::{message}")
     lines.append(_headline(report, fail_on))
     return "\n".join(lines) + "\n"

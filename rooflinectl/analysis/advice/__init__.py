@@ -17,7 +17,15 @@ from rooflinectl.analysis.advice import (  # noqa: F401 - imported for their reg
     rules_small_gemm,
     rules_waves,
 )
-from rooflinectl.analysis.advice.engine import AdviceReport, advise, exit_code
-from rooflinectl.analysis.advice.registry import RULES, SEVERITIES, Finding, Thresholds, rule
+from rooflinectl.analysis.advice.engine import AdviceReport, advise, exit_code, with_verifications
+from rooflinectl.analysis.advice.registry import (
+    RULES,
+    SEVERITIES,
+    Finding,
+    Thresholds,
+    Verification,
+    rule,
+)
 
-__all__ = ["RULES", "SEVERITIES", "AdviceReport", "Finding", "Thresholds", "advise", "exit_code", "rule"]
+__all__ = ["RULES", "SEVERITIES", "AdviceReport", "Finding", "Thresholds", "Verification", "advise", "exit_code",
+           "rule", "with_verifications"]

@@ -16,6 +16,7 @@ from rooflinectl.analysis.advice.registry import (
     Finding,
     Rule,
     Thresholds,
+    Verification,
     severity_rank,
 )
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_OK
@@ -106,7 +107,22 @@ def _cap(f: Finding, kernels: pd.DataFrame, idle_s: float) -> Finding:
 
 
 def _sort_key(f: Finding) -> tuple[Any, ...]:
-    return (-round(f.est_saving_s, 12), -severity_rank(f.severity), f.rule_id, f.rows, f.subject, f.evidence)
+    return (-round(f.ranked_saving_s, 12), -severity_rank(f.severity), f.rule_id, f.rows, f.subject, f.evidence)
+
+
+def with_verifications(report: AdviceReport, verified: dict[int, Verification]) -> AdviceReport:
+    """The report with --verify's measurements (keyed by the finding's position) attached and the
+    findings ranked again, measured savings first where measured. A finding whose fix measured no
+    gain is demoted to info and says so in its evidence."""
+    findings = []
+    for n, f in enumerate(report.findings):
+        v = verified.get(n)
+        if v is not None and v.status == "no-gain":
+            f = replace(f, severity="info" if f.severity != "info" and not RULES[f.rule_id].gate else f.severity,
+                        evidence=f"{f.evidence} Verified on this GPU: no gain ({v.detail}).")
+        findings.append(replace(f, verification=v) if v is not None else f)
+    findings.sort(key=_sort_key)
+    return replace(report, findings=findings)
 
 
 def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_path: str = "") -> AdviceReport:

@@ -68,6 +68,22 @@ class AdviceContext:
 
 
 @dataclass(frozen=True)
+class Verification:
+    """What `advise --verify` measured for a finding: its op rebuilt with the profiled shapes and
+    dtype, timed as profiled and with the fix on the same GPU (rooflinectl.verify)."""
+
+    status: str  # "gain", "no-gain", or "not-run" (detail says why)
+    detail: str  # what was built and timed, or why it was not
+    measured_saving_s: float | None = None  # the rebuilt work's profiled time x (1 - fixed / original)
+    original_s: float | None = None  # median per call of the rebuilt op(s) as profiled
+    fixed_s: float | None = None  # the same with the fix
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "detail": self.detail, "measured_saving_s": self.measured_saving_s,
+                "original_s": self.original_s, "fixed_s": self.fixed_s}
+
+
+@dataclass(frozen=True)
 class Finding:
     """One recommendation with its evidence and the time it would save (seconds, Amdahl-capped)."""
 
@@ -82,6 +98,19 @@ class Finding:
     subject: str = ""  # the op / module / kernel the finding is about, for annotations
     idle_saving_s: float = 0.0  # the part of est_saving_s that is device idle time, not kernel time
     docs: str = ""
+    verification: Verification | None = None  # set by `advise --verify`
+
+    @property
+    def measured_saving_s(self) -> float | None:
+        """The saving --verify measured, None when the finding was not verified."""
+        v = self.verification
+        return v.measured_saving_s if v is not None and v.status in ("gain", "no-gain") else None
+
+    @property
+    def ranked_saving_s(self) -> float:
+        """The saving findings are ranked by: the measured one where --verify measured it."""
+        measured = self.measured_saving_s
+        return self.est_saving_s if measured is None else measured
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,6 +124,7 @@ class Finding:
             "est_saving_s": float(self.est_saving_s),
             "rows": [int(r) for r in self.rows],
             "docs": self.docs,
+            "verification": self.verification.to_dict() if self.verification is not None else None,
         }
 
 

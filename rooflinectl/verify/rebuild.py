@@ -1,0 +1,218 @@
+"""Rebuilders: the ops of a finding with the profiled shapes and dtype, as profiled and fixed.
+
+What the profile does not record is chosen the common way and said here: operands are fresh
+random tensors; an activation is contiguous and a matmul's second operand has nn.Linear's
+layout (a [N, K] weight, transposed view), except where the finding says a transposed operand
+is why the kernel ran unaligned (its M is a leading dimension); attention has no mask.
+Convolutions are not rebuilt: the profile keeps no stride or padding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import torch
+
+from rooflinectl.analysis.advice.common import (
+    cell_float,
+    cell_text,
+    element_bytes,
+    main_shape,
+    numel,
+    parse_shapes,
+)
+from rooflinectl.analysis.advice.gemm_kernels import GemmDims, gemm_dims
+from rooflinectl.analysis.advice.registry import Finding
+from rooflinectl.analysis.advice.rules_gemm import misaligned
+from rooflinectl.verify.registry import NotRebuilt, Pair, Trial, rebuilds
+
+DEVICE = "cuda"  # where rebuilt ops run (tests build them on the CPU to check their shapes)
+DTYPES: dict[str, torch.dtype] = {
+    "bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
+    "fp32": torch.float32, "float32": torch.float32, "int8": torch.int8,
+}
+
+
+def dtype_of(row: pd.Series) -> torch.dtype:
+    name = (cell_text(row, "dtype") or cell_text(row, "precision")).replace("torch.", "")
+    if name not in DTYPES:
+        raise NotRebuilt(f"no rebuild for dtype {name or '?'}")
+    return DTYPES[name]
+
+
+def _random(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    if dtype == torch.int8:
+        return torch.randint(-64, 64, shape, device=DEVICE, dtype=dtype)
+    return torch.randn(*shape, device=DEVICE, dtype=torch.float32).to(dtype)
+
+
+def _dims(row: pd.Series) -> GemmDims:
+    dims = gemm_dims(cell_text(row, "op"), cell_text(row, "shapes"))
+    if dims is None:
+        raise NotRebuilt(f"cannot read M, N, K from {cell_text(row, 'op')} {cell_text(row, 'shapes')}")
+    return dims
+
+
+def gemm_call(op: str, dims: GemmDims, dtype: torch.dtype, transposed_a: bool = False,
+              row_bias: bool = False) -> Callable[[], Any]:
+    """One matmul of the op's kind on fresh operands: A [batch?, M, K] (or a transposed view of
+    [K, M]), B the transposed view of a [N, K] weight, a bias for addmm / baddbmm ([N] broadcast
+    with row_bias, as a Linear's; else a full [batch, M, N] one for baddbmm)."""
+    if dims.batch > 1 or op in ("aten::bmm", "aten::baddbmm"):
+        a = _random(dims.batch, dims.m, dims.k, dtype=dtype)
+        b = _random(dims.batch, dims.n, dims.k, dtype=dtype).transpose(1, 2)
+        if op == "aten::baddbmm":
+            bias = _random(dims.n, dtype=dtype) if row_bias else _random(dims.batch, dims.m, dims.n, dtype=dtype)
+            return lambda: torch.baddbmm(bias, a, b)
+        return lambda: torch.bmm(a, b)
+    a = _random(dims.k, dims.m, dtype=dtype).t() if transposed_a else _random(dims.m, dims.k, dtype=dtype)
+    b = _random(dims.n, dims.k, dtype=dtype).t()
+    if op == "aten::addmm":
+        bias = _random(dims.n, dtype=dtype)
+        return lambda: torch.addmm(bias, a, b)
+    if op == "aten::_int_mm":
+        return lambda: torch._int_mm(a, b)
+    return lambda: torch.mm(a, b)
+
+
+def _gemm_bytes(dims: GemmDims, dtype: torch.dtype) -> int:
+    size = torch.empty((), dtype=dtype).element_size()
+    return dims.batch * (dims.m * dims.k + dims.k * dims.n + 2 * dims.m * dims.n) * size
+
+
+def _rows(finding: Finding, kernels: pd.DataFrame) -> list[tuple[int, pd.Series]]:
+    return [(r, kernels.iloc[r]) for r in finding.rows if r < len(kernels)]
+
+
+@rebuilds("gemm.alignment")
+def padded_gemm(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
+    """Each GEMM row as profiled and with its misaligned dimensions padded to the suggested size."""
+    trials = []
+    for _, row in _rows(finding, kernels):
+        case = misaligned(row)
+        if case is None or case.family != "gemm":
+            raise NotRebuilt("convolutions are not rebuilt: the profile keeps no stride or padding")
+        op, dims, dtype = cell_text(row, "op"), _dims(row), dtype_of(row)
+        fixed = GemmDims(m=case.padded.get("M", dims.m), n=case.padded.get("N", dims.n),
+                         k=case.padded.get("K", dims.k), batch=dims.batch)
+        transposed = "M" in case.dims
+
+        def make(op: str = op, dims: GemmDims = dims, fixed: GemmDims = fixed, dtype: torch.dtype = dtype,
+                 transposed: bool = transposed) -> Pair:
+            return gemm_call(op, dims, dtype, transposed), gemm_call(op, fixed, dtype, transposed)
+
+        padded = ", ".join(f"{k} {v} -> {case.padded[k]}" for k, v in case.dims.items())
+        trials.append(Trial(f"{op.split('::')[-1]} {cell_text(row, 'shapes')} with {padded}", make,
+                            cell_float(row, "time_s", 0.0), _gemm_bytes(dims, dtype) + _gemm_bytes(fixed, dtype)))
+    return trials
+
+
+def _with_tf32(enabled: bool, call: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        before = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = enabled
+        try:
+            return call()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = before
+    return run
+
+
+@rebuilds("precision.fp32-matmul")
+def tf32_gemm(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
+    """Each fp32 GEMM row with TF32 off (as profiled) and on (the fix)."""
+    trials = []
+    for _, row in _rows(finding, kernels):
+        if cell_text(row, "op_family") != "gemm":
+            raise NotRebuilt("only matmuls are rebuilt (convolutions: no stride or padding recorded)")
+        op, dims = cell_text(row, "op"), _dims(row)
+
+        def make(op: str = op, dims: GemmDims = dims) -> Pair:
+            call = gemm_call(op, dims, torch.float32)
+            return _with_tf32(False, call), _with_tf32(True, call)
+
+        trials.append(Trial(f"{op.split('::')[-1]} {cell_text(row, 'shapes')} fp32 with TF32", make,
+                            cell_float(row, "time_s", 0.0), _gemm_bytes(dims, torch.float32)))
+    return trials
+
+
+@rebuilds("attention.materialised-scores")
+def sdpa(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
+    """q, k, v of the profiled shapes: matmul, softmax, matmul (as profiled) against SDPA."""
+    rows = _rows(finding, kernels)
+    softmax = next((r for _, r in rows if cell_text(r, "op_family") == "softmax"), None)
+    if softmax is None:
+        raise NotRebuilt("the finding names no softmax row")
+    scores = main_shape(cell_text(softmax, "shapes"))
+    if len(scores) < 3:
+        raise NotRebuilt("the score matrix's shape is not recorded")
+    head_dim = None
+    for _, r in rows:
+        shapes = [s for s in parse_shapes(cell_text(r, "shapes")) if len(s) >= 3]
+        if cell_text(r, "op_family") == "gemm" and len(shapes) == 2 and numel(shapes[0]) == numel(scores):
+            head_dim = shapes[1][-1]  # P [.., S, Sk] @ V [.., Sk, D]
+    if head_dim is None:
+        raise NotRebuilt("no matmul of the scores with V gives the head dimension")
+    batch, (s_q, s_k) = scores[:-2], scores[-2:]
+    dtype = dtype_of(softmax)
+
+    def make() -> Pair:
+        q = _random(*batch, s_q, head_dim, dtype=dtype)
+        k = _random(*batch, s_k, head_dim, dtype=dtype)
+        v = _random(*batch, s_k, head_dim, dtype=dtype)
+        scale = 1.0 / math.sqrt(head_dim)
+
+        def naive() -> torch.Tensor:
+            return torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v
+
+        return naive, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+    size = torch.empty((), dtype=dtype).element_size()
+    needed = (3 * numel(scores) + 4 * math.prod(batch) * s_k * head_dim) * size
+    return [Trial(f"attention q [{', '.join(map(str, [*batch, s_q, head_dim]))}] naive vs SDPA", make,
+                  sum(cell_float(r, "time_s", 0.0) for _, r in rows), needed)]
+
+
+@rebuilds("gemm.batch-small")
+def batched(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
+    """A run of n same-shape matmuls (as profiled) against one bmm over the n stacked operands."""
+    ((_, row),) = _rows(finding, kernels)
+    op, dims, dtype = cell_text(row, "op"), _dims(row), dtype_of(row)
+    n = int(finding.numbers.get("run_length", 0))
+    if n < 2:
+        raise NotRebuilt("the run length is not recorded")
+    batch = GemmDims(m=dims.m, n=dims.n, k=dims.k, batch=n)
+
+    def make() -> Pair:
+        calls = [gemm_call(op, dims, dtype) for _ in range(n)]
+        stacked = gemm_call("aten::baddbmm" if op == "aten::addmm" else "aten::bmm", batch, dtype, row_bias=True)
+        return (lambda: [c() for c in calls]), stacked
+
+    calls = max(cell_float(row, "calls", 1.0), 1.0)
+    in_runs = finding.numbers.get("launches_in_runs", calls)
+    return [Trial(f"{n} x {op.split('::')[-1]} {cell_text(row, 'shapes')} vs one bmm", make,
+                  cell_float(row, "time_s", 0.0) * min(in_runs / calls, 1.0), 2 * _gemm_bytes(batch, dtype))]
+
+
+@rebuilds("gemm.legacy-kernel")
+def fp8_instead_of_int8(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
+    """An int8 torch._int_mm (as profiled) against the fp8 torch._scaled_mm of the same shape."""
+    ((_, row),) = _rows(finding, kernels)
+    if cell_text(row, "op") != "aten::_int_mm":
+        raise NotRebuilt("no mechanical fix on the op: the kernel choice is the library's")
+    dims = _dims(row)
+    if element_bytes(row) != 1:
+        raise NotRebuilt("not an 8-bit product")
+
+    def make() -> Pair:
+        a8 = _random(dims.m, dims.k, dtype=torch.float32).to(torch.float8_e4m3fn)
+        b8 = _random(dims.n, dims.k, dtype=torch.float32).to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device=DEVICE, dtype=torch.float32)
+        scaled = lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)  # noqa: E731
+        return gemm_call("aten::_int_mm", dims, torch.int8), scaled
+
+    return [Trial(f"_int_mm {cell_text(row, 'shapes')} vs fp8 _scaled_mm", make, cell_float(row, "time_s", 0.0),
+                  2 * _gemm_bytes(dims, torch.int8) + 2 * dims.m * dims.n * 2)]

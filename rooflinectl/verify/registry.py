@@ -1,0 +1,50 @@
+"""The rebuilder registry: for each advice rule whose fix is mechanical on the op level, one
+function that rebuilds the finding's ops with the profiled shapes and dtypes, as profiled and
+with the fix. One entry per rule id, registered by decorator, duplicates refused.
+
+A rebuilder is `fn(finding, kernels) -> list[Trial]`; it raises NotRebuilt (one sentence)
+when the profile does not say enough to build the op. It allocates nothing: a Trial's `make`
+does, when the runner calls it on the GPU, and the tensors go when the trial is done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl.analysis.advice.registry import Finding
+
+Pair = tuple[Callable[[], Any], Callable[[], Any]]  # (as profiled, with the fix), each one call
+
+
+class NotRebuilt(Exception):
+    """The profile does not say enough to rebuild the op (the message says what is missing)."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One op to time twice: as profiled and with the fix."""
+
+    label: str  # what is built, e.g. "mm [2048, 768] x [768, 50257] -> N 50304"
+    make: Callable[[], Pair]  # allocates the tensors on the GPU and returns the two calls
+    profiled_s: float  # the profile's time of the work one original call stands for, all calls
+    bytes_needed: int  # device memory the trial allocates, both versions together
+
+
+Rebuilder = Callable[[Finding, pd.DataFrame], list[Trial]]
+REBUILDERS: dict[str, Rebuilder] = {}
+
+
+def rebuilds(rule_id: str) -> Callable[[Rebuilder], Rebuilder]:
+    """Register the rebuilder of one advice rule's findings; a second one for the rule is refused."""
+
+    def register(fn: Rebuilder) -> Rebuilder:
+        if rule_id in REBUILDERS:
+            raise ValueError(f"a rebuilder for {rule_id!r} is already registered")
+        REBUILDERS[rule_id] = fn
+        return fn
+
+    return register
