@@ -3,6 +3,8 @@ wrote under OUT and writes OUT/advice.md.
 
 python scripts/advice_report.py OUT --steps 5 fp32_mlp=precision.fp32-matmul ...
 Estimated: the expected rule's est_saving_s in the before-profile, per profiled step.
+Verified: what `advise --verify` measured for that finding (OUT/NAME.before.verify.json, when the
+piece ran it): the rebuilt op timed as profiled and fixed, per profiled step.
 Measured: median step time before - after (CUDA events, `--time` mode of the example), and the
 profiles' window per step before - after (the profiler's own clock).
 """
@@ -44,11 +46,23 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def verified_ms(out: Path, name: str, rule: str, steps: int) -> tuple[float | None, str]:
+    """(the saving --verify measured for the rule's findings per step, its status) or (None, why not)."""
+    report = read_json(out / f"{name}.before.verify.json")
+    checks = [f.get("verification") or {} for f in (report or {}).get("findings", []) if f["rule_id"] == rule]
+    measured = [c["measured_saving_s"] for c in checks if c.get("status") in ("gain", "no-gain")]
+    if not checks:
+        return None, "not run" if report is None else "no finding"
+    status = "/".join(sorted({c.get("status", "?") for c in checks}))
+    return (1e3 * sum(measured) / steps if measured else None), status
+
+
 def row(out: Path, name: str, rule: str, steps: int) -> tuple[str, str]:
     before, after = read_json(out / f"{name}.before.advice.json"), read_json(out / f"{name}.after.advice.json")
     found = [f for f in (before or {}).get("findings", []) if f["rule_id"] == rule]
     left = [f for f in (after or {}).get("findings", []) if f["rule_id"] == rule]
     est_ms = 1e3 * sum(f["est_saving_s"] for f in found) / steps if found else None
+    verify_ms, verify_status = verified_ms(out, name, rule, steps)
     t_before, t_after = timing_ms(out / f"{name}.before.timing"), timing_ms(out / f"{name}.after.timing")
     measured = t_before - t_after if t_before is not None and t_after is not None else None
     w_before = window_ms(out / f"{name}.before.profile.json", steps)
@@ -56,12 +70,17 @@ def row(out: Path, name: str, rule: str, steps: int) -> tuple[str, str]:
     w_measured = w_before - w_after if w_before is not None and w_after is not None else None
     ratio = est_ms / measured if est_ms is not None and measured and measured > 0 else None
     verdict = "-" if ratio is None else ("ok" if 0.5 <= ratio <= 2 else "off by > 2x")
+    verify_ratio = verify_ms / measured if verify_ms is not None and measured and measured > 0 else None
     speedup = t_before / t_after if t_before and t_after else None
     line = (f"| {name} | `{rule}` | {'yes' if found else 'NO'} | {'no' if not left else 'still'} | "
-            f"{fmt(t_before)} | {fmt(t_after)} | {fmt(speedup, 2)}x | {fmt(est_ms)} | {fmt(measured)} | "
-            f"{fmt(w_measured)} | {fmt(ratio, 2)} ({verdict}) |")
+            f"{fmt(t_before)} | {fmt(t_after)} | {fmt(speedup, 2)}x | {fmt(est_ms)} | "
+            f"{fmt(verify_ms)} ({verify_status}) | {fmt(measured)} | {fmt(w_measured)} | {fmt(ratio, 2)} ({verdict}) | "
+            f"{fmt(verify_ratio, 2)} |")
     evidence = found[0]["evidence"] if found else "(expected finding not produced)"
-    return line, f"- **{name}**: {evidence}"
+    report = read_json(out / f"{name}.before.verify.json")
+    checked = [f["verification"]["detail"] for f in (report or {}).get("findings", [])
+               if f["rule_id"] == rule and f.get("verification")]
+    return line, f"- **{name}**: {evidence}" + (f" --verify: {checked[0]}" if checked else "")
 
 
 def main() -> None:
@@ -76,11 +95,12 @@ def main() -> None:
         device = first.get("ceilings", {}).get("device_name", "?")
     lines = [f"# Advice: estimated vs measured saving ({device}, {dt.date.today().isoformat()})", "",
              "Per step. Estimated: the expected rule's saving in the before-profile / steps profiled. "
-             "Measured: median step time (CUDA events) before - after the fix; also the profiles' "
-             "window per step before - after. Ratio = estimated / measured (CUDA events).", "",
+             "--verify: the saving `advise --verify` measured on the rebuilt op (its speed-up applied to the "
+             "profiled time) / steps profiled. Measured: median step time (CUDA events) before - after the fix; "
+             "also the profiles' window per step before - after. Ratios are to the measured step saving.", "",
              "| example | rule | found before | after fix | before ms | after ms | speed-up | est. saving ms | "
-             "measured ms | window saving ms | est/measured |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "--verify ms | measured ms | window saving ms | est/measured | verify/measured |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     notes = ["", "Evidence from the before-profiles:", ""]
     for pair in args.pairs:
         name, rule = pair.split("=", 1)
