@@ -39,7 +39,7 @@ def _placed_table(launches: pd.DataFrame, ceilings: Ceilings) -> tuple[pd.DataFr
     """Kernel-table rows (KERNEL_COLUMNS order, by time) and the launch sequence as row positions."""
     table, sequence = group_launches(launches)
     if table.empty:
-        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns")] + ["calls"])
+        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns", "correlation")] + ["calls"])
     placed = place_on_roofline(table, ceilings)
     placed["rank"] = 0
     placed = placed[list(KERNEL_COLUMNS)]

@@ -27,7 +27,7 @@ def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
     """Aggregate launches (rooflinectl.aggregate: one NaN rule); returns the table (ordered by
     first launch) and the launch sequence as row positions in that table (first MAX_SEQUENCE)."""
     if launches.empty:
-        return launches.drop(columns=["start_ns", "end_ns", "launch_ns"]).assign(calls=[]), []
+        return launches.drop(columns=["start_ns", "end_ns", "launch_ns", "correlation"], errors="ignore").assign(calls=[]), []
     keyed = launches.reset_index(drop=True)
     table = aggregate(
         keyed, GROUP_KEY,

@@ -50,7 +50,7 @@ from rooflinectl.costs.inductor import (
 COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
 LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
                   "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block", "unit",
-                  "precision", "start_ns", "end_ns", "launch_ns"]
+                  "precision", "start_ns", "end_ns", "launch_ns", "correlation"]
 
 
 @dataclass
@@ -204,6 +204,7 @@ class _Launch:
     launch_ns: int
     blocks: float = math.nan
     threads_per_block: float = math.nan
+    correlation: int = -1  # the trace's id of the launch (GPU), -1 on CPU
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,7 @@ def _record(launch: _Launch, how: _Attribution, metadata: dict[str, Any]) -> dic
         "cost_source": how.source if cost is not None else "none", "cost_note": note,
         "blocks": launch.blocks, "threads_per_block": launch.threads_per_block, "unit": unit, "precision": precision,
         "start_ns": launch.start_ns, "end_ns": launch.end_ns, "launch_ns": launch.launch_ns,
+        "correlation": launch.correlation,
     }
 
 
@@ -310,7 +312,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
         blocks = float(math.prod(k.grid)) if k.grid else math.nan
         threads = float(math.prod(k.block)) if k.block else math.nan
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
-        launch = _Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads)
+        launch = _Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads, k.correlation)
         replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
         if k.category != "kernel":
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")

@@ -72,6 +72,7 @@ class RawKernel:
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
     bytes: int | None = None  # memcpy/memset size, as the trace records it
+    shared_memory: int | None = None  # bytes per block (static + dynamic), part of the launch config
 
     @property
     def end_ns(self) -> int:
@@ -240,6 +241,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 grid=_triple(args.get("grid")),
                 block=_triple(args.get("block")),
                 bytes=int(args["bytes"]) if isinstance(args.get("bytes"), (int, float)) else None,
+                shared_memory=int(args["shared memory"]) if isinstance(args.get("shared memory"), (int, float)) else None,
             ))
         elif cat in LAUNCH_CATEGORIES and "correlation" in args:
             launches[int(args["correlation"])] = _ns(e["ts"], base_us)
