@@ -42,6 +42,10 @@ def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
         unit=("unit", "first"),
         precision=("precision", "first"),
     )
-    # ngroup numbers groups in first-seen order, the order of the table's rows
-    sequence = keyed.groupby(GROUP_KEY, sort=False, dropna=False).ngroup().head(MAX_SEQUENCE).tolist()
+    sequence = group_index(keyed).head(MAX_SEQUENCE).tolist()
     return table, sequence
+
+
+def group_index(launches: pd.DataFrame) -> pd.Series:
+    """Each launch's row in group_launches' table (groups numbered in first-seen order)."""
+    return launches.reset_index(drop=True).groupby(GROUP_KEY, sort=False, dropna=False).ngroup()
