@@ -9,6 +9,7 @@ imported here.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -17,13 +18,16 @@ import pandas as pd
 
 from rooflinectl._version import __version__
 from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
+from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
+from rooflinectl.attribution.counters import CounterJoin, counters_by_row
 from rooflinectl.attribution.group import group_index, group_launches
 from rooflinectl.attribution.iterations import Iterations, find_iterations
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.steady import SteadyState, setup_figures, split_steady
+from rooflinectl.capture.ncu.sampling import LaunchKey
 from rooflinectl.capture.region import REGION_PREFIX
 from rooflinectl.capture.session import Capture
 from rooflinectl.capture.trace import RawTrace
@@ -168,3 +172,29 @@ def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_
     """Build the profile of a finished capture (also of a failed run: what ran is kept); see build_profile."""
     return build_profile(capture, command=command, completed=completed, exit_code=exit_code, ceilings=ceilings,
                          iterations_mode=iterations_mode)[0]
+
+
+def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, info: dict[str, Any]) -> ProfileData:
+    """The profile with Nsight Compute's measurements (joined to launches by attribution.counters)
+    in the counter columns, and summary["counters"] saying what was measured and covered."""
+    table = apply_counters(data.kernels, counters_by_row(keys, join, data.kernels["calls"]), data.ceilings)
+    summary = dict(data.summary)
+    total_s = float(table["time_s"].sum())
+    measured = table["measured_launches"] > 0
+    known_s = float(table.loc[table["cost_source"] != "none", "time_s"].sum())
+    if total_s > 0:
+        summary["known_cost_time_share"] = known_s / total_s
+        summary["unknown_time_share"] = 1 - known_s / total_s
+    summary["counters"] = {
+        **info,
+        "status": "measured",
+        "launches_counted": len(keys),
+        "launches_measured": len(join.pairs),
+        "rows_measured": int(measured.sum()),
+        "rows": int(len(table)),
+        "time_share_measured": float(table.loc[measured, "time_s"].sum()) / total_s if total_s > 0 else None,
+        "numbering_rule": join.rule,
+        "unmatched": join.unmatched,
+        "notes": [*info.get("notes", []), *join.notes],
+    }
+    return dataclasses.replace(data, kernels=table, summary=summary)
