@@ -18,6 +18,7 @@ COMMANDS: tuple[str, ...] = (
     "advise_cmd",
     "diff_cmd",
     "kernels_cmd",
+    "validate_cmd",
 )
 
 
