@@ -2,7 +2,8 @@
 
 tests/conftest-style fixtures put a `ncu` wrapper that runs this file on PATH. FAKE_NCU_MODE picks
 the behaviour: ok (run the child program when FAKE_NCU_RUN_CHILD=1, else only write its status
-file, then print the recorded H200 CSV rows that ncu would have measured), perm, unsupported, hang, crash, mismatch, nohelp-kernel-id. The selection of rows
+file, then print the recorded H200 CSV rows that ncu would have measured), warn (the same with a warning), perm, unsupported, hang, crash, mismatch,
+nohelp-kernel-id. The selection of rows
 follows ncu's documented --kernel-id rule, written here independently of rooflinectl: the N'th
 invocation of each (kernel name, grid, block).
 """
@@ -95,6 +96,8 @@ def run(mode: str, argv: list[str], opts: dict[str, str], child: list[str], log)
     with open(os.environ["FAKE_NCU_ARGS"], "w") as record:
         record.write("\n".join(argv))
     log.write("==PROF== Connected to process 1\n")
+    if mode == "warn":  # a warning beside results must not fail the run
+        log.write("==WARNING== Setting GPU clocks is not supported on this device; continuing.\n")
     log.flush()
     if os.environ.get("FAKE_NCU_RUN_CHILD") == "1":
         code = subprocess.call(child)

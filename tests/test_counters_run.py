@@ -85,6 +85,13 @@ def test_every_launch_when_asked_or_when_ncu_cannot_select(fake_ncu, recorded, m
     assert any("no --kernel-id" in n for n in result.summary["counters"]["notes"])
 
 
+def test_a_warning_beside_results_is_kept_not_fatal(fake_ncu, recorded, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "warn")
+    result, _ = collect(recorded)
+    assert result.summary["counters"]["status"] == "measured"
+    assert any("not supported" in w for w in result.summary["counters"]["ncu_warnings"])
+
+
 def test_launch_budget_is_passed_and_honoured(fake_ncu, recorded):
     result, _ = collect(recorded, samples=0, launch_count=5)
     args = (fake_ncu / "ncu-args.txt").read_text().splitlines()

@@ -121,6 +121,7 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
         "launch_count": options.launch_count, "launch_skip": options.launch_skip,
         "launches_expected": expected, "selection": spec.kernel_id or "every launch",
         "cache_control": "all (cold caches)", "clock_control": "none", "wall_s": run.wall_s,
+        "ncu_warnings": run.log_tail,
         "counted_part": "rooflinectl.region blocks" if regions else (
             "the whole script" if target.function is None else f"{target.iters} calls after {target.warmup} warm-up calls"),
         "notes": notes,

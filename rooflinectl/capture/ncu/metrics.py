@@ -49,12 +49,20 @@ def base_name(metric: str) -> str:
     return metric.split(".", 1)[0]
 
 
+# Metrics every GPU ncu supports (Volta on) has: a query result without them was misread.
+SANITY_METRICS = ("gpu__time_duration", "dram__bytes_read", "lts__t_bytes",
+                  "smsp__sass_thread_inst_executed_op_ffma_pred_on")
+
+
 def metrics_to_request(available: set[str] | None) -> tuple[list[str], list[str]]:
     """(metrics to ask for, metrics left out because this GPU does not list them).
 
-    available: base names from `ncu --query-metrics`, or None when the query failed: then the
-    names checked on sm_90 are requested and the unchecked optional ones left out.
+    available: base names from `ncu --query-metrics`, or None when the query failed (or lacks
+    SANITY_METRICS, so was misread): then the names checked on sm_90 are requested and the
+    unchecked optional ones left out.
     """
+    if available is not None and not all(m in available for m in SANITY_METRICS):
+        available = None
     wanted, missing = [], []
     for metric in ALL_METRICS:
         if available is None:

@@ -61,7 +61,8 @@ def _last_lines(text: str, count: int = 5, prefix: str = "") -> list[str]:
 
 
 def classify(ncu_text: str, program_text: str) -> RooflineError | None:
-    """The environment problem ncu reported, if any: permission, unsupported GPU, missing metric."""
+    """The environment problem ncu reported, if any, when it measured nothing: permission,
+    unsupported GPU, missing metric."""
     both = ncu_text + "\n" + program_text
     if "ERR_NVGPUCTRPERM" in both:
         return EnvironmentProblem(PERMISSION)
@@ -104,9 +105,8 @@ def run_ncu(command: list[str], *, log_path: Path, program_log: Path, status_pat
                     progress(seen, found[-1])
     wall_s = time.monotonic() - start
     ncu_text, program_text = _read(log_path), _read(program_log)
-    problem = classify(ncu_text, program_text)
-    if problem is not None:
-        raise problem
+    if "ERR_NVGPUCTRPERM" in ncu_text + program_text:
+        raise EnvironmentProblem(PERMISSION)
     if timed_out:
         done = len(_PROFILING.findall(ncu_text))
         raise CountersProblem(f"ncu did not finish within {timeout_s:.0f} s ({done} launches measured): raise "
@@ -123,7 +123,10 @@ def run_ncu(command: list[str], *, log_path: Path, program_log: Path, status_pat
         measured = measured_launches(ncu_text)
     except NcuOutputError:
         measured = []
-    if not measured:
+    if not measured:  # only now do ncu's complaints matter: a warning beside results is not a failure
+        problem = classify(ncu_text, program_text)
+        if problem is not None:
+            raise problem
         said = "; ".join(_last_lines(ncu_text, 3, "==")) or "; ".join(_last_lines(program_text, 3))
         said = f" (it said: {said[:300]})" if said else ""
         if status is None:
@@ -132,7 +135,8 @@ def run_ncu(command: list[str], *, log_path: Path, program_log: Path, status_pat
         raise CountersProblem(f"ncu measured no kernel in the counted region{said}: the second run launched "
                               "no kernel between the region's start and end; check the program's output in "
                               f"{program_log}.")
-    return NcuRun(measured, wall_s, command, code, proc.returncode or 0, _last_lines(ncu_text, 5, "=="))
+    said = [ln for ln in _last_lines(ncu_text, 50, "==") if "==ERROR==" in ln or "==WARNING==" in ln]
+    return NcuRun(measured, wall_s, command, code, proc.returncode or 0, said[-5:])
 
 
 def _status(path: Path) -> dict | None:
