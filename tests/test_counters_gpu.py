@@ -1,0 +1,47 @@
+"""The counters tier for real (H200 machine: CUDA and Nsight Compute). Run by scripts/gpu-check
+(`pytest -m gpu`); skipped where either is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rooflinectl.cli.main import main
+from rooflinectl.outputs.profile_file import load_profile
+
+pytestmark = [pytest.mark.gpu, pytest.mark.ncu]
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_mlp_with_counters(tmp_path):
+    out = tmp_path / "mlp.json"
+    result = CliRunner().invoke(main, ["profile", str(EXAMPLES / "mlp.py"), "-o", str(out), "--counters", "ncu",
+                                       "--", "--batch", "256", "--width", "1024", "--steps", "2"])
+    assert result.exit_code == 0, result.output
+    data = load_profile(out)
+    counters = data.summary["counters"]
+    assert counters["status"] == "measured", counters
+    print("ncu numbered invocations by:", counters["numbering_rule"], "| notes:", counters["notes"])
+    k = data.kernels
+    kernel_rows = ~k["kernel"].str.startswith(("Memcpy", "Memset"))
+    assert (k.loc[kernel_rows, "measured_launches"] > 0).all(), k.loc[kernel_rows & (k["measured_launches"] == 0), "kernel"]
+    # two regions of the same step: each group measured once, so fewer launches than were counted
+    assert counters["launches_measured"] < counters["launches_counted"]
+    gemms = k[(k["op_family"] == "gemm") & (k["measured_launches"] > 0)]
+    assert "tensor.bf16" in set(gemms["measured_precision"])  # (a split-K reduce kernel runs on CUDA cores)
+    per_op = gemms.groupby(["op", "shapes"])[["flops", "measured_flops"]].sum()
+    ratio = per_op["measured_flops"] / per_op["flops"]
+    assert ((ratio > 0.999) & (ratio < 1.3)).all(), ratio  # executed >= useful; tiles pad 256 rows by 12.5% at most
+
+
+def test_validate_and_levels_on_the_real_profile(tmp_path):
+    out = tmp_path / "mlp.json"
+    runner = CliRunner()
+    assert runner.invoke(main, ["profile", str(EXAMPLES / "mlp.py"), "-o", str(out), "-q", "--counters", "ncu",
+                                "--", "--batch", "256", "--width", "1024", "--steps", "1"]).exit_code == 0
+    report = runner.invoke(main, ["validate", str(out), "--format", "markdown"])
+    assert report.exit_code == 0 and "| gemm |" in report.output, report.output
+    chart = runner.invoke(main, ["plot", str(out), "--levels", "-o", str(tmp_path / "levels.png")])
+    assert chart.exit_code == 0, chart.output
