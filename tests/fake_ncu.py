@@ -2,7 +2,7 @@
 
 tests/conftest-style fixtures put a `ncu` wrapper that runs this file on PATH. FAKE_NCU_MODE picks
 the behaviour: ok (run the child program when FAKE_NCU_RUN_CHILD=1, else only write its status
-file, then print the recorded H200 CSV rows that ncu would have measured), warn (the same with a warning), perm, unsupported, hang, crash, mismatch,
+file, then print the recorded H200 CSV rows that ncu would have measured), warn (the same with a warning), stdout (results on stdout, not the log), perm, unsupported, hang, crash, mismatch,
 nohelp-kernel-id. The selection of rows
 follows ncu's documented --kernel-id rule, written here independently of rooflinectl: the N'th
 invocation of each (kernel name, grid, block).
@@ -124,7 +124,7 @@ def run(mode: str, argv: list[str], opts: dict[str, str], child: list[str], log)
     writer.writerow(units)
     for i, row in enumerate(chosen):
         writer.writerow([str(i), *row[1:]])
-    log.write(out.getvalue())
+    (sys.stdout if mode == "stdout" else log).write(out.getvalue())
     return code
 
 

@@ -85,6 +85,12 @@ def test_every_launch_when_asked_or_when_ncu_cannot_select(fake_ncu, recorded, m
     assert any("no --kernel-id" in n for n in result.summary["counters"]["notes"])
 
 
+def test_results_printed_on_stdout_are_read_too(fake_ncu, recorded, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "stdout")
+    result, _ = collect(recorded)
+    assert result.summary["counters"]["launches_measured"] == 35
+
+
 def test_a_warning_beside_results_is_kept_not_fatal(fake_ncu, recorded, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_MODE", "warn")
     result, _ = collect(recorded)

@@ -119,10 +119,7 @@ def run_ncu(command: list[str], *, log_path: Path, program_log: Path, status_pat
         raise CountersProblem(f"The program failed when run again under ncu (exit code {code}{': ' + tail[:200] if tail else ''}): "
                               "counters need a second run that behaves like the first; fix the failure, "
                               "or profile without --counters.")
-    try:
-        measured = measured_launches(ncu_text)
-    except NcuOutputError:
-        measured = []
+    measured = _parse(ncu_text) or _parse(program_text)  # an ncu that prints results on stdout despite --log-file
     if not measured:  # only now do ncu's complaints matter: a warning beside results is not a failure
         problem = classify(ncu_text, program_text)
         if problem is not None:
@@ -137,6 +134,13 @@ def run_ncu(command: list[str], *, log_path: Path, program_log: Path, status_pat
                               f"{program_log}.")
     said = [ln for ln in _last_lines(ncu_text, 50, "==") if "==ERROR==" in ln or "==WARNING==" in ln]
     return NcuRun(measured, wall_s, command, code, proc.returncode or 0, said[-5:])
+
+
+def _parse(text: str) -> list[MeasuredLaunch]:
+    try:
+        return measured_launches(text)
+    except NcuOutputError:
+        return []
 
 
 def _status(path: Path) -> dict | None:
