@@ -2,7 +2,8 @@
 
 tests/conftest-style fixtures put a `ncu` wrapper that runs this file on PATH. FAKE_NCU_MODE picks
 the behaviour: ok (run the child program when FAKE_NCU_RUN_CHILD=1, else only write its status
-file, then print the recorded H200 CSV rows that ncu would have measured), warn (the same with a warning), stdout (results on stdout, not the log), perm, unsupported, hang, crash, mismatch,
+file, then print the recorded H200 CSV rows that ncu would have measured), warn (the same with a warning), stdout (results on stdout, not the log),
+program-fails (the child's status says exit code 3), perm, unsupported, hang, crash, mismatch,
 nohelp-kernel-id. The selection of rows
 follows ncu's documented --kernel-id rule, written here independently of rooflinectl: the N'th
 invocation of each (kernel name, grid, block).
@@ -13,6 +14,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import os
 import re
 import subprocess
@@ -102,10 +104,12 @@ def run(mode: str, argv: list[str], opts: dict[str, str], child: list[str], log)
     if os.environ.get("FAKE_NCU_RUN_CHILD") == "1":
         code = subprocess.call(child)
     else:  # the child's start costs a torch import: most tests only need its status file
-        code = 0
+        code = 3 if mode == "program-fails" else 0
+        if code:
+            print("about to fail", flush=True)
         status = child[child.index("--status") + 1]
         with open(status, "w") as handle:
-            handle.write('{"exit_code": 0, "completed": true}')
+            json.dump({"exit_code": code, "completed": code == 0}, handle)
     if mode == "hang":
         time.sleep(60)
     header, rows, units = recorded_rows()
