@@ -48,7 +48,7 @@ def test_region_launches_are_the_kernels_of_the_counted_step(pair):
 def test_every_launch_measured_joins_one_to_one(pair):
     data, keys, region = pair
     join = join_measurements(keys, region, None)
-    assert join.rule == "config" and join.unmatched == 0
+    assert join.rule == "every launch" and join.unmatched == 0
     assert [p for p, _ in join.pairs] == list(range(REGION_LAUNCHES))
     profiled = add_counters(data, keys, join, {"tool": "ncu"})
     table = profiled.kernels

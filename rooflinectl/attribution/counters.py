@@ -37,7 +37,7 @@ MAX_UNMATCHED_SHARE = 0.1
 @dataclass
 class CounterJoin:
     pairs: list[tuple[int, MeasuredLaunch]]  # (position in the launch sequence, its measurement)
-    rule: str  # the numbering rule whose prediction matched, or "aligned"
+    rule: str  # the numbering rule whose prediction matched, "every launch", or "aligned"
     unmatched: int = 0  # measured launches that matched no launch
     notes: list[str] = field(default_factory=list)
 
@@ -72,7 +72,10 @@ def join_measurements(keys: list[LaunchKey], measured: list[MeasuredLaunch], num
     """Pair each measured launch with its launch position (rules in the module docstring)."""
     if not measured:
         raise CountersProblem("ncu measured no kernel launch: nothing to join.")
-    predictions = {rule: predict(keys, numbers, rule, launch_count) for rule in NUMBERING_RULES}
+    if numbers is None:  # every launch: no numbering to guess
+        predictions = {"every launch": predict(keys, None, "config", launch_count)}
+    else:
+        predictions = {rule: predict(keys, numbers, rule, launch_count) for rule in NUMBERING_RULES}
     for prefix_ok in (False, True):
         for rule, positions in predictions.items():
             if len(positions) < len(measured) or (not prefix_ok and len(positions) != len(measured)):

@@ -108,4 +108,5 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     if problem is not None:
         if counters == "ncu":
             raise problem
-        click.echo(f"rooflinectl: counters not read ({problem}); the profile holds analytic costs only.", err=True)
+        click.echo(f"rooflinectl: counters not read: {str(problem).rstrip('.')}; the profile holds analytic costs only.",
+                   err=True)
