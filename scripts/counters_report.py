@@ -54,7 +54,7 @@ def main(folder: str) -> None:
     counters = suite.summary.get("counters", {})
     lines = [f"# Cost model against Nsight Compute ({suite.metadata.get('device_name')}, "
              f"{str(suite.metadata.get('created', ''))[:10]}, ncu {counters.get('ncu_version')})", "",
-             "Produced by `scripts/gpu.d/65-counters.sh` (profiles with `--counters ncu`, `rooflinectl validate`, "
+             "Produced by `scripts/gpu.d/90-counters.sh` (profiles with `--counters ncu`, `rooflinectl validate`, "
              "`scripts/counters_report.py`). Ratios are analytic / measured. DRAM bytes are measured with caches "
              "flushed before each kernel (ncu `--cache-control all`); writes still in L2 when a kernel ends are not "
              "counted for it.", ""]
