@@ -176,7 +176,10 @@ def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_
 
 def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, info: dict[str, Any]) -> ProfileData:
     """The profile with Nsight Compute's measurements (joined to launches by attribution.counters)
-    in the counter columns, and summary["counters"] saying what was measured and covered."""
+    in the counter columns, and summary["counters"] saying what was measured and covered (keys:
+    the launches of ncu's window; only those of table rows, group >= 0, are counted work)."""
+    counted = sum(k.group >= 0 for k in keys)
+    measured_setup = sum(keys[p].group < 0 for p, _ in join.pairs)
     table = apply_counters(data.kernels, counters_by_row(keys, join, data.kernels["calls"]), data.ceilings)
     summary = dict(data.summary)
     total_s = float(table["time_s"].sum())
@@ -188,13 +191,17 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
     summary["counters"] = {
         **info,
         "status": "measured",
-        "launches_counted": len(keys),
-        "launches_measured": len(join.pairs),
+        "launches_counted": counted,
+        "launches_measured": len(join.pairs) - measured_setup,
+        "launches_in_window": len(keys),
+        "setup_launches_measured": measured_setup,
         "rows_measured": int(measured.sum()),
         "rows": int(len(table)),
         "time_share_measured": float(table.loc[measured, "time_s"].sum()) / total_s if total_s > 0 else None,
         "numbering_rule": join.rule,
         "unmatched": join.unmatched,
-        "notes": [*info.get("notes", []), *join.notes],
+        "notes": [*info.get("notes", []), *join.notes] + ([
+            f"{measured_setup} measured launches were setup (outside the steady state): left out of the table"]
+            if measured_setup else []),
     }
     return dataclasses.replace(data, kernels=table, summary=summary)

@@ -134,3 +134,57 @@ def test_measured_view_places_rows_by_what_ran(pair):
     mm = view[view["measured_precision"] == "tensor.bf16"]
     assert (mm["precision"] == "bf16").all() and (mm["unit"] == "tensor").all()
     assert (view["flops"] == view["measured_flops"]).all()
+
+
+# A script without region: ncu's window is the whole script, setup launches included, while the
+# kernel table holds only the steady state. The recorded pair again, its steps marked.
+
+@pytest.fixture(scope="module")
+def whole_script():
+    capture, data, launches = recorded_profile(steps_marked=True)
+    return data, launch_keys(launches, capture.trace), measured_launches(ncu_text())
+
+
+def test_setup_launches_keep_their_place_in_the_window(whole_script, pair):
+    data, keys, every = whole_script
+    region_data, region_keys, _ = pair
+    assert data.summary["iterations_method"] == "profiler_step" and data.summary["setup_launches"] > 0
+    assert len(keys) == len(every) == NCU_ROWS  # every kernel launch ncu saw in the whole script
+    assert [k.group >= 0 for k in keys] == [False] * (NCU_ROWS - REGION_LAUNCHES) + [True] * REGION_LAUNCHES
+    # the steady table is the region's table: same rows, same order
+    assert data.kernels[["kernel", "op", "shapes", "calls"]].equals(region_data.kernels[["kernel", "op", "shapes", "calls"]])
+
+
+def test_whole_script_measurements_land_on_the_steady_rows_only(whole_script, pair):
+    data, keys, every = whole_script
+    region_data, region_keys, region = pair
+    join = join_measurements(keys, every, None)
+    assert join.rule == "every launch" and len(join.pairs) == NCU_ROWS
+    table = add_counters(data, keys, join, {}).kernels
+    # the independent expectation: the region run's join of ncu's last 43 rows
+    expected = add_counters(region_data, region_keys, join_measurements(region_keys, region, None), {}).kernels
+    for column in ("measured_flops", "dram_bytes", "l2_bytes", "l1_bytes", "measured_launches"):
+        assert table[column].to_numpy() == pytest.approx(expected[column].to_numpy(), nan_ok=True), column
+    summary = add_counters(data, keys, join, {}).summary["counters"]
+    assert (summary["launches_counted"], summary["launches_measured"]) == (REGION_LAUNCHES, REGION_LAUNCHES)
+    assert summary["setup_launches_measured"] == NCU_ROWS - REGION_LAUNCHES
+    assert summary["launches_in_window"] == NCU_ROWS
+
+
+def test_sampling_a_whole_script_plans_steady_launches_and_drops_setup_ones(whole_script, pair):
+    data, keys, every = whole_script
+    numbers = plan_numbers(keys, [True] * len(keys), 1)
+    sampled = select_like_ncu(every, numbers)  # ncu numbers setup launches too: some are measured
+    join = join_measurements(keys, sampled, numbers)
+    assert join.rule == "config" and len(join.pairs) == len(sampled)
+    assert any(keys[p].group < 0 for p, _ in join.pairs)
+    profiled = add_counters(data, keys, join, {})
+    table = profiled.kernels
+    kernel_rows = ~table["kernel"].str.startswith(("Memcpy", "Memset"))
+    assert ((table["measured_launches"] > 0) == kernel_rows).all()
+    assert int(table["measured_launches"].sum()) == profiled.summary["counters"]["launches_measured"]
+    # one steady launch x calls equals the region's every-launch measurement on the GEMMs
+    region_data, region_keys, region = pair
+    full = add_counters(region_data, region_keys, join_measurements(region_keys, region, None), {}).kernels
+    gemms = table["op_family"].eq("gemm") & kernel_rows
+    assert table.loc[gemms, "measured_flops"].to_numpy() == pytest.approx(full.loc[gemms, "measured_flops"].to_numpy(), rel=1e-6)

@@ -117,3 +117,13 @@ def test_plan_respects_eligibility_samples_and_budget():
     assert plan_numbers(SEQ, [True] * 6, 2) == [1, 2, 3, 4]
     assert plan_numbers(SEQ, [True] * 6, 0) is None
     assert predict(SEQ, None, "config", launch_count=4) == [0, 1, 2, 3]
+
+
+def test_setup_launches_are_numbered_but_never_planned():
+    # a warm-up iteration (group -1: setup) before the steady one: ncu numbers its launches too,
+    # so the steady launches are the second invocations, and only those are asked for
+    warm = [_key("gemm", (8, 8, 1), -1), _key("add", (64, 1, 1), -1), _key("add", (64, 1, 1), -1)]
+    steady = [_key("gemm", (8, 8, 1), 0), _key("add", (64, 1, 1), 1), _key("add", (64, 1, 1), 2)]
+    numbers = plan_numbers(warm + steady, [True] * 6, 1)
+    assert numbers == [2, 3, 4]
+    assert predict(warm + steady, numbers, "config") == [2, 3, 4, 5]  # one setup launch is measured anyway

@@ -75,6 +75,22 @@ def test_counters_run_measures_one_launch_per_group(fake_ncu, recorded, monkeypa
     assert counters["metrics_missing"] == []  # the fake lists every metric, fp64 tensor ops included
 
 
+def test_a_script_without_region_is_measured_whole_and_joined_to_its_steady_state(fake_ncu, monkeypatch):
+    # no region: the child counts the whole script, so ncu numbers (and may measure) the setup
+    # launches too; the profile's table is the steady state (its steps marked: see counters_data)
+    monkeypatch.setenv("FAKE_NCU_SKIP", "0")
+    result, said = collect(recorded_profile(steps_marked=True))
+    child = (fake_ncu / "ncu-args.txt").read_text().splitlines()
+    assert "--regions" not in child[child.index("-m") + 1:]
+    counters = result.summary["counters"]
+    assert counters["numbering_rule"] == "config" and counters["launches_counted"] == REGION_LAUNCHES
+    assert counters["launches_in_window"] == NCU_ROWS and counters["setup_launches_measured"] > 0
+    kernel_rows = ~result.kernels["kernel"].str.startswith(("Memcpy", "Memset"))
+    assert ((result.kernels["measured_launches"] > 0) == kernel_rows).all()
+    assert f"{NCU_ROWS - REGION_LAUNCHES} of the {NCU_ROWS} are setup" in said[0]
+    assert "profiler_step" in counters["counted_part"]
+
+
 def test_every_launch_when_asked_or_when_ncu_cannot_select(fake_ncu, recorded, monkeypatch):
     result, _ = collect(recorded, samples=0)
     assert result.summary["counters"]["launches_measured"] == REGION_LAUNCHES
@@ -165,3 +181,11 @@ def test_a_failing_script_keeps_its_exit_code_and_skips_counters(tmp_path):
     result = CliRunner().invoke(main, ["profile", str(script), "-o", str(out), "--device", "cpu", "--counters", "ncu"])
     assert result.exit_code == 5
     assert load_profile(out).summary["counters"]["status"] == "skipped"
+
+
+def test_a_launch_skip_past_every_counted_launch_is_refused(fake_ncu, recorded):
+    with pytest.raises(CountersProblem, match=f"skips all {REGION_LAUNCHES} counted launches") as caught:
+        collect(recorded, launch_skip=REGION_LAUNCHES)
+    assert caught.value.exit_code == EXIT_COUNTERS
+    result, _ = collect(recorded, launch_skip=REGION_LAUNCHES - 1)  # the last launch is still eligible
+    assert result.summary["counters"]["launches_measured"] >= 1

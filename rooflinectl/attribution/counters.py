@@ -1,13 +1,17 @@
 """Join Nsight Compute's measured launches to the profiler's launches, then to kernel-table rows.
 
-Before: the counted launches of the profiled run (pipeline.build_profile: LAUNCH_COLUMNS plus
-"row"), the trace (grid, block, shared memory per correlation id), and the launches ncu measured
-in a second run of the program, in the order it measured them.
+Before: every attributed launch of the profiled run (pipeline.build_profile: LAUNCH_COLUMNS plus
+"row", the kernel-table row, -1 for setup), the trace (grid, block, shared memory per correlation
+id), and the launches ncu measured in a second run of the program, in the order it measured them.
 After: per table row, the measured columns of schema.COUNTER_COLUMNS.
 
 Rules:
 - Only GPU kernels are measured (ncu does not replay memcpy/memset); the sequence the join works
-  on is the counted kernel launches in launch order (correlation ids increase with launches).
+  on is the kernel launches in launch order (correlation ids increase with launches) of the
+  window ncu sees: the regions, the function's calls, else the whole script. Without regions that
+  window holds setup too (weight upload, warm-up iterations): ncu numbers and may measure those
+  launches like any other, so they stay in the sequence (group -1) and the join maps positions over
+  all of them; only the measurements of kernel-table rows (the steady state) are kept.
 - The measured launches are matched to launch positions by predicting which invocations ncu
   selected (capture/ncu/sampling.py) under each numbering rule, keeping the first prediction
   that agrees with every measured launch's function name, grid and block (all of it, or a
@@ -43,7 +47,8 @@ class CounterJoin:
 
 
 def launch_keys(launches: pd.DataFrame, trace: RawTrace) -> list[LaunchKey]:
-    """The counted kernel launches (memcpy/memset left out) as LaunchKeys, in launch order."""
+    """The kernel launches (memcpy/memset left out) as LaunchKeys, in launch order; a setup
+    launch (row -1) keeps its place in the sequence with group -1."""
     by_correlation: dict[int, deque] = defaultdict(deque)
     for k in trace.kernels:
         if k.category == "kernel":
@@ -112,10 +117,11 @@ def _aligned(keys: list[LaunchKey], measured: list[MeasuredLaunch]) -> CounterJo
 
 def counters_by_row(keys: list[LaunchKey], join: CounterJoin, calls: pd.Series) -> pd.DataFrame:
     """The measured columns per table row (index: row position), for rows with measurements:
-    the mean of the row's measured launches, times its calls."""
+    the mean of the row's measured launches, times its calls. Measured setup launches are left out."""
     per_row: dict[int, list[MeasuredLaunch]] = defaultdict(list)
     for position, m in join.pairs:
-        per_row[keys[position].group].append(m)
+        if keys[position].group >= 0:
+            per_row[keys[position].group].append(m)
     records = {}
     for row, items in per_row.items():
         n = len(items)

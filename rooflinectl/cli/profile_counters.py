@@ -9,6 +9,7 @@ again with the counter columns.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import sys
 import tempfile
@@ -86,14 +87,19 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
     if capture.device_kind != "cuda" or capture.trace is None:
         raise EnvironmentProblem("--counters ncu needs a CUDA GPU: this run profiled CPU ops, which Nsight Compute "
                                  "cannot measure; run on a GPU machine or without --counters.")
-    keys = launch_keys(launches, capture.trace)
-    if not keys:
+    keys = launch_keys(launches, capture.trace)  # the whole window ncu sees, setup included (group -1)
+    counted = [k.group >= 0 for k in keys]
+    if not any(counted):
         raise CountersProblem("The profile counted no GPU kernel launch, so there is nothing for Nsight Compute to "
                               "measure: check that the counted region launches CUDA kernels.")
     info = probe(find_ncu(options.ncu_path))
     metrics, missing = metrics_to_request(query_metrics(info, str(data.metadata.get("device_name", ""))))
-    eligible = [i >= options.launch_skip for i in range(len(keys))]
+    counted_before = itertools.accumulate(counted, initial=0)  # --ncu-launch-skip counts counted launches only
+    eligible = [c and before >= options.launch_skip for c, before in zip(counted, counted_before)]
     numbers = plan_numbers(keys, eligible, options.samples)
+    if numbers == []:
+        raise CountersProblem(f"--ncu-launch-skip {options.launch_skip} skips all {sum(counted)} counted launches, "
+                              "so there is nothing left to measure: give a smaller --ncu-launch-skip.")
     notes: list[str] = []
     if numbers is not None and not info.supports("--kernel-id"):
         numbers = None
@@ -108,8 +114,11 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
     command, command_notes = ncu_command(info, spec, target.child_args(status, regions))
     notes += command_notes
     (work / "command.txt").write_text(" ".join(command) + "\n", encoding="utf-8")
+    setup = len(keys) - sum(counted)
     say(f"counters: running the program again under Nsight Compute {info.version} to measure {expected} of "
-        f"{len(keys)} launches ({len({k.group for k in keys})} groups); Nsight Compute replays each one")
+        f"{len(keys)} launches ({len({k.group for k in keys if k.group >= 0})} groups"
+        + (f"; {setup} of the {len(keys)} are setup, outside the steady state" if setup else "")
+        + "); Nsight Compute replays each one")
     run = run_ncu(command, log_path=work / "ncu.log", program_log=work / "program.log", status_path=status,
                   timeout_s=options.timeout_s, env=_child_env(),
                   progress=(lambda done, kernel: progress(done, expected, kernel)) if progress else None)
@@ -123,7 +132,9 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
         "cache_control": "all (cold caches)", "clock_control": "none", "wall_s": run.wall_s,
         "ncu_warnings": run.log_tail,
         "counted_part": "rooflinectl.region blocks" if regions else (
-            "the whole script" if target.function is None else f"{target.iters} calls after {target.warmup} warm-up calls"),
+            "the whole script" + (f" (the table keeps its steady state, {data.summary.get('iterations_method')})"
+                                  if setup else "")
+            if target.function is None else f"{target.iters} calls after {target.warmup} warm-up calls"),
         "notes": notes,
     }
     return add_counters(data, keys, join, summary_info)

@@ -10,9 +10,10 @@ measured launches under each rule (NUMBERING_RULES) and keep the one that matche
 printed, so a different numbering costs coverage, never correctness.
 
 A launch is a LaunchKey: kernel name, grid, block, shared memory (from the profiler's trace)
-and the kernel-table row (group) it belongs to. Launch indices are positions in the counted
-launch sequence (kernels only, in launch order), the same sequence ncu sees between
-cudaProfilerStart and cudaProfilerStop in the child run.
+and the kernel-table row (group) it belongs to, -1 for a setup launch (outside the steady
+state: in no row). Launch indices are positions in the launch sequence (kernels only, in launch
+order) that ncu sees between cudaProfilerStart and cudaProfilerStop in the child run: setup
+launches included, since ncu numbers them too; only launches of table rows are planned.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class LaunchKey:
     grid: tuple[int, int, int] | None
     block: tuple[int, int, int] | None
     shared_memory: int | None
-    group: int  # kernel-table row
+    group: int  # kernel-table row; -1: setup, in no row
 
 
 _ANON = re.compile(r"\(anonymous namespace\)|<unnamed>")
@@ -72,15 +73,15 @@ def invocation_numbers(keys: list[LaunchKey], rule: str = PLAN_RULE) -> list[int
 
 def plan_numbers(keys: list[LaunchKey], eligible: list[bool], samples: int, rule: str = PLAN_RULE) -> list[int] | None:
     """Invocation numbers to ask ncu for so that every group has `samples` measured launches
-    among the eligible ones (a steady-state filter can pass only the launches it trusts);
-    None when samples <= 0: measure every launch."""
+    among the eligible ones (a filter can pass only the launches it trusts; setup launches,
+    group -1, are never planned); None when samples <= 0: measure every launch."""
     if samples <= 0:
         return None
     numbers = invocation_numbers(keys, rule)
     taken: dict[int, int] = {}
     wanted: set[int] = set()
     for launch, number, ok in zip(keys, numbers, eligible):
-        if ok and taken.get(launch.group, 0) < samples:
+        if ok and launch.group >= 0 and taken.get(launch.group, 0) < samples:
             taken[launch.group] = taken.get(launch.group, 0) + 1
             wanted.add(number)
     return sorted(wanted)
