@@ -22,7 +22,7 @@ from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.attribution.counters import CounterJoin, counters_by_row
-from rooflinectl.attribution.group import group_index, group_launches
+from rooflinectl.attribution.group import MAX_SEQUENCE, group_index, group_launches
 from rooflinectl.attribution.iterations import Iterations, find_iterations
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
 from rooflinectl.attribution.spans import merge_spans, span_index
@@ -42,7 +42,7 @@ MAX_ITERATION_TIMES = 1000  # per-iteration times kept in the summary
 def _placed_table(launches: pd.DataFrame, ceilings: Ceilings) -> tuple[pd.DataFrame, list[int], pd.Series]:
     """Kernel-table rows (KERNEL_COLUMNS order, by time), the launch sequence as row positions
     (first MAX_SEQUENCE), and every launch's row (index: the launches' index)."""
-    table, sequence = group_launches(launches)
+    table, _ = group_launches(launches)
     if table.empty:
         table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns", "correlation")] + ["calls"])
     placed = place_on_roofline(table, ceilings)
@@ -51,7 +51,7 @@ def _placed_table(launches: pd.DataFrame, ceilings: Ceilings) -> tuple[pd.DataFr
     order = placed.sort_values("time_s", ascending=False, kind="stable").index
     remap = {old: new for new, old in enumerate(order)}
     rows = group_index(launches).map(remap).set_axis(launches.index) if len(launches) else pd.Series([], dtype=int)
-    return placed.loc[order].reset_index(drop=True), [remap[i] for i in sequence], rows
+    return placed.loc[order].reset_index(drop=True), rows.head(MAX_SEQUENCE).tolist(), rows
 
 
 def _run_wall_s(trace: RawTrace) -> float:
