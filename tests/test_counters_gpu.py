@@ -39,3 +39,43 @@ def test_mlp_with_counters_validate_and_levels(tmp_path):
     assert report.exit_code == 0 and "| gemm |" in report.output, report.output
     chart = CliRunner().invoke(main, ["plot", str(out), "--levels", "-o", str(tmp_path / "levels.png")])
     assert chart.exit_code == 0, chart.output
+
+
+LOOP = """
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.GELU(), torch.nn.Linear(2048, 512)).cuda()
+x = torch.randn(64, 512, device="cuda")
+with torch.no_grad():
+    for _ in range(6):
+        y = model(x)
+print(float(y.sum()))
+"""
+
+
+def test_script_without_region_joins_the_whole_script_to_its_steady_state(tmp_path):
+    # no region: ncu sees the whole script (randn, the warm-up forward), the table holds the
+    # steady iterations; every launch measured (0) and one per group (1) must give the same rows
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP)
+    tables = {}
+    for samples in ("0", "1"):
+        out = tmp_path / f"loop{samples}.json"
+        result = CliRunner().invoke(main, ["profile", str(script), "-o", str(out), "--counters", "ncu",
+                                           "--ncu-samples", samples])
+        assert result.exit_code == 0, result.output
+        data = load_profile(out)
+        counters = data.summary["counters"]
+        assert counters["status"] == "measured", counters
+        assert data.summary["iterations_method"] == "module_forward" and data.summary["setup_launches"] > 0
+        print(f"samples {samples}:", counters["numbering_rule"], counters["launches_measured"], "of",
+              counters["launches_counted"], "| setup measured:", counters["setup_launches_measured"],
+              "| in window:", counters["launches_in_window"], "| notes:", counters["notes"])
+        k = data.kernels[~data.kernels["kernel"].str.startswith(("Memcpy", "Memset"))]
+        assert (k["measured_launches"] > 0).all(), k[["kernel", "measured_launches"]]
+        tables[samples] = k.set_index(["kernel", "op", "shapes"])
+    every = tables["0"]
+    assert int(every["measured_launches"].sum()) == int(every["calls"].sum())  # every steady launch measured
+    joined = tables["1"].join(every, rsuffix="_all")
+    assert joined["measured_flops"].to_numpy() == pytest.approx(joined["measured_flops_all"].to_numpy(), rel=1e-3)
