@@ -47,19 +47,22 @@ def single_or_count(noun: str) -> Callable[[pd.Series], str]:
 def aggregate(table: pd.DataFrame, keys: list[str], **named: tuple[str, Any]) -> pd.DataFrame:
     """The table's rows grouped by keys (NaN keys kept, first-seen order), one output row per group.
 
-    Sums time_s (and calls, roof_time_s where present), sums flops and bytes by the rule above,
-    combines cost_source; `named` adds or overrides pandas named aggregations. Key columns come
+    Sums time_s (and calls, roof_time_s, measured_launches where present), sums flops, bytes and
+    the measured counter columns by the rule above (a group with an unmeasured row has unknown
+    measured totals), combines cost_source; `named` adds or overrides pandas named aggregations. Key columns come
     back as columns (reset index).
     """
     spec: dict[str, tuple[str, Any]] = {"time_s": ("time_s", "sum")}
-    for column in ("calls",):
+    for column in ("calls", "measured_launches"):
         if column in table.columns:
             spec[column] = (column, "sum")
-    for column in ("flops", "bytes", "roof_time_s"):
+    for column in ("flops", "bytes", "roof_time_s", "measured_flops", "dram_bytes", "l2_bytes", "l1_bytes"):
         if column in table.columns:
             spec[column] = (column, sum_known)
     if "cost_source" in table.columns:
         spec["cost_source"] = ("cost_source", combined_cost_source)
+    if "measured_precision" in table.columns:
+        spec["measured_precision"] = ("measured_precision", single_or_count("precisions"))
     clocked = "sm_clock_mhz" in table.columns and "sm_clock_mhz" not in keys and "sm_clock_mhz" not in named
     if clocked:
         known = table["sm_clock_mhz"].notna()

@@ -4,7 +4,10 @@ Exit codes (also in the README):
   0  success
   1  findings at or above --fail-on (advise), regression (diff)
   2  usage or input error: missing script, bad file:function, unreadable or foreign profile
-  3  environment error: something the machine lacks (CUDA, NVML, triton) that the command needs
+  3  environment error: something the machine lacks (CUDA, NVML, triton, ncu, permission to read
+     GPU counters) that the command needs
+  4  `profile --counters ncu`: the counters could not be read or joined (replay timeout, the
+     program failed or launched other kernels under ncu); the analytic profile is still written
   A profiled script that fails keeps its own exit code.
 """
 
@@ -14,6 +17,7 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
+EXIT_COUNTERS = 4
 
 
 class RooflineError(Exception):
@@ -39,3 +43,9 @@ class EnvironmentProblem(RooflineError):
 
     exit_code = EXIT_ENVIRONMENT
 
+
+
+class CountersProblem(RooflineError):
+    """Nsight Compute ran but its counters could not be used (timeout, mismatch, failed run)."""
+
+    exit_code = EXIT_COUNTERS

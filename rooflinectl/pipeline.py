@@ -9,6 +9,7 @@ imported here.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -17,13 +18,16 @@ import pandas as pd
 
 from rooflinectl._version import __version__
 from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
+from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
-from rooflinectl.attribution.group import group_launches
+from rooflinectl.attribution.counters import CounterJoin, counters_by_row
+from rooflinectl.attribution.group import MAX_SEQUENCE, group_index, group_launches
 from rooflinectl.attribution.iterations import Iterations, find_iterations
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.steady import SteadyState, setup_figures, split_steady
+from rooflinectl.capture.ncu.sampling import LaunchKey
 from rooflinectl.capture.region import REGION_PREFIX
 from rooflinectl.capture.session import Capture
 from rooflinectl.capture.trace import RawTrace
@@ -35,17 +39,19 @@ from rooflinectl.schema import KERNEL_COLUMNS
 MAX_ITERATION_TIMES = 1000  # per-iteration times kept in the summary
 
 
-def _placed_table(launches: pd.DataFrame, ceilings: Ceilings) -> tuple[pd.DataFrame, list[int]]:
-    """Kernel-table rows (KERNEL_COLUMNS order, by time) and the launch sequence as row positions."""
-    table, sequence = group_launches(launches)
+def _placed_table(launches: pd.DataFrame, ceilings: Ceilings) -> tuple[pd.DataFrame, list[int], pd.Series]:
+    """Kernel-table rows (KERNEL_COLUMNS order, by time), the launch sequence as row positions
+    (first MAX_SEQUENCE), and every launch's row (index: the launches' index)."""
+    table, _ = group_launches(launches)
     if table.empty:
-        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns")] + ["calls"])
+        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns", "correlation")] + ["calls"])
     placed = place_on_roofline(table, ceilings)
     placed["rank"] = 0
     placed = placed[list(KERNEL_COLUMNS)]
     order = placed.sort_values("time_s", ascending=False, kind="stable").index
     remap = {old: new for new, old in enumerate(order)}
-    return placed.loc[order].reset_index(drop=True), [remap[i] for i in sequence]
+    rows = group_index(launches).map(remap).set_axis(launches.index) if len(launches) else pd.Series([], dtype=int)
+    return placed.loc[order].reset_index(drop=True), rows.head(MAX_SEQUENCE).tolist(), rows
 
 
 def _run_wall_s(trace: RawTrace) -> float:
@@ -89,13 +95,21 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
     iterations: the known count (function mode), or None to find them (script mode);
     iterations_mode: "auto", "none" (count the whole run) or N (the last N iterations found).
     """
+    return _analyse(trace, device_kind, metadata, ceilings, iterations, iterations_mode)[:3]
+
+
+def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
+             iterations: int | None, iterations_mode: str,
+             ) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """analyse_trace, plus every attributed launch (steady state and setup) in launch order with
+    its kernel-table row ("row"; -1 for a setup launch, which is in no row of the table)."""
     attributed = attribute(trace, device_kind, metadata)
     samples = device_samples(metadata)
-    launches = with_sm_clock(attributed.launches, samples)  # compute roofs follow the clock sampled
+    launches = with_sm_clock(attributed.launches, samples).reset_index(drop=True)  # compute roofs follow the clock sampled
     state, found, count = _steady_state(trace, launches, attributed.window_s, attributed.regions,
                                         iterations, iterations_mode)
-    placed, sequence = _placed_table(state.steady, ceilings)
-    setup_table, _ = _placed_table(state.setup, ceilings)
+    placed, sequence, rows = _placed_table(state.steady, ceilings)
+    setup_table, _, _ = _placed_table(state.setup, ceilings)
     summary = summarise(placed, state.steady, state.window_s, sequence, count or 1)
     summary["regions"] = attributed.regions
     summary["clocks"] = clock_summary(state.steady, samples, metadata, placed, ceilings)
@@ -116,12 +130,18 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
     overhead_s = metadata.get("profiler_overhead_per_op_s")
     if overhead_s is not None:
         summary["device_idle_unprofiled_s"] = max(summary["device_idle_s"] - summary["host_events"] * overhead_s, 0.0)
-    return placed, summary, setup_table
+    row = pd.Series(-1, index=launches.index, dtype=int)
+    row.loc[rows.index] = rows.astype(int)
+    return placed, summary, setup_table, launches.assign(row=row)
 
 
-def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_code: int | None = None,
-                 ceilings: Ceilings | None = None, iterations_mode: str = "auto") -> ProfileData:
-    """Build the profile of a finished capture (also of a failed run: what ran is kept).
+def build_profile(capture: Capture, *, command: list[str], completed: bool, exit_code: int | None = None,
+                  ceilings: Ceilings | None = None, iterations_mode: str = "auto") -> tuple[ProfileData, pd.DataFrame]:
+    """The profile of a finished capture (also of a failed run: what ran is kept), and every
+    attributed launch in launch order (attribution's LAUNCH_COLUMNS plus "row", the kernel-table
+    row of each, -1 for setup): what the counters tier plans and joins its measurements with.
+    Those are the launches the counters run sees (the regions, the function's calls, else the
+    whole script), a superset of the counted (steady-state) ones.
 
     iterations_mode: "auto" (find the loop's iterations when the run has no region and is not
     function mode), "none" (count the whole run), or N (count the last N iterations found)."""
@@ -141,6 +161,47 @@ def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_
     })
     trace = capture.trace or RawTrace(ops=[], kernels=[], launch_ts_ns={})
     known = metadata.get("iterations")
-    table, summary, setup = analyse_trace(trace, capture.device_kind, metadata, ceilings,
-                                          int(known) if known is not None else None, iterations_mode)
-    return ProfileData(kernels=table, ceilings=ceilings, metadata=metadata, summary=summary, setup_kernels=setup)
+    table, summary, setup, launches = _analyse(trace, capture.device_kind, metadata, ceilings,
+                                               int(known) if known is not None else None, iterations_mode)
+    data = ProfileData(kernels=table, ceilings=ceilings, metadata=metadata, summary=summary, setup_kernels=setup)
+    return data, launches
+
+
+def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_code: int | None = None,
+                 ceilings: Ceilings | None = None, iterations_mode: str = "auto") -> ProfileData:
+    """Build the profile of a finished capture (also of a failed run: what ran is kept); see build_profile."""
+    return build_profile(capture, command=command, completed=completed, exit_code=exit_code, ceilings=ceilings,
+                         iterations_mode=iterations_mode)[0]
+
+
+def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, info: dict[str, Any]) -> ProfileData:
+    """The profile with Nsight Compute's measurements (joined to launches by attribution.counters)
+    in the counter columns, and summary["counters"] saying what was measured and covered (keys:
+    the launches of ncu's window; only those of table rows, group >= 0, are counted work)."""
+    counted = sum(k.group >= 0 for k in keys)
+    measured_setup = sum(keys[p].group < 0 for p, _ in join.pairs)
+    table = apply_counters(data.kernels, counters_by_row(keys, join, data.kernels["calls"]), data.ceilings)
+    summary = dict(data.summary)
+    total_s = float(table["time_s"].sum())
+    measured = table["measured_launches"] > 0
+    known_s = float(table.loc[table["cost_source"] != "none", "time_s"].sum())
+    if total_s > 0:
+        summary["known_cost_time_share"] = known_s / total_s
+        summary["unknown_time_share"] = 1 - known_s / total_s
+    summary["counters"] = {
+        **info,
+        "status": "measured",
+        "launches_counted": counted,
+        "launches_measured": len(join.pairs) - measured_setup,
+        "launches_in_window": len(keys),
+        "setup_launches_measured": measured_setup,
+        "rows_measured": int(measured.sum()),
+        "rows": int(len(table)),
+        "time_share_measured": float(table.loc[measured, "time_s"].sum()) / total_s if total_s > 0 else None,
+        "numbering_rule": join.rule,
+        "unmatched": join.unmatched,
+        "notes": [*info.get("notes", []), *join.notes] + ([
+            f"{measured_setup} measured launches were setup (outside the steady state): left out of the table"]
+            if measured_setup else []),
+    }
+    return dataclasses.replace(data, kernels=table, summary=summary)

@@ -33,7 +33,7 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "bound": ("str", "memory, compute, latency or unknown"),
     "headroom_s": ("float", "time_s - roof_time_s: what reaching the roof would save"),
     "time_share": ("float", "time_s / total kernel time of the profile"),
-    "cost_source": ("str", "analytic, triton, inductor or none; mixed on re-aggregated rows; ncu reserved (see COST_SOURCES)"),
+    "cost_source": ("str", "where flops and bytes come from: analytic, triton, inductor, ncu (measured: the model had no formula) or none; mixed on re-aggregated rows"),
     "cost_note": ("str", "the formula used and its approximations"),
     "blocks": ("float", "median thread blocks per launch (GPU), NaN when unknown"),
     "threads_per_block": ("float", "median threads per block (GPU), NaN when unknown"),
@@ -43,6 +43,15 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "rank": ("int", "process rank for multi-GPU runs (0 otherwise)"),
     "sm_clock_mhz": ("float", "SM clock the group's kernels ran at, MHz: time-weighted mean of the NVML samples "
                               "over their launches (compute roofs scale with it); NaN when not sampled"),
+    # Counters (`profile --counters ncu`): what Nsight Compute measured, beside the analytic flops and
+    # bytes above; NaN (measured_launches 0) where no launch of the group was measured. A measured
+    # launch's counters are applied to every launch of its group (same kernel, op, shapes, dtype).
+    "measured_flops": ("float", "executed floating-point operations of all calls (ncu: tensor-core ops + CUDA-core add + mul + 2 x fma, packed half ops x2)"),
+    "dram_bytes": ("float", "DRAM bytes read + written of all calls, measured with cold caches (ncu flushes them before each replay)"),
+    "l2_bytes": ("float", "L2 traffic of all calls, bytes (ncu lts__t_bytes)"),
+    "l1_bytes": ("float", "L1/TEX traffic of all calls, bytes (ncu l1tex__t_bytes)"),
+    "measured_precision": ("str", "roof key (unit.precision, e.g. tensor.bf16) of most of the measured FLOPs, '' when none"),
+    "measured_launches": ("int", "launches of the group that Nsight Compute measured (0: no counters for this row)"),
 }
 
 # The vocabularies of the columns above (tests check that the pipeline produces no other value).
@@ -51,8 +60,9 @@ OP_FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", 
                "optimizer", "other")
 ORIGINS = ("aten", "triton", "inductor", "library", "other")
 # "mixed": a row that sums rows of several known sources (show --by op|module, diff's matched
-# groups; rooflinectl/aggregate.py). "ncu": reserved for the Nsight Compute counters tier
-# (not produced yet).
+# groups; rooflinectl/aggregate.py). "ncu": flops and bytes measured by Nsight Compute because the
+# cost model had no formula for the row (rows the model covers keep their analytic cost and carry
+# the counters in the measured columns).
 COST_SOURCES = ("analytic", "triton", "inductor", "mixed", "ncu", "none")
 
 # Whole-run figures stored in the profile's "summary" (None where they do not apply).
@@ -97,4 +107,11 @@ SUMMARY_KEYS: dict[str, str] = {
               "other_processes {count, used_bytes, sm_util_max_pct}; roof_shifts (per compute roof: its clock, "
               "the kernels' clock, peak_change, the peak at the kernels' clock, attainable_change, notable: "
               "moved more than 3%)",
+    "counters": "what the counters tier did (`profile --counters`): status, tool, launches measured, groups and time covered, or why not",
+}
+
+# Columns of the counters tier, and the value a row without counters carries in each.
+COUNTER_COLUMNS: dict[str, object] = {
+    "measured_flops": float("nan"), "dram_bytes": float("nan"), "l2_bytes": float("nan"),
+    "l1_bytes": float("nan"), "measured_precision": "", "measured_launches": 0,
 }

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-import shutil
 import sys
 
 import pytest
@@ -27,14 +26,26 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _ncu_found() -> bool:
+    """The lookup `profile --counters ncu` itself uses (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)."""
+    from rooflinectl.capture.ncu.command import find_ncu
+    from rooflinectl.errors import EnvironmentProblem
+
+    try:
+        find_ncu()
+    except EnvironmentProblem:
+        return False
+    return True
+
+
 def _missing(marker: str) -> str | None:
     """Why tests with this marker cannot run here, or None when they can."""
     if marker == "gpu" and not _cuda_available():
         return "needs a CUDA GPU (torch.cuda.is_available() is False)"
     if marker == "triton" and importlib.util.find_spec("triton") is None:
         return "needs triton (pip install triton)"
-    if marker == "ncu" and shutil.which("ncu") is None:
-        return "needs Nsight Compute: `ncu` is not on PATH"
+    if marker == "ncu" and not _ncu_found():
+        return "needs Nsight Compute: no `ncu` on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin"
     return None
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 
 from rooflinectl.analysis.transfers import level_roof, memory_level
 from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.schema import COUNTER_COLUMNS
 
 ABOVE_ROOF = 1.05
 LAUNCH_CONFIG_COLUMNS = ("registers_per_thread", "shared_bytes_per_block")
@@ -52,13 +53,17 @@ def _peaks(table: pd.DataFrame, ceilings: Ceilings) -> np.ndarray:
 
 def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     """Add intensity, achieved, attainable, roof_time_s, efficiency, bound, headroom, share (and
-    sm_clock_mhz, registers_per_thread, shared_bytes_per_block as NaN where the table lacks them)."""
+    sm_clock_mhz, registers_per_thread, shared_bytes_per_block as NaN where the table lacks them, the
+    counter columns empty where it has no counters)."""
     out = table.copy()
     if "sm_clock_mhz" not in out.columns:
         out["sm_clock_mhz"] = np.nan  # not sampled: the roofs stay at their own clock
     for name in LAUNCH_CONFIG_COLUMNS:
         if name not in out.columns:
             out[name] = np.nan  # a CPU table, or a profile written before the trace's were kept
+    for name, empty in COUNTER_COLUMNS.items():
+        if name not in out.columns:
+            out[name] = empty
     roofs = {level: level_roof(ceilings, level)[1].value for level in {memory_level(k) for k in out["kernel"]}}
     bandwidth = np.array([roofs[memory_level(k)] for k in out["kernel"]], dtype=float)
     floor_s = ceilings.kernel_floor_s.value

@@ -27,7 +27,7 @@ def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
     """Aggregate launches (rooflinectl.aggregate: one NaN rule); returns the table (ordered by
     first launch) and the launch sequence as row positions in that table (first MAX_SEQUENCE)."""
     if launches.empty:
-        return launches.drop(columns=["start_ns", "end_ns", "launch_ns"]).assign(calls=[]), []
+        return launches.drop(columns=["start_ns", "end_ns", "launch_ns", "correlation"], errors="ignore").assign(calls=[]), []
     keyed = launches.reset_index(drop=True)
     table = aggregate(
         keyed, GROUP_KEY,
@@ -44,6 +44,10 @@ def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
         unit=("unit", "first"),
         precision=("precision", "first"),
     )
-    # ngroup numbers groups in first-seen order, the order of the table's rows
-    sequence = keyed.groupby(GROUP_KEY, sort=False, dropna=False).ngroup().head(MAX_SEQUENCE).tolist()
+    sequence = group_index(keyed).head(MAX_SEQUENCE).tolist()
     return table, sequence
+
+
+def group_index(launches: pd.DataFrame) -> pd.Series:
+    """Each launch's row in group_launches' table (groups numbered in first-seen order)."""
+    return launches.reset_index(drop=True).groupby(GROUP_KEY, sort=False, dropna=False).ngroup()

@@ -51,7 +51,7 @@ COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's p
 LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
                   "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block",
                   "registers_per_thread", "shared_bytes_per_block", "unit",
-                  "precision", "start_ns", "end_ns", "launch_ns"]
+                  "precision", "start_ns", "end_ns", "launch_ns", "correlation"]
 
 
 @dataclass
@@ -207,6 +207,7 @@ class _Launch:
     threads_per_block: float = math.nan
     registers_per_thread: float = math.nan
     shared_bytes_per_block: float = math.nan
+    correlation: int = -1  # the trace's id of the launch (GPU), -1 on CPU
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,7 @@ def _record(launch: _Launch, how: _Attribution, metadata: dict[str, Any]) -> dic
         "registers_per_thread": launch.registers_per_thread, "shared_bytes_per_block": launch.shared_bytes_per_block,
         "unit": unit, "precision": precision,
         "start_ns": launch.start_ns, "end_ns": launch.end_ns, "launch_ns": launch.launch_ns,
+        "correlation": launch.correlation,
     }
 
 
@@ -316,7 +318,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
         threads = float(math.prod(k.block)) if k.block else math.nan
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
         launch = _Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
-                         _known(k.registers_per_thread), _known(k.shared_memory))
+                         _known(k.registers_per_thread), _known(k.shared_memory), k.correlation)
         replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
         if k.category != "kernel":
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")

@@ -34,6 +34,9 @@ UNKNOWN_DRAM_GUESS_BYTES_PER_S = 1e12
 CPU_FP32_FLOP_PER_CLOCK = 32
 CPU_CLOCK_GUESS_HZ = 2.5e9
 CPU_DRAM_GUESS_BYTES_PER_S = 20e9
+# L1 load bandwidth per SM per clock on Volta to Hopper (NVIDIA's architecture whitepapers give
+# 128 bytes/clock for the L1/shared-memory data path): the L1 estimate until --measure runs.
+L1_BYTES_PER_CLOCK_PER_SM = 128
 _SPEC_SOURCES = ("spec", "spec-clock-scaled")
 
 
@@ -86,7 +89,13 @@ def gpu_spec_ceilings(info: GpuInfo) -> Ceilings:
                     "placeholder: neither the spec table nor the clocks could say; run --measure")
         missing.append("DRAM bandwidth unknown: a 1 TB/s placeholder is used")
     memory = {"dram": dram, "host_pinned": host_link_roof(info, spec)}
+    levels: dict[str, dict[str, Any]] = {}
+    if sms and clock_hz:
+        levels["l1"] = _roof_dict(Roof(sms * L1_BYTES_PER_CLOCK_PER_SM * clock_hz, "estimate",
+                                       f"{sms} SMs x {L1_BYTES_PER_CLOCK_PER_SM} B/clk x {clock_hz / 1e6:.0f} MHz; "
+                                       "run `rooflinectl ceilings --measure`"))
     details: dict[str, Any] = {
+        "level_estimates": levels,  # memory levels without a spec figure, for the hierarchical chart
         "device": info.to_dict(),
         "spec_entry": spec.name if spec else None,
         "spec_source_url": spec.source if spec else None,

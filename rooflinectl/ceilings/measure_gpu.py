@@ -16,7 +16,16 @@ from collections.abc import Callable
 from typing import Any
 
 from rooflinectl.ceilings.detect import GpuInfo, nvml_snapshot
-from rooflinectl.ceilings.gpu_kernels import FMA_BLOCK, READ_BLOCK, fma_flops, triton_kernels
+from rooflinectl.ceilings.gpu_kernels import (
+    FMA_BLOCK,
+    L1_BLOCK,
+    L1_STRIDE,
+    L1_WINDOW,
+    READ_BLOCK,
+    fma_flops,
+    l1_bytes,
+    triton_kernels,
+)
 from rooflinectl.ceilings.measurement import Measurement
 
 GIB = 1 << 30
@@ -183,6 +192,31 @@ def measure_peer(info: GpuInfo) -> list[Measurement]:
                         "" if peer else "no peer access: the copy goes through host memory")]
 
 
+L1_ITERS = 4096
+L1_PROGRAMS_PER_SM = 8
+
+
+def measure_l1(info: GpuInfo) -> list[Measurement]:
+    """Each program re-reads an 8 KiB chunk of its own (Triton, cached loads): the L1 roof of the
+    hierarchical roofline. Needs triton; ncu's l1tex__t_bytes counts the same loads."""
+    import torch
+
+    kernels = triton_kernels()
+    if kernels is None:
+        return [Measurement("l1.read", None, "bytes/s", note="not measured: needs triton (pip install triton)")]
+    programs = (info.sms or 100) * L1_PROGRAMS_PER_SM
+    x = torch.rand(programs * L1_WINDOW, device="cuda")
+    out = torch.empty(programs * L1_BLOCK, device="cuda")
+
+    def fn(i: int) -> None:
+        kernels.l1[(programs,)](x, out, L1_STRIDE, ITERS=L1_ITERS, WINDOW=L1_WINDOW, BLOCK=L1_BLOCK, num_warps=4)
+
+    t, reps, clocks = time_cuda(fn, index=info.index)
+    return [Measurement("l1.read", l1_bytes(programs, L1_ITERS) / t, "bytes/s",
+                        f"Triton re-read of an {L1_WINDOW * 4 // 1024} KiB chunk per program, {programs} programs x "
+                        f"{L1_ITERS} passes, median of {reps}", "", clocks)]
+
+
 def _gemm_case(precision: str, m: int, n: int, k: int) -> Callable[[int], Any]:
     import torch
 
@@ -323,6 +357,7 @@ def gpu_steps(info: GpuInfo) -> list[tuple[str, Callable[[], list[Measurement]]]
         ("launch latency", lambda: measure_launch(info)),
         ("DRAM bandwidth", lambda: measure_dram(info)),
         ("L2 bandwidth", lambda: measure_l2(info)),
+        ("L1 bandwidth", lambda: measure_l1(info)),
         ("host link", lambda: measure_host_link(info)),
         ("peer GPU link", lambda: measure_peer(info)),
         ("CUDA-core fp32", lambda: [measure_fma(info, "fp32")]),

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Measurement keys and the roof each one feeds. Memory: "dram.read|copy|write", "l2.read", and the
-# host link "host.htod_pinned|dtoh_pinned" (pinned memory), "host.htod_pageable|dtoh_pageable"
+# Measurement keys and the roof each one feeds. Memory: "dram.read|copy|write", "l2.read", "l1.read",
+# and the host link "host.htod_pinned|dtoh_pinned" (pinned memory), "host.htod_pageable|dtoh_pageable"
 # (pageable: staged by the driver), "host.peer" (GPU to GPU). Compute: the Ceilings keys
 # ("tensor.bf16", "simt.fp32", ...). Latency: "launch.*".
 MEMORY_LEVEL_OF = {
     "dram.read": "dram", "dram.copy": "dram", "dram.write": "dram", "dram.triad": "dram",
-    "l2.read": "l2",
+    "l2.read": "l2", "l1.read": "l1",
     "host.htod_pinned": "host_pinned", "host.dtoh_pinned": "host_pinned",
     "host.htod_pageable": "host_pageable", "host.dtoh_pageable": "host_pageable",
     "host.peer": "peer",

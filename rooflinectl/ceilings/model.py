@@ -40,6 +40,14 @@ class Ceilings:
     def dram(self) -> Roof:
         return self.memory_bytes_per_s["dram"]
 
+    def memory_roof(self, level: str) -> Roof | None:
+        """The roof of one memory level: measured or spec, else the estimate build.py left in
+        details["level_estimates"] (L1 from SMs x bytes per clock), else None."""
+        if level in self.memory_bytes_per_s:
+            return self.memory_bytes_per_s[level]
+        estimate = self.details.get("level_estimates", {}).get(level)
+        return Roof(**estimate) if isinstance(estimate, dict) else None
+
     def compute_roof_key(self, unit: str, precision: str) -> str | None:
         """Which compute roof work of one precision on one unit is held against.
 

@@ -18,6 +18,7 @@ COMMANDS: tuple[str, ...] = (
     "advise_cmd",
     "diff_cmd",
     "kernels_cmd",
+    "validate_cmd",
 )
 
 
@@ -38,8 +39,8 @@ def main() -> None:
     """Roofline profiler and advisor for PyTorch and Triton code.
 
     Exit codes: 0 ok; 1 findings or regression at the level asked (advise, diff);
-    2 usage or input error; 3 something the machine lacks; a profiled script that fails
-    keeps its own exit code.
+    2 usage or input error; 3 something the machine lacks; 4 counters that could not be read
+    (profile --counters ncu); a profiled script that fails keeps its own exit code.
     """
 
 

@@ -11,7 +11,8 @@ from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 
 
 def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color_by: str, filter_regex: str | None,
-               title: str | None, dpi: float, terminal: bool, clocks: bool = False) -> list[str]:
+               title: str | None, dpi: float, terminal: bool, clocks: bool = False,
+               levels: bool = False) -> list[str]:
     """Load one or two profiles and write the chart; returns the lines to tell the user."""
     from rooflinectl.outputs.plot import SUPPORTED_EXTENSIONS, plot_profile, save_figure
 
@@ -26,6 +27,8 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
         raise UsageError("--top must be 0 or more.")
     if clocks and (len(paths) == 2 or output is None):
         raise UsageError("--clocks draws the clock strip under one profile's chart: give one profile and -o FILE.")
+    if levels and (len(paths) == 2 or terminal or clocks):
+        raise UsageError("--levels draws one profile with counters, as a chart file (-o), without --terminal or --clocks.")
     data = [load_profile(p) for p in paths]
     messages: list[str] = []
     if terminal:
@@ -38,7 +41,11 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
         console = Console()
         console.print(render_terminal(data[0], width=min(console.width, 140), height=22, top=top))
     if output is not None:
-        if len(data) == 2:
+        if levels:
+            from rooflinectl.outputs.plot_levels import plot_levels
+
+            fig = plot_levels(data[0], top=top, filter_regex=filter_regex, title=title, dpi=dpi)
+        elif len(data) == 2:
             from rooflinectl.outputs.plot_compare import plot_comparison
 
             names = (_short_name(paths[0]), _short_name(paths[1]))
@@ -69,8 +76,10 @@ def _short_name(path: str) -> str:
 @click.option("--dpi", type=float, default=120, show_default=True, help="Resolution of PNG output.")
 @click.option("--terminal", is_flag=True, help="Draw a coarse roofline in the terminal (for SSH sessions).")
 @click.option("--clocks", is_flag=True, help="Add a strip under the chart: SM clock and power over the run (NVML).")
+@click.option("--levels", is_flag=True,
+              help="Hierarchical roofline from counters: one point per memory level (DRAM, L2, L1) per group.")
 def command(profiles: tuple[str, ...], output: str | None, top: int, color_by: str, filter_regex: str | None,
-            title: str | None, dpi: float, terminal: bool, clocks: bool) -> None:
+            title: str | None, dpi: float, terminal: bool, clocks: bool, levels: bool) -> None:
     """Roofline chart of PROFILE (default: ./rooflinectl.profile.json); with two, BEFORE -> AFTER arrows.
 
     Point area is the group's share of kernel time, colour what bounds it, marker its precision;
@@ -78,7 +87,7 @@ def command(profiles: tuple[str, ...], output: str | None, top: int, color_by: s
     """
     try:
         for line in plot_files(profiles, output, top=top, color_by=color_by, filter_regex=filter_regex,
-                               title=title, dpi=dpi, terminal=terminal, clocks=clocks):
+                               title=title, dpi=dpi, terminal=terminal, clocks=clocks, levels=levels):
             click.echo(line)
     except RooflineError as exc:  # the group does this too; here so the command stands alone
         click.echo(f"rooflinectl: {exc}", err=True)

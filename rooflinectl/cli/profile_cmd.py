@@ -10,10 +10,17 @@ from rooflinectl.capture.runner import run_function, run_script, split_target
 from rooflinectl.capture.session import save_capture
 from rooflinectl.ceilings import resolve_device_kind
 from rooflinectl.cli.common import console
+from rooflinectl.cli.profile_counters import (
+    COUNTER_MODES,
+    CounterOptions,
+    Target,
+    counters_line,
+    counters_phase,
+)
 from rooflinectl.errors import UsageError
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, save_profile
 from rooflinectl.outputs.table import render_profile
-from rooflinectl.pipeline import profile_data
+from rooflinectl.pipeline import build_profile
 
 
 class IterationsMode(click.ParamType):
@@ -45,13 +52,30 @@ class IterationsMode(click.ParamType):
 @click.option("--save-trace", type=click.Path(dir_okay=False), default=None,
               help="also write the raw events (gzipped JSON) for re-analysis and test data")
 @click.option("-q", "--quiet", is_flag=True, help="write the profile, print no table")
+@click.option("--counters", type=click.Choice(COUNTER_MODES), default="none", show_default=True,
+              help="ncu: run the program again under Nsight Compute and add measured FLOPs and DRAM/L2/L1 bytes "
+                   "(exit 3 or 4 when it cannot); auto: the same, or say why not and go on")
+@click.option("--ncu-samples", "samples", type=click.IntRange(min=0), default=1, show_default=True,
+              help="counters: launches measured per kernel group (0: every launch, as plain ncu does)")
+@click.option("--ncu-launch-count", "launch_count", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="counters: at most this many launches measured")
+@click.option("--ncu-launch-skip", "launch_skip", type=click.IntRange(min=0), default=0, show_default=True,
+              help="counters: measure no launch among the first N counted ones (e.g. a cold first iteration)")
+@click.option("--ncu-timeout", type=click.FloatRange(min=1), default=900, show_default=True,
+              help="counters: seconds before the ncu run is stopped")
+@click.option("--ncu", "ncu_path", default=None, help="counters: the ncu executable (default: PATH, $CUDA_HOME/bin)")
+@click.option("--ncu-report", type=click.Path(dir_okay=False), default=None,
+              help="counters: also keep ncu's own report (.ncu-rep) for Nsight Compute's UI")
 @click.pass_context
 def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, warmup: int, iters: int,
-            device: str, iterations_mode: str, top: int, save_trace: str | None, quiet: bool) -> None:
+            device: str, iterations_mode: str, top: int, save_trace: str | None, quiet: bool, counters: str,
+            samples: int, launch_count: int, launch_skip: int, ncu_timeout: float, ncu_path: str | None,
+            ncu_report: str | None) -> None:
     """Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
     Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
-    partial profile written, and rooflinectl exits with the script's own exit code.
+    partial profile written, and rooflinectl exits with the script's own exit code. With --counters the program runs a
+    second time, under Nsight Compute, after the profile is written.
     """
     path, function = split_target(target)
     if function is not None and script_args:
@@ -61,13 +85,28 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         outcome = run_script(path, list(script_args), device_kind)
     else:
         outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind)
-    data = profile_data(outcome.capture, command=["rooflinectl", *sys.argv[1:]], completed=outcome.completed,
-                        exit_code=outcome.exit_code, iterations_mode=iterations_mode)
+    data, launches = build_profile(outcome.capture, command=["rooflinectl", *sys.argv[1:]],
+                                   completed=outcome.completed, exit_code=outcome.exit_code,
+                                   iterations_mode=iterations_mode)
     save_profile(data, output)
     if save_trace and outcome.capture.trace is not None:
         save_capture(outcome.capture, save_trace)
+    problem = None
+    if counters != "none":
+        options = CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report)
+        where = Target(path, function, tuple(script_args), warmup, iters)
+        data, problem = counters_phase(data, launches, outcome.capture, where, options,
+                                       completed=outcome.completed, quiet=quiet)
+        save_profile(data, output)
     if not quiet:
         console().print(render_profile(data, data.kernels, top=top))
+        if counters != "none" and problem is None:
+            click.echo(counters_line(data.summary), err=True)
         click.echo(f"profile written to {output}" + ("" if outcome.completed else " (incomplete run)"), err=True)
     if outcome.exit_code:
         ctx.exit(outcome.exit_code)
+    if problem is not None:
+        if counters == "ncu":
+            raise problem
+        click.echo(f"rooflinectl: counters not read: {str(problem).rstrip('.')}; the profile holds analytic costs only.",
+                   err=True)

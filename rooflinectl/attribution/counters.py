@@ -1,0 +1,151 @@
+"""Join Nsight Compute's measured launches to the profiler's launches, then to kernel-table rows.
+
+Before: every attributed launch of the profiled run (pipeline.build_profile: LAUNCH_COLUMNS plus
+"row", the kernel-table row, -1 for setup), the trace (grid, block, shared memory per correlation
+id), and the launches ncu measured in a second run of the program, in the order it measured them.
+After: per table row, the measured columns of schema.COUNTER_COLUMNS.
+
+Rules:
+- Only GPU kernels are measured (ncu does not replay memcpy/memset); the sequence the join works
+  on is the kernel launches in launch order (correlation ids increase with launches) of the
+  window ncu sees: the regions, the function's calls, else the whole script. Without regions that
+  window holds setup too (weight upload, warm-up iterations): ncu numbers and may measure those
+  launches like any other, so they stay in the sequence (group -1) and the join maps positions over
+  all of them; only the measurements of kernel-table rows (the steady state) are kept.
+- The measured launches are matched to launch positions by predicting which invocations ncu
+  selected (capture/ncu/sampling.py) under each numbering rule, keeping the first prediction
+  that agrees with every measured launch's function name, grid and block (all of it, or a
+  prefix when ncu stopped early); if none agrees, each measured launch is aligned in order to
+  the next launch with the same function name, grid and block; if that leaves more than a tenth
+  of them unmatched, the runs launched different kernels and the join is refused.
+- A group's totals are the mean of its measured launches times its calls: launches of one group
+  run the same kernel on the same shapes, so they do the same work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from rooflinectl.capture.ncu.metrics import MeasuredLaunch
+from rooflinectl.capture.ncu.sampling import NUMBERING_RULES, LaunchKey, function_name, predict
+from rooflinectl.capture.trace import RawTrace
+from rooflinectl.errors import CountersProblem
+
+MAX_UNMATCHED_SHARE = 0.1
+
+
+@dataclass
+class CounterJoin:
+    pairs: list[tuple[int, MeasuredLaunch]]  # (position in the launch sequence, its measurement)
+    rule: str  # the numbering rule whose prediction matched, "every launch", or "aligned"
+    unmatched: int = 0  # measured launches that matched no launch
+    notes: list[str] = field(default_factory=list)
+
+
+def launch_keys(launches: pd.DataFrame, trace: RawTrace) -> list[LaunchKey]:
+    """The kernel launches (memcpy/memset left out) as LaunchKeys, in launch order; a setup
+    launch (row -1) keeps its place in the sequence with group -1."""
+    by_correlation: dict[int, deque] = defaultdict(deque)
+    for k in trace.kernels:
+        if k.category == "kernel":
+            by_correlation[k.correlation].append(k)
+    keys: list[tuple[int, LaunchKey]] = []
+    for correlation, row in zip(launches["correlation"], launches["row"]):
+        queue = by_correlation.get(int(correlation))
+        if not queue:
+            continue  # a memcpy/memset, or a CPU op
+        k = queue.popleft()
+        keys.append((int(correlation), LaunchKey(k.name, k.grid, k.block, k.shared_memory, int(row))))
+    keys.sort(key=lambda pair: pair[0])
+    return [key for _, key in keys]
+
+
+def same_launch(key: LaunchKey, measured: MeasuredLaunch) -> bool:
+    """The same kernel function with the same grid and block (unknown dimensions are not held against it)."""
+    if function_name(key.name) != function_name(measured.name):
+        return False
+    return all(a is None or b is None or tuple(a) == tuple(b)
+               for a, b in ((key.grid, measured.grid), (key.block, measured.block)))
+
+
+def join_measurements(keys: list[LaunchKey], measured: list[MeasuredLaunch], numbers: list[int] | None,
+                      launch_count: int | None = None) -> CounterJoin:
+    """Pair each measured launch with its launch position (rules in the module docstring)."""
+    if not measured:
+        raise CountersProblem("ncu measured no kernel launch: nothing to join.")
+    if numbers is None:  # every launch: no numbering to guess
+        predictions = {"every launch": predict(keys, None, "config", launch_count)}
+    else:
+        predictions = {rule: predict(keys, numbers, rule, launch_count) for rule in NUMBERING_RULES}
+    for prefix_ok in (False, True):
+        for rule, positions in predictions.items():
+            if len(positions) < len(measured) or (not prefix_ok and len(positions) != len(measured)):
+                continue
+            if all(same_launch(keys[p], m) for p, m in zip(positions, measured)):
+                notes = [] if len(positions) == len(measured) else [
+                    f"ncu stopped after {len(measured)} of the {len(positions)} launches expected"]
+                return CounterJoin(list(zip(positions, measured)), rule, 0, notes)
+    return _aligned(keys, measured)
+
+
+def _aligned(keys: list[LaunchKey], measured: list[MeasuredLaunch]) -> CounterJoin:
+    pairs: list[tuple[int, MeasuredLaunch]] = []
+    position = 0
+    unmatched = 0
+    for m in measured:
+        found = next((p for p in range(position, len(keys)) if same_launch(keys[p], m)), None)
+        if found is None:
+            unmatched += 1
+            continue
+        pairs.append((found, m))
+        position = found + 1
+    if not pairs or unmatched > MAX_UNMATCHED_SHARE * len(measured):
+        first = next((m.name for m in measured if not any(same_launch(k, m) for k in keys)), measured[0].name)
+        raise CountersProblem(
+            f"The {len(measured)} launches ncu measured do not line up with the {len(keys)} kernel launches the "
+            f"profiler counted ({unmatched} match none, e.g. {function_name(first)!r}): the program launched other "
+            "kernels in its second run (autotuning, random control flow, torch.compile recompiling); make the run "
+            "deterministic (fixed seeds, warm-up outside rooflinectl.region) and profile again.")
+    notes = [f"ncu's launch selection matched no prediction; {len(pairs)} launches aligned by kernel and launch "
+             f"configuration" + (f", {unmatched} left unmatched" if unmatched else "")]
+    return CounterJoin(pairs, "aligned", unmatched, notes)
+
+
+def counters_by_row(keys: list[LaunchKey], join: CounterJoin, calls: pd.Series) -> pd.DataFrame:
+    """The measured columns per table row (index: row position), for rows with measurements:
+    the mean of the row's measured launches, times its calls. Measured setup launches are left out."""
+    per_row: dict[int, list[MeasuredLaunch]] = defaultdict(list)
+    for position, m in join.pairs:
+        if keys[position].group >= 0:
+            per_row[keys[position].group].append(m)
+    records = {}
+    for row, items in per_row.items():
+        n = len(items)
+        scale = float(calls.iloc[row]) / n
+        by_roof: dict[str, float] = defaultdict(float)
+        for m in items:
+            for roof, value in m.flops_by_roof.items():
+                by_roof[roof] += value
+        total = MeasuredLaunch("", None, None, math.nan, dict(by_roof))
+        records[row] = {
+            "measured_flops": total.flops * scale,
+            "dram_bytes": _sum(m.dram_bytes for m in items) * scale,
+            "l2_bytes": _sum(m.l2_bytes for m in items) * scale,
+            "l1_bytes": _sum(m.l1_bytes for m in items) * scale,
+            "measured_precision": total.main_roof,
+            "measured_launches": n,
+        }
+    return pd.DataFrame.from_dict(records, orient="index")
+
+
+def _sum(values) -> float:
+    total = 0.0
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return math.nan
+        total += float(v)
+    return total

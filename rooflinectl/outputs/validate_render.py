@@ -1,0 +1,117 @@
+"""`rooflinectl validate` output: analytic against measured, as a rich table, markdown, CSV or JSON.
+
+Renders only: the ratios and the agreement come from analysis/validate.py. Strings that came
+from a trace (kernel names, shapes) are escaped for the medium (rich markup, markdown pipes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+from rich.console import Group
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from rooflinectl.outputs.plot_names import shorten_kernel_name
+from rooflinectl.units import percent, seconds, si
+
+
+def _ratio(value: Any) -> str:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if math.isnan(value) else f"{value:.3g}"
+
+
+def _agree(value: Any) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else ("yes" if value else "NO")
+
+
+def headline(summary: dict[str, Any], agreement: dict[str, Any]) -> list[str]:
+    """What was compared: counters coverage and bound agreement, one line each."""
+    c = summary.get("counters") or {}
+    lines = [f"counters: ncu {c.get('ncu_version', '?')}, {c.get('launches_measured', '?')} of "
+             f"{c.get('launches_counted', '?')} launches measured ({c.get('rows_measured', '?')} of "
+             f"{c.get('rows', '?')} groups, {percent(c.get('time_share_measured'))} of kernel time); "
+             "DRAM bytes are cold-cache (ncu flushes caches before each replay)"]
+    lines.append(f"compared: {percent(agreement.get('compared_time_share'))} of kernel time; bound (memory/compute) "
+                 f"agrees on {percent(agreement.get('agree_time_share'))} of the time both classify "
+                 f"({percent(agreement.get('classified_time_share'))} of kernel time; the rest is latency-bound)")
+    lines.append("ratios are analytic / measured: 1 = exact; under 1 the model counts less than the hardware did")
+    return lines
+
+
+def family_table(families: pd.DataFrame) -> Table:
+    grid = Table(title="By op family", title_justify="left", header_style="bold", pad_edge=False)
+    for name in ("family", "groups", "time", "FLOPs", "measured", "ratio", "bytes", "DRAM", "ratio ", "bound agrees"):
+        grid.add_column(name, justify="left" if name == "family" else "right")
+    for r in families.itertuples(index=False):
+        grid.add_row(escape(str(r.op_family)), str(r.groups), seconds(r.time_s), si(r.flops, "FLOP"),
+                     si(r.measured_flops, "FLOP"), _ratio(r.flops_ratio), si(r.bytes, "B"), si(r.dram_bytes, "B"),
+                     _ratio(r.bytes_ratio), percent(r.agree_time_share))
+    return grid
+
+
+def kernel_rows_table(rows: pd.DataFrame, top: int) -> Table:
+    grid = Table(title="By kernel group (largest time first)", title_justify="left", header_style="bold",
+                 pad_edge=False)
+    for name in ("share", "FLOPs", "measured", "ratio", "bytes", "DRAM", "ratio ", "L2", "L1", "roof → ran on",
+                 "bound → measured", "kernel", "op · shapes"):
+        grid.add_column(name, justify="right" if name not in ("kernel", "op · shapes", "roof → ran on", "bound → measured")
+                        else "left", overflow="fold")
+    for r in rows.head(top).itertuples(index=False):
+        bound = f"{r.bound} → {r.measured_bound}" + ("" if r.agree is not False else " [red]✗[/]")
+        grid.add_row(percent(r.time_share), si(r.flops, "FLOP"), si(r.measured_flops, "FLOP"), _ratio(r.flops_ratio),
+                     si(r.bytes, "B"), si(r.dram_bytes, "B"), _ratio(r.bytes_ratio), si(r.l2_bytes, "B"),
+                     si(r.l1_bytes, "B"), escape(f"{r.analytic_roof} → {r.measured_precision or 'no FLOPs'}"), bound,
+                     escape(shorten_kernel_name(str(r.kernel), 40)), escape(f"{r.op} · {r.shapes}"))
+    return grid
+
+
+def render_validate(summary: dict[str, Any], rows: pd.DataFrame, families: pd.DataFrame,
+                    agreement: dict[str, Any], top: int) -> Group:
+    return Group(Text("\n".join(headline(summary, agreement))), family_table(families), kernel_rows_table(rows, top))
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def validate_markdown(summary: dict[str, Any], rows: pd.DataFrame, families: pd.DataFrame,
+                      agreement: dict[str, Any], top: int) -> str:
+    out = ["## rooflinectl validate: analytic against measured", ""]
+    out += [f"- {line}" for line in headline(summary, agreement)] + [""]
+    out += ["| family | groups | time | FLOPs | measured | ratio | bytes | DRAM bytes | ratio | bound agrees |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in families.itertuples(index=False):
+        out.append(f"| {_md(r.op_family)} | {r.groups} | {seconds(r.time_s)} | {si(r.flops, 'FLOP')} | "
+                   f"{si(r.measured_flops, 'FLOP')} | {_ratio(r.flops_ratio)} | {si(r.bytes, 'B')} | "
+                   f"{si(r.dram_bytes, 'B')} | {_ratio(r.bytes_ratio)} | {percent(r.agree_time_share)} |")
+    out += ["", "| share | op · shapes | kernel | FLOPs ratio | bytes ratio | L2 / DRAM | bound → measured |",
+            "|---:|---|---|---:|---:|---:|---|"]
+    for r in rows.head(top).itertuples(index=False):
+        l2 = r.l2_bytes / r.dram_bytes if r.dram_bytes and r.dram_bytes > 0 else math.nan
+        out.append(f"| {percent(r.time_share)} | {_md(r.op)} · {_md(r.shapes)} | `{_md(shorten_kernel_name(str(r.kernel), 48))}` | "
+                   f"{_ratio(r.flops_ratio)} | {_ratio(r.bytes_ratio)} | {_ratio(l2)} | {r.bound} → {r.measured_bound} |")
+    return "\n".join(out) + "\n"
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    records = frame.to_dict(orient="records")
+    for record in records:
+        for key, value in record.items():
+            if hasattr(value, "item"):
+                value = value.item()
+            record[key] = None if isinstance(value, float) and not math.isfinite(value) else value
+    return records
+
+
+def validate_json(summary: dict[str, Any], rows: pd.DataFrame, families: pd.DataFrame, agreement: dict[str, Any]) -> str:
+    counters = {k: v for k, v in (summary.get("counters") or {}).items() if k != "command"}
+    return json.dumps({"counters": counters, "agreement": agreement, "families": _records(families),
+                       "kernels": _records(rows)}, indent=1, allow_nan=False, default=str)

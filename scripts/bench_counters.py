@@ -1,0 +1,118 @@
+"""Speed of the counters tier: sampled ncu (one launch per kernel group) against plain ncu (every
+launch, same metrics), on a GPT-2 small forward region of about 1,000 launches (GPU machine).
+
+python scripts/bench_counters.py OUT_DIR [--iters 5] [--plain-launches 250 | --plain-all]
+
+One analytic capture (function mode), then the program again under ncu several times, each with
+the same metrics and the same counted region (cudaProfilerStart/Stop around the iterations):
+- program alone (no ncu): W0;
+- sampled (rooflinectl's default): Ws;
+- plain ncu on the first launch only: W1 (ncu start-up and the program's own run);
+- plain ncu on the first K launches: WK (K = --plain-launches, or every launch with --plain-all).
+Plain ncu on every launch is WK itself with --plain-all; otherwise W1 + (N - 1) x (WK - W1) / (K - 1),
+the per-launch replay cost measured on K launches applied to all N (the formula is printed with
+its inputs). Writes bench_counters.json, bench_counters.md and gpt2.profile.json (the sampled
+profile) into OUT_DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = ROOT / "scripts" / "counters_gpt2.py"
+
+
+def program_alone_s(iters: int, warmup: int) -> float:
+    status = Path(tempfile.mkdtemp()) / "status.json"
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "rooflinectl.capture.ncu.child", "--status", str(status), "function",
+                    str(TARGET), "forward", "--warmup", str(warmup), "--iters", str(iters)], check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--plain-launches", type=int, default=250)
+    p.add_argument("--plain-all", action="store_true")
+    args = p.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    import torch
+
+    from rooflinectl.attribution.counters import launch_keys
+    from rooflinectl.capture.runner import run_function
+    from rooflinectl.cli.profile_counters import CounterOptions, Target, collect_counters
+    from rooflinectl.outputs.profile_file import save_profile
+    from rooflinectl.pipeline import build_profile
+
+    outcome = run_function(TARGET, "forward", warmup=args.warmup, iters=args.iters, device_kind="cuda")
+    if not outcome.completed:
+        sys.exit("the GPT-2 target failed (is transformers installed?)")
+    data, launches = build_profile(outcome.capture, command=["bench_counters"], completed=True, exit_code=0)
+    n = sum(k.group >= 0 for k in launch_keys(launches, outcome.capture.trace))  # counted (function mode: all)
+    target = Target(TARGET, "forward", (), args.warmup, args.iters)
+
+    def run(samples: int, launch_count: int | None):
+        result = collect_counters(data, launches, outcome.capture, target,
+                                  CounterOptions("ncu", samples=samples, launch_count=launch_count, timeout_s=900),
+                                  lambda line: print(line, flush=True))
+        return result, result.summary["counters"]
+
+    w0 = program_alone_s(args.iters, args.warmup)
+    sampled, s = run(1, None)
+    save_profile(sampled, out / "gpt2.profile.json")
+    _, one = run(0, 1)
+    k = n if args.plain_all else min(args.plain_launches, n)
+    _, plain = run(0, k)
+    w1, wk, ws = one["wall_s"], plain["wall_s"], s["wall_s"]
+    per_launch = (wk - w1) / max(k - 1, 1)
+    plain_all = wk if k == n else w1 + (n - 1) * per_launch
+    record = {
+        "device": torch.cuda.get_device_name(), "date": dt.date.today().isoformat(), "ncu": s.get("ncu_version"),
+        "workload": f"GPT-2 small forward (12 layers, width 768, batch 4, seq 512, bf16), {args.iters} forwards "
+                    f"after {args.warmup} warm-up",
+        "launches_in_region": n, "groups": s["rows_measured"], "launches_measured_sampled": s["launches_measured"],
+        "program_alone_s": w0, "sampled_wall_s": ws, "plain_first_launch_wall_s": w1,
+        "plain_launches_measured": k, "plain_k_wall_s": wk, "plain_per_launch_s": per_launch,
+        "plain_all_wall_s": plain_all, "plain_all_measured": k == n,
+        "ratio_wall": ws / plain_all, "ratio_overhead": (ws - w0) / (plain_all - w0) if plain_all > w0 else None,
+        "numbering_rule": s.get("numbering_rule"), "time_share_measured": s.get("time_share_measured"),
+    }
+    (out / "bench_counters.json").write_text(json.dumps(record, indent=1))
+    how = ("measured on every launch" if k == n else
+           f"W1 + (N - 1) x (WK - W1) / (K - 1) = {w1:.1f} + {n - 1} x ({wk:.1f} - {w1:.1f}) / {k - 1}")
+    lines = [
+        f"## Counters speed: sampled against plain ncu ({record['device']}, {record['date']}, ncu {record['ncu']})", "",
+        f"Workload: {record['workload']}: {n} kernel launches in the counted region, {s['rows_measured']} kernel groups.",
+        "",
+        "| run | launches measured | wall time |", "|---|---:|---:|",
+        f"| program alone (no ncu) | 0 | {w0:.1f} s |",
+        f"| rooflinectl sampled (one launch per group) | {s['launches_measured']} | {ws:.1f} s |",
+        f"| plain ncu, first launch only | 1 | {w1:.1f} s |",
+        f"| plain ncu, first {k} launches | {k} | {wk:.1f} s |",
+        f"| plain ncu, every launch ({'measured' if k == n else 'from the row above'}) | {n} | {plain_all:.1f} s |",
+        "",
+        f"Plain ncu on every launch: {how} = {plain_all:.1f} s. Sampled / plain: **{record['ratio_wall']:.3f}** of the "
+        f"wall time (target at most 0.05); of the time ncu adds to the program, "
+        + (f"**{record['ratio_overhead']:.3f}**." if record["ratio_overhead"] is not None else "n/a.")
+        + f" ncu numbered invocations by '{record['numbering_rule']}'.",
+    ]
+    (out / "bench_counters.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
