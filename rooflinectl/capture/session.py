@@ -7,14 +7,16 @@ about the run that later stages need (device, math modes, library versions).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import platform
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,9 +25,12 @@ from rooflinectl.atomic import atomic_file
 from rooflinectl.capture.inductor import compiled_cpp_kernels, inductor_annotations
 from rooflinectl.capture.modules import module_scopes
 from rooflinectl.capture.nvml_sampler import nvml_sampling
+from rooflinectl.capture.quiet import kineto_noise_filtered
 from rooflinectl.capture.region import CALIBRATION_NAME
 from rooflinectl.capture.trace import RawTrace, from_chrome_trace
 from rooflinectl.capture.triton_hook import triton_launches
+from rooflinectl.capture.user_profiler import cooperating, deliver_exports
+from rooflinectl.errors import UsageError
 
 
 @dataclass
@@ -35,6 +40,8 @@ class Capture:
     device_kind: str
     trace: RawTrace | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    chrome_trace_path: str | None = None  # torch.profiler's own trace of the session (temp, removed at exit)
+    finish: Callable[[], None] | None = field(default=None, repr=False)
 
 
 def run_metadata(device_kind: str) -> dict[str, Any]:
@@ -99,11 +106,21 @@ def _tensor_info(prof: torch.profiler.profile) -> dict[tuple[str, int], dict[str
     return info
 
 
-def export_trace(prof: torch.profiler.profile) -> dict[str, Any]:
+def export_trace_file(prof: torch.profiler.profile) -> str:
+    """torch.profiler's own Chrome trace of the session, in a temp file (the caller removes it)."""
     fd, path = tempfile.mkstemp(prefix="rooflinectl-trace-", suffix=".json")
     os.close(fd)
     try:
         prof.export_chrome_trace(path)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
+
+
+def export_trace(prof: torch.profiler.profile) -> dict[str, Any]:
+    path = export_trace_file(prof)
+    try:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     finally:
@@ -135,9 +152,31 @@ def _overhead_per_op_s(profiled_s: float, plain_s: float) -> float:
     return max(profiled_s - plain_s, 0.0) / CALIBRATION_OPS
 
 
+_ACTIVE: list[Capture] = []
+
+
+def active_capture() -> Capture | None:
+    """The capture of the session running now (None outside one): what a hard exit saves."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def _remove_later(path: str) -> None:
+    atexit.register(lambda: Path(path).unlink(missing_ok=True))
+
+
+def _refuse_nested() -> None:
+    if torch.autograd.profiler._is_profiler_enabled:
+        raise UsageError("A torch.profiler session is already running here; rooflinectl cannot start its own "
+                         "inside it (stop that profiler, or profile without it).")
+
+
 @contextmanager
 def profiling(device_kind: str) -> Iterator[Capture]:
-    """Profile the block; on exit (also on error) the capture holds what ran."""
+    """Profile the block; on exit (also on error) the capture holds what ran.
+
+    capture.finish() ends the session early (a hard exit saves what ran); it runs once.
+    """
+    _refuse_nested()
     capture = Capture(device_kind=device_kind, metadata=run_metadata(device_kind))
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device_kind == "cuda":
@@ -153,23 +192,41 @@ def profiling(device_kind: str) -> Iterator[Capture]:
         stack.enter_context(triton_launches(triton_sink))
         _tiny_op_loop_s(device_kind)  # warm the loop once (allocator, kernel load)
         plain_s = _tiny_op_loop_s(device_kind)
-        prof.start()
+        with kineto_noise_filtered():
+            prof.start()
+        stack.enter_context(cooperating())  # the script's own torch.profiler starts no second session
         with torch.profiler.record_function(CALIBRATION_NAME):  # excluded from what is counted
             profiled_s = _tiny_op_loop_s(device_kind)
         capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(profiled_s, plain_s)
-        stack.enter_context(nvml_sampling(capture))  # stops after the trace is set, to align the samples with it
-        try:
-            yield capture
-        finally:
+        nvml = stack.enter_context(ExitStack())
+        nvml.enter_context(nvml_sampling(capture))  # stopped after the trace is set, to align the samples with it
+
+        def finish() -> None:
+            if capture not in _ACTIVE:
+                return
+            _ACTIVE.remove(capture)
             if device_kind == "cuda":
                 with suppress(RuntimeError):  # a failed script may leave the device in an error state
                     torch.cuda.synchronize()
-            prof.stop()
-            trace = from_chrome_trace(export_trace(prof), _tensor_info(prof))
+            with kineto_noise_filtered():
+                prof.stop()
+            capture.chrome_trace_path = export_trace_file(prof)
+            _remove_later(capture.chrome_trace_path)
+            with open(capture.chrome_trace_path, encoding="utf-8") as handle:
+                trace = from_chrome_trace(json.load(handle), _tensor_info(prof))
             trace.triton_launches = triton_sink
             trace.compiled_kernels = compiled_cpp_kernels()
             capture.trace = trace
             capture.metadata.update(run_metadata(device_kind))  # math modes as they were at the end
+            capture.metadata["user_profiler_exports"] = deliver_exports(capture.chrome_trace_path)
+            nvml.close()
+
+        capture.finish = finish
+        _ACTIVE.append(capture)
+        try:
+            yield capture
+        finally:
+            finish()
 
 
 def save_capture(capture: Capture, path: str) -> None:
@@ -177,7 +234,7 @@ def save_capture(capture: Capture, path: str) -> None:
     import gzip
 
     assert capture.trace is not None
-    payload = {"device_kind": capture.device_kind, "metadata": capture.metadata, "trace": capture.trace.to_json()}
+    payload = {"format": "rooflinectl-capture", "device_kind": capture.device_kind, "metadata": capture.metadata, "trace": capture.trace.to_json()}
     with atomic_file(path, binary=True) as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
         json.dump(payload, handle)
 
