@@ -10,6 +10,7 @@ unprofiled, then `iters` times under the profiler.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import runpy
 import sys
 import traceback
@@ -21,8 +22,10 @@ from typing import Any
 
 import torch
 
+from rooflinectl.capture.hard_exit import SaveOnExit, saving_on_hard_exit
 from rooflinectl.capture.region import WARMUP_NAME
 from rooflinectl.capture.session import Capture, profiling
+from rooflinectl.capture.user_profiler import stand_ins_installed
 from rooflinectl.errors import RooflineError, UsageError
 
 
@@ -35,15 +38,37 @@ class RunOutcome:
 
 def split_target(target: str) -> tuple[Path, str | None]:
     """'path/to/file.py:function' -> (path, 'function'); 'script.py' -> (path, None)."""
-    path_text, func = target, ""
+    path_text, func, function_target = target, "", False
     if not Path(target).is_file() and ":" in target:
         path_text, func = target.rsplit(":", 1)
+        function_target = True
     path = Path(path_text)
     if not path.is_file():
         raise UsageError(f"No such script: {path_text}")
+    if function_target and not func:
+        raise UsageError(f"'{target}' names no function after ':': give FILE.py:FUNCTION, or FILE.py to run the script.")
     if func and not func.isidentifier():
         raise UsageError(f"'{func}' is not a Python function name (expected FILE.py:FUNCTION).")
     return path, func or None
+
+
+def _compiles(path: Path) -> bool:
+    """Compile the script first, so a file that is not Python never starts a profiling run.
+
+    A .py file with a syntax error gets Python's own message (and exit code 1, as `python` gives);
+    any other file that does not compile is one sentence: it is not a Python script.
+    """
+    try:
+        compile(path.read_bytes(), str(path), "exec")
+    except SyntaxError as exc:
+        if path.suffix not in (".py", ".pyw"):
+            where = f" (line {exc.lineno}: {exc.msg})" if exc.lineno else ""
+            raise UsageError(f"{path} is not a Python script{where}.") from None
+        traceback.print_exception(type(exc), exc, None, file=sys.stderr)
+        return False
+    except ValueError as exc:  # null bytes
+        raise UsageError(f"{path} is not a Python script ({exc}).") from None
+    return True
 
 
 @contextmanager
@@ -57,13 +82,23 @@ def _as_main_script(path: Path, argv: list[str]) -> Iterator[None]:
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-def _print_user_traceback(exc: BaseException, script: Path) -> None:
-    """Print the traceback as Python would, starting at the user's frames (not ours or runpy's)."""
+_OUR_FOLDER = str(Path(__file__).resolve().parents[1])
+
+
+def _is_ours(filename: str) -> bool:
+    """A frame of rooflinectl, runpy or the import machinery: not the user's."""
+    return (filename.startswith(("<frozen runpy", "<frozen importlib")) or filename == runpy.__file__
+            or str(Path(filename).resolve()).startswith(_OUR_FOLDER))
+
+
+def _print_user_traceback(exc: BaseException) -> None:
+    """Print the traceback as Python would, from the first of the user's frames (rooflinectl's,
+    runpy's and importlib's leading frames dropped; none left: the exception alone, as Python
+    prints a syntax error)."""
     tb = exc.__traceback__
-    resolved = str(script.resolve())
-    while tb is not None and tb.tb_frame.f_code.co_filename != resolved:
+    while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb if tb is not None else exc.__traceback__, file=sys.stderr)
+    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -76,7 +111,7 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def _guarded(run: Callable[[], None], script: Path) -> tuple[int, bool]:
+def _guarded(run: Callable[[], None]) -> tuple[int, bool]:
     try:
         run()
     except RooflineError:
@@ -85,18 +120,39 @@ def _guarded(run: Callable[[], None], script: Path) -> tuple[int, bool]:
         code = _exit_code(exc)
         return code, code == 0
     except KeyboardInterrupt as exc:
-        _print_user_traceback(exc, script)
+        _print_user_traceback(exc)
         return 130, False
     except Exception as exc:  # noqa: BLE001 - the user's error, shown as Python shows it
-        _print_user_traceback(exc, script)
+        _print_user_traceback(exc)
         return 1, False
     return 0, True
 
 
-def run_script(path: Path, argv: list[str], device_kind: str) -> RunOutcome:
-    with _as_main_script(path, argv), profiling(device_kind) as capture:
-        code, completed = _guarded(lambda: runpy.run_path(str(path), run_name="__main__"), path)
+def run_script(path: Path, argv: list[str], device_kind: str, on_hard_exit: SaveOnExit | None = None) -> RunOutcome:
+    """Run the script profiled; a script that does not compile runs nothing (trace None, exit 1)."""
+    if not _compiles(path):
+        return RunOutcome(Capture(device_kind=device_kind), 1, False)
+    with _as_main_script(path, argv), saving_on_hard_exit(on_hard_exit), profiling(device_kind) as capture:
+        code, completed = _guarded(lambda: runpy.run_path(str(path), run_name="__main__"))
     return RunOutcome(capture, code, completed)
+
+
+def _check_inputs_fit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], path: Path,
+                      name: str, has_make_inputs: bool) -> None:
+    """Say what to add when the function cannot be called with the inputs we have."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C function: no signature to check
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        if has_make_inputs:
+            raise UsageError(f"make_inputs() in {path} returned inputs that do not fit {name}{signature}: {exc}.") from None
+        needed = [p.name for p in signature.parameters.values()
+                  if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        raise UsageError(f"{name}() in {path} needs arguments ({', '.join(needed)}): add a make_inputs() to {path} "
+                         "that returns them (a tuple: positional, a dict: keyword, anything else: one argument).") from None
 
 
 def load_function(path: Path, name: str) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
@@ -111,14 +167,18 @@ def load_function(path: Path, name: str) -> tuple[Callable[..., Any], tuple[Any,
     if not callable(fn):
         raise UsageError(f"{path} has no function named '{name}'.")
     make_inputs = getattr(module, "make_inputs", None)
-    if not callable(make_inputs):
-        return fn, (), {}
-    inputs = make_inputs()
-    if isinstance(inputs, tuple):
-        return fn, inputs, {}
-    if isinstance(inputs, dict):
-        return fn, (), inputs
-    return fn, (inputs,), {}
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = {}
+    if callable(make_inputs):
+        inputs = make_inputs()
+        if isinstance(inputs, tuple):
+            args = inputs
+        elif isinstance(inputs, dict):
+            kwargs = inputs
+        else:
+            args = (inputs,)
+    _check_inputs_fit(fn, args, kwargs, path, name, callable(make_inputs))
+    return fn, args, kwargs
 
 
 def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int,
@@ -143,15 +203,17 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     return capture
 
 
-def run_function(path: Path, name: str, *, warmup: int, iters: int, device_kind: str) -> RunOutcome:
+def run_function(path: Path, name: str, *, warmup: int, iters: int, device_kind: str,
+                 on_hard_exit: SaveOnExit | None = None) -> RunOutcome:
     holder: dict[str, Capture] = {}
 
     def run() -> None:
         fn, args, kwargs = load_function(path, name)
         holder["capture"] = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind)
 
-    with _as_main_script(path, []):
-        code, completed = _guarded(run, path)
+    # the stand-in for the file's own profiler is in place before it is imported (see user_profiler)
+    with _as_main_script(path, []), stand_ins_installed(), saving_on_hard_exit(on_hard_exit):
+        code, completed = _guarded(run)
     capture = holder.get("capture")
     if capture is None:
         capture = Capture(device_kind=device_kind)

@@ -95,7 +95,7 @@ class RawSync:
 class RawTrace:
     """What capture hands on: the raw events of a run, knowing nothing of costs or rooflines.
 
-    Saved as the capture file (`--save-trace`), so attribution can be re-run without the GPU.
+    Saved as the capture file (`--save-capture`), so attribution can be re-run without the GPU.
     """
 
     ops: list[RawOp]

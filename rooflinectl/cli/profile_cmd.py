@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from contextlib import nullcontext
+from pathlib import Path
 
 import click
 
+from rooflinectl.analysis.regroup import regroup
+from rooflinectl.attribution.join import attribute
 from rooflinectl.capture.runner import run_function, run_script, split_target
-from rooflinectl.capture.session import save_capture
+from rooflinectl.capture.session import Capture, keeping_chrome_traces, save_capture
 from rooflinectl.ceilings import resolve_device_kind
-from rooflinectl.cli.common import console
+from rooflinectl.cli.common import console, terminal_width
+from rooflinectl.cli.output_paths import STDOUT, checked_output, holds_marker
 from rooflinectl.cli.profile_counters import (
     COUNTER_MODES,
     CounterOptions,
@@ -17,10 +23,30 @@ from rooflinectl.cli.profile_counters import (
     counters_line,
     counters_phase,
 )
+from rooflinectl.cli.profile_output import ProfileWriter
 from rooflinectl.errors import UsageError
-from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, save_profile
+from rooflinectl.outputs.chrome_trace import annotate, write_trace
+from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, FORMAT_NAME
 from rooflinectl.outputs.table import render_profile
-from rooflinectl.pipeline import build_profile
+from rooflinectl.profile_model import ProfileData
+
+CAPTURE_MARKERS = ('"format": "rooflinectl-capture"', '{"device_kind": ')  # the second: captures before the format key
+TRACE_MARKER = '{"rooflinectl": {"tool": "rooflinectl"'
+
+
+def _is_capture(path: Path) -> bool:
+    return any(holds_marker(marker)(path) for marker in CAPTURE_MARKERS)
+
+
+def _save_annotated_trace(capture: Capture, data: ProfileData, target: Path) -> None:
+    """torch.profiler's trace of the session with our numbers on each counted kernel."""
+    if capture.chrome_trace_path is None or capture.trace is None:
+        return
+    with open(capture.chrome_trace_path, encoding="utf-8") as handle:
+        trace = json.load(handle)
+    launches = attribute(capture.trace, capture.device_kind, data.metadata).launches
+    annotate(trace, launches, data)
+    write_trace(trace, target)
 
 
 class IterationsMode(click.ParamType):
@@ -38,7 +64,9 @@ class IterationsMode(click.ParamType):
 @click.command("profile", context_settings={"ignore_unknown_options": True})
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True, help="profile file to write")
+@click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True,
+              help="profile file to write ('-': the profile JSON on standard output, no table)")
+@click.option("--force", is_flag=True, help="replace an -o file that is not a rooflinectl profile (never a source file)")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
               help="unprofiled calls first (FILE.py:FUNCTION only)")
 @click.option("--iters", type=click.IntRange(min=1), default=10, show_default=True,
@@ -48,9 +76,12 @@ class IterationsMode(click.ParamType):
 @click.option("--iterations", "iterations_mode", type=IterationsMode(), default="auto", show_default=True,
               help="script mode without a region: auto (find the loop's iterations, count the steady state, "
                    "keep setup apart), none (count the whole run), or N (count the last N iterations found)")
-@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="rows in the table")
-@click.option("--save-trace", type=click.Path(dir_okay=False), default=None,
-              help="also write the raw events (gzipped JSON) for re-analysis and test data")
+@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
+@click.option("--save-trace", "trace_path", type=click.Path(dir_okay=False), default=None,
+              help="also write the Chrome/Perfetto trace, each kernel annotated with its FLOPs, bytes, roof and "
+                   "efficiency (.json or .json.gz; opens in Perfetto, TensorBoard, HTA)")
+@click.option("--save-capture", "capture_path", type=click.Path(dir_okay=False), default=None,
+              help="also write rooflinectl's raw events (gzipped JSON) for re-analysis and test data")
 @click.option("-q", "--quiet", is_flag=True, help="write the profile, print no table")
 @click.option("--counters", type=click.Choice(COUNTER_MODES), default="none", show_default=True,
               help="ncu: run the program again under Nsight Compute and add measured FLOPs and DRAM/L2/L1 bytes "
@@ -67,10 +98,10 @@ class IterationsMode(click.ParamType):
 @click.option("--ncu-report", type=click.Path(dir_okay=False), default=None,
               help="counters: also keep ncu's own report (.ncu-rep) for Nsight Compute's UI")
 @click.pass_context
-def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, warmup: int, iters: int,
-            device: str, iterations_mode: str, top: int, save_trace: str | None, quiet: bool, counters: str,
-            samples: int, launch_count: int, launch_skip: int, ncu_timeout: float, ncu_path: str | None,
-            ncu_report: str | None) -> None:
+def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, force: bool, warmup: int,
+            iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
+            quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
+            ncu_path: str | None, ncu_report: str | None) -> None:
     """Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
     Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
@@ -80,29 +111,48 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     path, function = split_target(target)
     if function is not None and script_args:
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")
+    # paths are checked and made absolute before the script runs (it may chdir, or fail late)
+    to_stdout = output == STDOUT  # the profile JSON on standard output (and no table there)
+    profile_target = None if to_stdout else checked_output(output, what="profile", script=path, force=force,
+                                                           ours=holds_marker(f'"format": "{FORMAT_NAME}"'))
+    writer = ProfileWriter(profile_target, output, ["rooflinectl", *sys.argv[1:]], iterations_mode)
+    capture_target = checked_output(capture_path, what="capture", ours=_is_capture, script=path,
+                                    force=force) if capture_path else None
+    trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
+                                  force=force) if trace_path else None
     device_kind = resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3
-    if function is None:
-        outcome = run_script(path, list(script_args), device_kind)
-    else:
-        outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind)
-    data, launches = build_profile(outcome.capture, command=["rooflinectl", *sys.argv[1:]],
-                                   completed=outcome.completed, exit_code=outcome.exit_code,
-                                   iterations_mode=iterations_mode)
-    save_profile(data, output)
-    if save_trace and outcome.capture.trace is not None:
-        save_capture(outcome.capture, save_trace)
+    with keeping_chrome_traces() if trace_target is not None else nullcontext():
+        if function is None:
+            outcome = run_script(path, list(script_args), device_kind, on_hard_exit=writer.save_on_hard_exit)
+        else:
+            outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind,
+                                   on_hard_exit=writer.save_on_hard_exit)
+    built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
+    if built is None:  # nothing recorded: said, and no profile written
+        ctx.exit(outcome.exit_code)
+        return
+    data, launches = built
+    status, message = 0, ""
+    if not (to_stdout and counters != "none"):  # standard output gets one profile: the final one
+        status, message = writer.save(data, completed=outcome.completed)  # saved before anything can fail
+    if capture_target is not None:
+        save_capture(outcome.capture, str(capture_target))
+    if trace_target is not None:
+        _save_annotated_trace(outcome.capture, data, trace_target)
     problem = None
     if counters != "none":
         options = CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report)
         where = Target(path, function, tuple(script_args), warmup, iters)
         data, problem = counters_phase(data, launches, outcome.capture, where, options,
                                        completed=outcome.completed, quiet=quiet)
-        save_profile(data, output)
-    if not quiet:
-        console().print(render_profile(data, data.kernels, top=top))
+        status, message = writer.save(data, completed=outcome.completed)
+    if not quiet and not to_stdout:
+        width = terminal_width()
+        console(width).print(render_profile(data, regroup(data.kernels, "kernel", data.ceilings), top=top,
+                                            width=width))
         if counters != "none" and problem is None:
             click.echo(counters_line(data.summary), err=True)
-        click.echo(f"profile written to {output}" + ("" if outcome.completed else " (incomplete run)"), err=True)
+    click.echo(message, err=True)
     if outcome.exit_code:
         ctx.exit(outcome.exit_code)
     if problem is not None:
@@ -110,3 +160,4 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
             raise problem
         click.echo(f"rooflinectl: counters not read: {str(problem).rstrip('.')}; the profile holds analytic costs only.",
                    err=True)
+    ctx.exit(status)

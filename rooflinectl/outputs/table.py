@@ -37,7 +37,7 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, iterati
                           ("kernel", "left"), ("op · shapes", "left")]:
         grid.add_column(name, justify=justify, no_wrap=name not in ("kernel", "op · shapes"), overflow="fold")
     n = max(float(iterations), 1.0)
-    for row in table.head(top).itertuples(index=False):
+    for row in (table if top == 0 else table.head(top)).itertuples(index=False):
         eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
         if row.above_roof:
             eff = f"[bold red]{eff}![/]"

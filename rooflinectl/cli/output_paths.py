@@ -1,0 +1,110 @@
+"""Where a command may write: checked before any work is done, resolved before the script runs.
+
+A profiled script may `os.chdir`, remove folders or take minutes: an output path is made
+absolute first (a relative `-o` means the folder the command was started in), and every
+problem that can be seen before the run (a folder, a parent that is a file, no permission, a
+read-only file system, the script itself, a source file, a file some other tool wrote) is one
+sentence before the script starts, not a traceback after it ran.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+
+import click
+
+from rooflinectl.errors import UsageError
+
+# Never written over by a profile, trace or capture, whatever --force says: code and config.
+SOURCE_SUFFIXES = frozenset({
+    ".py", ".pyw", ".pyi", ".pyx", ".pxd", ".ipynb", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh",
+    ".sh", ".bash", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".md", ".rst", ".txt", ".lock", ".in",
+})
+STDOUT = "-"
+
+
+def _head(path: Path, size: int = 4096) -> str:
+    """The start of a file as text (gzip unpacked), '' when it cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(size)
+        if raw[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as handle:
+                raw = handle.read(size)
+        return raw.decode("utf-8", errors="replace")
+    except (OSError, EOFError):
+        return ""
+
+
+def holds_marker(marker: str) -> Callable[[Path], bool]:
+    """A test for 'a file of ours': its first 4 KiB contain marker (our files put it first)."""
+    return lambda path: marker in _head(path)
+
+
+def _first_existing(path: Path) -> Path:
+    for candidate in [path, *path.parents]:
+        if candidate.exists():
+            return candidate
+    return Path(path.anchor or ".")
+
+
+def check_writable(target: Path, shown: str) -> None:
+    """Raise one sentence when target cannot be created or replaced (tried, not guessed: root
+    ignores permission bits, a read-only mount does not)."""
+    if target.is_dir():
+        raise UsageError(f"Cannot write {shown}: it is a folder; give a file name.")
+    folder = _first_existing(target.parent)
+    if not folder.is_dir():
+        raise UsageError(f"Cannot write {shown}: {folder} is a file, not a folder.")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".rooflinectl-probe-", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"Cannot write {shown}: {exc.strerror or exc} in {folder}.") from None
+    os.close(fd)
+    with suppress(OSError):
+        os.unlink(probe)
+
+
+def checked_output(path: str, *, what: str, ours: Callable[[Path], bool], script: Path | None = None,
+                   force: bool = False) -> Path:
+    """The absolute path to write `what` to, after refusing what must not be written:
+    the script itself or another source file (always), a file that is not one of ours (unless
+    force), and a place that cannot be written."""
+    target = Path(os.path.abspath(os.path.expanduser(path)))
+    real = Path(os.path.realpath(target))
+    if script is not None and real == Path(os.path.realpath(script)):
+        raise UsageError(f"Refusing to write the {what} to {path}: that is the script being profiled.")
+    if real.suffix.lower() in SOURCE_SUFFIXES:
+        raise UsageError(f"Refusing to write the {what} to {path}: a {real.suffix} file is source or "
+                         "configuration, not a place for a profile; choose a .json name.")
+    if real.is_file() and not force and not ours(real):
+        raise UsageError(f"Refusing to replace {path}: it is not a {what} rooflinectl wrote "
+                         "(--force replaces it).")
+    check_writable(real, path)
+    return target
+
+
+def fallback_path(name: str) -> Path:
+    """Where a result goes when its own path failed after the work was done."""
+    return Path(tempfile.gettempdir()) / f"rooflinectl-{os.getpid()}-{name}"
+
+
+def write_text_output(text: str, output: str | None) -> None:
+    """Write a command's report: to stdout when output is None or '-', else atomically to the file."""
+    from rooflinectl.atomic import write_atomic
+
+    if output is None or output == STDOUT:
+        click.echo(text, nl=False)
+        sys.stdout.flush()
+        return
+    target = Path(output)
+    if target.suffix.lower() in SOURCE_SUFFIXES and target.suffix.lower() not in (".md", ".txt"):
+        raise UsageError(f"Refusing to write a report to {output}: a {target.suffix} file is source code.")
+    check_writable(target, output)
+    write_atomic(target, text)

@@ -1,0 +1,82 @@
+"""What `rooflinectl profile` writes once the run is over (or cut short), and what it says.
+
+Rules (README "Script mode"):
+- a run that recorded nothing (the script failed before any kernel ran, or did not compile)
+  writes no profile: a good profile at the same path is never replaced by an empty one;
+- a failure to write after the run saves the profile to a fallback path and says where;
+- a hard exit (os._exit, SIGTERM) saves the partial profile before the process goes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from rooflinectl.capture.session import Capture, active_capture
+from rooflinectl.cli.output_paths import fallback_path
+from rooflinectl.errors import EXIT_USAGE
+from rooflinectl.outputs.profile_file import save_profile, to_json_dict
+from rooflinectl.pipeline import build_profile
+from rooflinectl.profile_model import ProfileData
+
+
+@dataclass
+class ProfileWriter:
+    """The checked output path (absolute, resolved before the run) and how to name it."""
+
+    target: Path | None  # None: standard output
+    shown: str  # the path as the user gave it, for messages
+    command: list[str]
+    iterations_mode: str = "auto"  # profile --iterations
+
+    def build(self, capture: Capture, *, completed: bool, exit_code: int) -> tuple[ProfileData, pd.DataFrame] | None:
+        """The profile and its attributed launches (pipeline.build_profile), or None when the run
+        recorded nothing (said on stderr)."""
+        if capture.trace is None:
+            self._nothing("the script did not run")
+            return None
+        data, launches = build_profile(capture, command=self.command, completed=completed, exit_code=exit_code,
+                                       iterations_mode=self.iterations_mode)
+        if not completed and not data.summary.get("launches"):
+            self._nothing("the script failed before any kernel ran")
+            return None
+        return data, launches
+
+    def _nothing(self, why: str) -> None:
+        kept = f"; {self.shown} is left as it was" if self.target is not None and self.target.exists() else ""
+        click.echo(f"rooflinectl: nothing was recorded ({why}): no profile written{kept}.", err=True)
+
+    def save(self, data: ProfileData, *, completed: bool) -> tuple[int, str]:
+        """Write the profile (falling back to a temp path); returns the exit status (0, or
+        EXIT_USAGE when the profile could not go where it was asked) and the line to print."""
+        note = "" if completed else " (incomplete run)"
+        if self.target is None:
+            sys.stdout.write(json.dumps(to_json_dict(data), indent=1, allow_nan=False) + "\n")
+            sys.stdout.flush()
+            return 0, f"profile written to standard output{note}"
+        try:
+            save_profile(data, self.target)
+        except OSError as exc:
+            spare = fallback_path(self.target.name)
+            save_profile(data, spare)
+            return EXIT_USAGE, (f"rooflinectl: could not write {self.shown} ({exc.strerror or exc}); "
+                                f"the profile{note} is saved at {spare} instead.")
+        return 0, f"profile written to {self.shown}{note}"
+
+    def save_on_hard_exit(self, exit_code: int, what: str) -> None:
+        """Called by capture/hard_exit.py just before os._exit or SIGTERM ends the process."""
+        capture = active_capture()
+        if capture is None or capture.finish is None:
+            click.echo(f"rooflinectl: the script ended by {what} before profiling began: no profile written.", err=True)
+            return
+        capture.finish()
+        click.echo(f"rooflinectl: the script ended by {what}; saving what ran.", err=True)
+        built = self.build(capture, completed=False, exit_code=exit_code)
+        if built is not None:
+            click.echo(self.save(built[0], completed=False)[1], err=True)
+        sys.stderr.flush()
