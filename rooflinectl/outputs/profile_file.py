@@ -23,6 +23,12 @@ import pandas as pd
 from rooflinectl.atomic import write_atomic
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import ProfileFileError
+from rooflinectl.outputs.profile_checks import (
+    check_ceilings,
+    check_kernels,
+    check_sections,
+    check_summary,
+)
 from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import KERNEL_COLUMNS, SCHEMA_VERSION
 
@@ -78,6 +84,10 @@ def load_profile(path: str | os.PathLike[str]) -> ProfileData:
         raise ProfileFileError(
             f"{p} has profile schema version {version}; this rooflinectl reads version {SCHEMA_VERSION}."
         )
+    check_sections(raw, str(p))
+    check_ceilings(raw, str(p))
+    summary = raw.get("summary") or {}
+    check_summary(summary, str(p))
     try:
         table = raw["kernels"]
         kernels = pd.DataFrame(table["rows"], columns=table["columns"])
@@ -86,8 +96,11 @@ def load_profile(path: str | os.PathLike[str]) -> ProfileData:
         ceilings = Ceilings.from_dict(raw["ceilings"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileFileError(f"{p} is a damaged rooflinectl profile (missing {exc}).") from None
-    return ProfileData(kernels=_coerce_types(kernels), ceilings=ceilings, metadata=raw.get("metadata", {}),
-                       summary=raw.get("summary", {}),
+    check_kernels(kernels, str(p))
+    if setup_kernels is not None:
+        check_kernels(setup_kernels, f"{p} (setup table)")
+    return ProfileData(kernels=_coerce_types(kernels), ceilings=ceilings, metadata=raw.get("metadata") or {},
+                       summary=summary,
                        setup_kernels=_coerce_types(setup_kernels) if setup_kernels is not None else None)
 
 

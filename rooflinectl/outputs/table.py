@@ -14,6 +14,7 @@ from rich.text import Text
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.outputs.clocks_text import clock_lines
 from rooflinectl.outputs.plot_names import shorten_kernel_name
+from rooflinectl.outputs.profile_checks import consistency_notes
 from rooflinectl.outputs.steady_text import iteration_lines, setup_lines
 from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import percent, seconds, si
@@ -81,6 +82,7 @@ def summary_text(data: ProfileData) -> Text:
     lines += clock_lines(s.get("clocks"))
     if s.get("compile_work_s"):
         lines.append(f"torch.compile ran {seconds(s['compile_work_s'])} of work while compiling and autotuning: not counted")
+    lines += [f"note: {note}" for note in consistency_notes(s)]
     sources = {r.source for r in [*c.memory_bytes_per_s.values(), *c.compute_flops_per_s.values()]}
     if "estimate" in sources:
         lines.append("some roofs are estimates: `rooflinectl ceilings --measure` measures them once for this machine")
