@@ -8,6 +8,8 @@ Exit codes (also in the README):
      GPU counters) that the command needs
   4  `profile --counters ncu`: the counters could not be read or joined (replay timeout, the
      program failed or launched other kernels under ncu); the analytic profile is still written
+  5  a gate (advise --fail-on or a threshold, diff --fail-on-regression) was asked on a profile
+     that is incomplete: its run failed, or it recorded no kernels; no gate passes on it
   A profiled script that fails keeps its own exit code.
 """
 
@@ -18,6 +20,7 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
 EXIT_COUNTERS = 4
+EXIT_INCOMPLETE = 5
 
 
 class RooflineError(Exception):

@@ -33,6 +33,17 @@ class ProfileData:
     setup_kernels: pd.DataFrame | None = None
 
 
+def incomplete_reason(profile: ProfileData) -> str:
+    """Why the profile cannot pass a gate ('' when it can): its run failed, or it holds no kernels."""
+    meta = profile.metadata or {}
+    if meta.get("completed") is False:
+        code = meta.get("exit_code")
+        return "its run did not complete" + (f" (exit code {code})" if code not in (None, 0) else "")
+    if profile.kernels is None or len(profile.kernels) == 0:
+        return "it recorded no kernels"
+    return ""
+
+
 def iterations_of(profile: ProfileData) -> float:
     """How many iterations the profile's times cover (summary "iterations", at least 1).
 

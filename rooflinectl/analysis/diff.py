@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.analysis.matching import match_groups, per_iteration
-from rooflinectl.profile_model import ProfileData, iterations_of
+from rooflinectl.profile_model import ProfileData, incomplete_reason, iterations_of
 
 MIN_GROUP_SHARE = 0.01  # a group regression counts only if it adds this share of the base total
 
@@ -57,6 +57,7 @@ class DiffReport:
     base_kernel_s: float
     new_kernel_s: float
     notes: list[str] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)  # "NEW: its run did not complete": no gate passes
 
     @property
     def total_delta_pct(self) -> float:
@@ -124,8 +125,10 @@ def diff_profiles(base: ProfileData, new: ProfileData) -> DiffReport:
     else:
         totals, measure = (kernel_b, kernel_n), "kernel time"
         notes.append("no window in one of the profiles: comparing total kernel time")
+    incomplete = [f"{side}: {reason}" for side, reason in (("BASE", incomplete_reason(base)),
+                                                            ("NEW", incomplete_reason(new))) if reason]
     if base.ceilings.device_name != new.ceilings.device_name:
         notes.append(f"different devices: {base.ceilings.device_name} vs {new.ceilings.device_name}")
     return DiffReport(changed=changed, new=_lonely(match.only_new), vanished=_lonely(match.only_base),
                       base_total_s=totals[0], new_total_s=totals[1], measure=measure,
-                      base_kernel_s=kernel_b, new_kernel_s=kernel_n, notes=notes)
+                      base_kernel_s=kernel_b, new_kernel_s=kernel_n, notes=notes, incomplete=incomplete)

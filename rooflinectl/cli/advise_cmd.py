@@ -1,8 +1,9 @@
 """`rooflinectl advise`: ranked findings with their fix and saving; a non-zero exit fails CI.
 
 Exit codes: 0 no finding at or above --fail-on (or no --fail-on and no threshold); 1 findings at
-or above it; 2 usage or input error (bad option, unreadable profile, bad [tool.rooflinectl]);
-3 --verify without a GPU, or on another GPU than the profile's.
+or above it; 2 usage or input error (bad option, unreadable or invalid profile, bad
+[tool.rooflinectl]); 3 --verify without a GPU, or on another GPU than the profile's; 5 a gate
+asked of an incomplete profile (failed run, no kernels).
 Setting a threshold (--min-efficiency, --max-unknown-share, --max-launch-overhead) without
 --fail-on fails on its gate's error.
 """
@@ -19,7 +20,7 @@ from rooflinectl.analysis.advice import RULES, SEVERITIES, Thresholds, advise, e
 from rooflinectl.atomic import write_atomic
 from rooflinectl.cli.common import console
 from rooflinectl.cli.config import load_config
-from rooflinectl.errors import RooflineError
+from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError
 from rooflinectl.outputs.advice_render import FORMATS, render_text, rich_renderable
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 
@@ -77,7 +78,8 @@ def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min
     """Recommendations from a profile: each finding with evidence, the fix and the time it saves.
 
     Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error;
-    3 --verify on a machine without a GPU, or on another GPU than the profile's.
+    3 --verify on a machine without a GPU, or on another GPU than the profile's; 5 a gate on an
+    incomplete profile (its run failed, or it recorded no kernels).
     """
     if list_rules:
         click.echo(rules_help())
@@ -109,4 +111,7 @@ def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min
         console().print(rich_renderable(report, level))
     else:
         click.echo(render_text(report, fmt, level), nl=False)
-    ctx.exit(exit_code(report, level))
+    code = exit_code(report, level)
+    if code == EXIT_INCOMPLETE:
+        click.echo(f"rooflinectl: {profile} is an incomplete profile ({report.incomplete}): the gate fails.", err=True)
+    ctx.exit(code)

@@ -1,9 +1,10 @@
 """`rooflinectl diff BASE NEW`: what got faster or slower, and did it move on the roofline.
 
 Exit codes: 0 no regression (or no --fail-on-regression); 1 a regression above PCT; 2 usage or
-input error. A regression: the total (window, else kernel time, per iteration) grew more than
-PCT percent, or a matched group grew more than PCT percent and by at least 1% of the base
-kernel time (smaller changes are noise).
+input error (unreadable or invalid profile); 5 --fail-on-regression on an incomplete profile.
+A regression: the total (window, else kernel time, per iteration) grew more than PCT percent, or
+a matched group grew more than PCT percent and by at least 1% of the base kernel time (smaller
+changes are noise).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import click
 from rooflinectl.analysis.diff import diff_profiles
 from rooflinectl.cli.common import console
 from rooflinectl.cli.config import load_config
-from rooflinectl.errors import EXIT_FINDINGS, EXIT_OK, RooflineError
+from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError
 from rooflinectl.outputs.diff import diff_dict, diff_renderable, render_diff_markdown
 from rooflinectl.outputs.profile_file import load_profile
 
@@ -35,7 +36,8 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
             config_path: Path | None) -> None:
     """Per kernel group: the change in time and the move on the roofline; new and vanished kernels.
 
-    Exit codes: 0 no regression above PCT; 1 regression; 2 usage or input error.
+    Exit codes: 0 no regression above PCT; 1 regression; 2 usage or input error; 5 a gate on an
+    incomplete profile (its run failed, or it recorded no kernels).
     """
     try:
         if pct is None:
@@ -54,4 +56,7 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
         click.echo(render_diff_markdown(report, pct, top), nl=False)
     else:
         console().print(diff_renderable(report, pct, top))
+    if pct is not None and report.incomplete:
+        click.echo(f"rooflinectl: an incomplete profile fails the gate ({'; '.join(report.incomplete)}).", err=True)
+        ctx.exit(EXIT_INCOMPLETE)
     ctx.exit(EXIT_FINDINGS if pct is not None and report.regressions(pct) else EXIT_OK)

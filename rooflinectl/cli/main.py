@@ -40,7 +40,8 @@ def main() -> None:
 
     Exit codes: 0 ok; 1 findings or regression at the level asked (advise, diff);
     2 usage or input error; 3 something the machine lacks; 4 counters that could not be read
-    (profile --counters ncu); a profiled script that fails keeps its own exit code.
+    (profile --counters ncu); 5 a gate asked of an incomplete profile; a profiled script that
+    fails keeps its own exit code.
     """
 
 

@@ -33,7 +33,8 @@ def _headline(report: AdviceReport, fail_on: str | None) -> str:
     gained_s = sum(f.measured_saving_s or 0.0 for f in measured if f.verification and f.verification.status == "gain")
     verified = (f" --verify measured {len(measured)} fix(es) on this GPU: {seconds(gained_s, decimals=2)} saved "
                 "(findings ranked by it);" if measured else "")
-    return (f"{len(report.findings)} finding(s) on {report.device_name}; estimated saving "
+    warning = (f"INCOMPLETE PROFILE: {report.incomplete}; no gate passes on it. " if report.incomplete else "")
+    return (f"{warning}{len(report.findings)} finding(s) on {report.device_name}; estimated saving "
             f"{seconds(report.total_saving_s, decimals=2)} of {seconds(report.run_time_s, decimals=2)} "
             f"({_share(report, report.total_saving_s)}, Amdahl-capped);{verified} {verdict}.")
 
@@ -132,6 +133,8 @@ def _gh_escape(value: str, prop: bool = False) -> str:
 def render_github(report: AdviceReport, fail_on: str | None = None) -> str:
     """GitHub workflow commands: ::notice / ::warning / ::error, one per finding."""
     lines = []
+    if report.incomplete:
+        lines.append(f"::error title=rooflinectl: incomplete profile::{_gh_escape(report.incomplete)}")
     for f in report.findings:
         title = _gh_escape(f"rooflinectl {f.rule_id}: {f.title}", prop=True)
         verified = f" Verified: {_verification_line(f)}" if f.verification is not None else ""
@@ -149,6 +152,10 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
     level = severity_rank(fail_on or "warning")
     suite = ET.Element("testsuite", name="rooflinectl.advise")
     failures = skipped = 0
+    if report.incomplete:
+        case = ET.SubElement(suite, "testcase", classname="rooflinectl.advise", name="profile.complete", time="0")
+        ET.SubElement(case, "failure", type="incomplete", message=f"incomplete profile: {report.incomplete}")
+        failures += 1
     for entry in report.rules:
         case = ET.SubElement(suite, "testcase", classname="rooflinectl.advise", name=entry.id, time="0")
         found: list[Finding] = report.findings_of(entry.id)
@@ -164,11 +171,12 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
             ET.SubElement(case, "skipped", message="threshold not set")
         if found and not bad:
             ET.SubElement(case, "system-out").text = "\n".join(f.evidence for f in found)
-    suite.set("tests", str(len(report.rules)))
+    tests = len(report.rules) + (1 if report.incomplete else 0)
+    suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("errors", "0")
     suite.set("skipped", str(skipped))
-    root = ET.Element("testsuites", name="rooflinectl", tests=str(len(report.rules)), failures=str(failures))
+    root = ET.Element("testsuites", name="rooflinectl", tests=str(tests), failures=str(failures))
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

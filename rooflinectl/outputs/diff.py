@@ -46,7 +46,7 @@ def diff_dict(report: DiffReport, fail_on_regression: float | None = None) -> di
     return {
         "measure": report.measure, "base_total_s": report.base_total_s, "new_total_s": report.new_total_s,
         "total_delta_pct": report.total_delta_pct, "base_kernel_s": report.base_kernel_s,
-        "new_kernel_s": report.new_kernel_s, "notes": report.notes,
+        "new_kernel_s": report.new_kernel_s, "notes": report.notes, "incomplete": report.incomplete,
         "changed": [change_dict(g) for g in report.changed], "new": report.new, "vanished": report.vanished,
         "fail_on_regression": fail_on_regression,
         "regressions": report.regressions(fail_on_regression) if fail_on_regression is not None else [],
@@ -68,6 +68,8 @@ def _headline(report: DiffReport, pct: float | None) -> str:
     if pct is not None:
         regressions = report.regressions(pct)
         headline += f"; regression > {pct:g}%: " + ("; ".join(regressions) if regressions else "none")
+    if report.incomplete:
+        headline = f"INCOMPLETE PROFILE ({'; '.join(report.incomplete)}): no gate passes on it. " + headline
     return headline + "."
 
 

@@ -19,8 +19,8 @@ from rooflinectl.analysis.advice.registry import (
     Verification,
     severity_rank,
 )
-from rooflinectl.errors import EXIT_FINDINGS, EXIT_OK
-from rooflinectl.profile_model import ProfileData
+from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
+from rooflinectl.profile_model import ProfileData, incomplete_reason
 from rooflinectl.schema import KERNEL_COLUMNS
 
 _DEFAULTS = {"str": "", "int": 0, "float": math.nan, "bool": False}
@@ -39,6 +39,7 @@ class AdviceReport:
     omitted: dict[str, int] = field(default_factory=dict)  # rule id -> findings left out (per-rule cap)
     profile_path: str = ""
     active_gates: tuple[str, ...] = ()  # gates whose threshold was set
+    incomplete: str = ""  # why the profile cannot pass a gate (profile_model.incomplete_reason), '' if it can
 
     def findings_of(self, rule_id: str) -> list[Finding]:
         return [f for f in self.findings if f.rule_id == rule_id]
@@ -57,6 +58,7 @@ class AdviceReport:
             "total_saving_s": self.total_saving_s,
             "fail_on": fail_on,
             "exit_code": exit_code(self, fail_on),
+            "incomplete": self.incomplete or None,
             "rules": [r.id for r in self.rules],
             "omitted": dict(sorted(self.omitted.items())),
             "findings": [f.to_dict() for f in self.findings],
@@ -158,14 +160,18 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
                         device_name=profile.ceilings.device_name, omitted=dict(omitted),
                         profile_path=profile_path,
                         active_gates=tuple(r.id for r in rules
-                                           if r.gate and getattr(thresholds, r.threshold) is not None))
+                                           if r.gate and getattr(thresholds, r.threshold) is not None),
+                        incomplete=incomplete_reason(profile))
 
 
 def exit_code(report: AdviceReport, fail_on: str | None) -> int:
-    """0 when no finding is at or above fail_on (or fail_on is None), else 1."""
+    """0 when no finding is at or above fail_on (or fail_on is None), else 1; 4 when a gate is
+    asked of an incomplete profile (a failed run's or an empty one: no gate passes on it)."""
     if fail_on is None:
         return EXIT_OK
     if fail_on not in SEVERITIES:
         raise ValueError(f"fail_on must be one of {SEVERITIES}")
+    if report.incomplete:
+        return EXIT_INCOMPLETE
     level = severity_rank(fail_on)
     return EXIT_FINDINGS if any(severity_rank(f.severity) >= level for f in report.findings) else EXIT_OK
