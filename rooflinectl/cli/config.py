@@ -10,7 +10,8 @@ its [tool.rooflinectl.advise] / [tool.rooflinectl.diff] sub-tables:
   max_findings_per_rule = 5
   disable = ["roof.stop-here"]   # rule ids not to run
   fail_on_regression = 5.0       # diff: percent
-Other keys are left alone (other commands read the same table).
+Any other key is an error naming the nearest valid one: a misspelt key would silently switch a
+gate off. Numbers must be finite and in range (shares between 0 and 1).
 
 Reading the file is input parsing at the edge, so it lives with the commands that read it
 (`advise`, `diff`); the advice rules (analysis) receive plain Thresholds and never read files.
@@ -18,7 +19,9 @@ Reading the file is input parsing at the edge, so it lives with the commands tha
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,15 +59,36 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def _normalise(table: dict[str, Any], origin: str) -> dict[str, Any]:
+# key -> (low, high) for numbers; shares are fractions of a whole, the regression a percentage
+_NUMBER_RANGES = {"min_efficiency": (0.0, 1.0), "max_unknown_share": (0.0, 1.0), "max_launch_overhead": (0.0, 1.0),
+                  "min_saving_share": (0.0, 1.0), "fail_on_regression": (0.0, math.inf)}
+KNOWN_KEYS = (*_FLOAT_KEYS, "fail_on", "max_findings_per_rule", "disable")
+SECTIONS = ("advise", "diff")
+
+
+def _unknown(raw_key: str, origin: str, known: tuple[str, ...]) -> UsageError:
+    """An unknown key is an error (a typo would switch a gate off), with the nearest valid name."""
+    near = difflib.get_close_matches(raw_key.replace("-", "_"), known, n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]}?)" if near else f"; known keys: {', '.join(known)}"
+    return UsageError(f"{origin}: unknown key {raw_key!r}{hint}.")
+
+
+def _normalise(table: dict[str, Any], origin: str, sections: tuple[str, ...] = ()) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for raw_key, value in table.items():
-        if isinstance(value, dict):
-            continue
         key = raw_key.replace("-", "_")
+        if key in sections:
+            if not isinstance(value, dict):
+                raise UsageError(f"{origin}: {raw_key} must be a table ([tool.rooflinectl.{key}]).")
+            continue
+        if isinstance(value, dict):
+            raise _unknown(raw_key, origin, sections or KNOWN_KEYS)
         if key in _FLOAT_KEYS:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise UsageError(f"{origin}: {raw_key} must be a number, not {value!r}.")
+            low, high = _NUMBER_RANGES[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or not low <= value <= high:
+                span = f"between {low:g} and {high:g}" if math.isfinite(high) else f"a number >= {low:g}"
+                raise UsageError(f"{origin}: {raw_key} must be {span}, not {value!r}.")
             out[key] = float(value)
         elif key == "fail_on":
             if value not in SEVERITIES:
@@ -78,6 +102,8 @@ def _normalise(table: dict[str, Any], origin: str) -> dict[str, Any]:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise UsageError(f"{origin}: disable must be a list of rule ids.")
             out[key] = tuple(value)
+        else:
+            raise _unknown(raw_key, origin, KNOWN_KEYS)
     return out
 
 
@@ -95,11 +121,17 @@ def load_config(path: Path | None = None, start: Path | None = None, section: st
         data = toml.loads(target.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, toml.TOMLDecodeError) as exc:
         raise UsageError(f"{target} is not valid TOML ({exc}).") from None
-    table = data.get("tool", {}).get("rooflinectl", {})
-    if not isinstance(table, dict) or not table:
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise UsageError(f"{target}: `tool` must be a table ([tool.rooflinectl]), not {type(tool).__name__}.")
+    table = tool.get("rooflinectl", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{target}: tool.rooflinectl must be a table ([tool.rooflinectl]), not {type(table).__name__}.")
+    if not table:
         return AdviceConfig(source=str(target))
-    values = _normalise(table, str(target))
-    sub = table.get(section)
-    if isinstance(sub, dict):
-        values.update(_normalise(sub, f"{target} [tool.rooflinectl.{section}]"))
+    values = _normalise(table, f"{target} [tool.rooflinectl]", SECTIONS)
+    for name in SECTIONS:  # every sub-table is checked, whichever command reads it
+        sub = _normalise(table.get(name) or {}, f"{target} [tool.rooflinectl.{name}]")
+        if name == section:
+            values.update(sub)
     return AdviceConfig(values=values, source=str(target))
