@@ -111,7 +111,7 @@ def write(tmp_path, body: str):
 
 def test_config_from_pyproject(tmp_path):
     path = write(tmp_path, '[project]\nname = "x"\n[tool.rooflinectl]\nfail-on = "warning"\n'
-                           'min_efficiency = 0.4\ndisable = ["roof.stop-here"]\nplot_dpi = 100\n'
+                           'min_efficiency = 0.4\ndisable = ["roof.stop-here"]\n'
                            '[tool.rooflinectl.advise]\nmax_unknown_share = 0.2\n')
     config = load_config(path)
     assert config.values == {"fail_on": "warning", "min_efficiency": 0.4, "disable": ("roof.stop-here",),
