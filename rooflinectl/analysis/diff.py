@@ -63,14 +63,20 @@ class DiffReport:
     def total_delta_pct(self) -> float:
         return 100.0 * (self.new_total_s - self.base_total_s) / self.base_total_s if self.base_total_s > 0 else 0.0
 
+    def total_regressed(self, pct: float) -> bool:
+        return self.total_delta_pct > pct
+
+    def group_regressed(self, g: GroupChange, pct: float) -> bool:
+        """More than pct percent slower, and by at least MIN_GROUP_SHARE of the base kernel time."""
+        return g.delta_pct > pct and g.delta_s >= MIN_GROUP_SHARE * self.base_kernel_s
+
     def regressions(self, pct: float) -> list[str]:
         """Sentences for what regressed by more than pct percent; empty when nothing did."""
         out = []
-        if self.total_delta_pct > pct:
+        if self.total_regressed(pct):
             out.append(f"total {self.measure} grew {self.total_delta_pct:.1f}% (> {pct:g}%)")
-        for g in self.changed:
-            if g.delta_pct > pct and g.delta_s >= MIN_GROUP_SHARE * self.base_kernel_s:
-                out.append(f"{g.label} grew {g.delta_pct:.1f}% (+{g.delta_s * 1e3:.3f} ms)")
+        out += [f"{g.label} grew {g.delta_pct:.1f}% (+{g.delta_s * 1e3:.3f} ms)"
+                for g in self.changed if self.group_regressed(g, pct)]
         return out
 
 

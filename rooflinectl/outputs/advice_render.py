@@ -15,9 +15,10 @@ from rich.text import Text
 
 from rooflinectl.analysis.advice.engine import AdviceReport, exit_code
 from rooflinectl.analysis.advice.registry import Finding, severity_rank
+from rooflinectl.outputs.escape import github_data, github_property, markdown, plain, rich_text
 from rooflinectl.units import seconds
 
-FORMATS: tuple[str, ...] = ("rich", "markdown", "json", "github", "junit")
+FORMATS: tuple[str, ...] = ("table", "markdown", "json", "github", "junit")
 _STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 _GITHUB_LEVEL = {"info": "notice", "warning": "warning", "error": "error"}
 
@@ -34,7 +35,7 @@ def _headline(report: AdviceReport, fail_on: str | None) -> str:
     verified = (f" --verify measured {len(measured)} fix(es) on this GPU: {seconds(gained_s, decimals=2)} saved "
                 "(findings ranked by it);" if measured else "")
     warning = (f"INCOMPLETE PROFILE: {report.incomplete}; no gate passes on it. " if report.incomplete else "")
-    return (f"{warning}{len(report.findings)} finding(s) on {report.device_name}; estimated saving "
+    return (f"{warning}{len(report.findings)} finding(s) on {plain(report.device_name)}; estimated saving "
             f"{seconds(report.total_saving_s, decimals=2)} of {seconds(report.run_time_s, decimals=2)} "
             f"({_share(report, report.total_saving_s)}, Amdahl-capped);{verified} {verdict}.")
 
@@ -61,6 +62,19 @@ def _verification_line(f: Finding) -> str:
     return "" if v is None else f"{_VERIFIED_AS[v.status]}: {v.detail}"
 
 
+def _quiet_note(report: AdviceReport) -> str:
+    """What was left out for being small, and how to see it ('' when nothing was)."""
+    if not report.hidden:
+        return ""
+    return (f"{report.hidden} finding(s) saving less than {report.hide_below_share:.1%} of the run left out "
+            "(--hide-below 0 shows them).")
+
+
+def _nothing_found(report: AdviceReport) -> str:
+    return (f"No findings: no rule found a fix worth {report.hide_below_share:.1%} of the run "
+            f"({len(report.rules)} rules ran).")
+
+
 def rich_renderable(report: AdviceReport, fail_on: str | None = None) -> RenderableType:
     """A table of the ranked findings followed by each finding's evidence and fix (and, after
     --verify, the saving measured on the GPU beside the estimate)."""
@@ -70,34 +84,34 @@ def rich_renderable(report: AdviceReport, fail_on: str | None = None) -> Rendera
     columns += [("measured", "right")] if verified else []
     for name, justify in [*columns, ("share", "right")]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    parts: list[RenderableType] = [table]
+    parts: list[RenderableType] = [table] if report.findings else [Text(_nothing_found(report))]
     for n, f in enumerate(report.findings, 1):
-        cells = [str(n), Text(f.severity, style=_STYLE[f.severity]), f.rule_id,
-                 f"{f.title}: {f.subject}" if f.subject else f.title, seconds(f.est_saving_s, decimals=2)]
+        cells = [str(n), Text(f.severity, style=_STYLE[f.severity]), rich_text(f.rule_id),
+                 rich_text(f"{f.title}: {f.subject}" if f.subject else f.title), seconds(f.est_saving_s, decimals=2)]
         table.add_row(*cells, *([_measured(f)] if verified else []), _share(report, f.ranked_saving_s))
         body = Text()
-        body.append(f"{n}. {f.title}", style="bold")
+        body.append(f"{n}. {plain(f.title)}", style="bold")
         body.append(f"  [{f.rule_id}]\n", style="dim")
         body.append("   evidence: ", style="dim")
-        body.append(f.evidence + "\n")
+        body.append(plain(f.evidence) + "\n")
         body.append("   fix: ", style="dim")
-        body.append(f.recommendation)
+        body.append(plain(f.recommendation))
         if f.verification is not None:
             body.append("\n   verified: ", style="dim")
-            body.append(_verification_line(f))
+            body.append(plain(_verification_line(f)))
         parts.append(body)
     for rule_id, count in sorted(report.omitted.items()):
         parts.append(Text(f"({count} more {rule_id} finding(s) not shown)", style="dim"))
+    if report.hidden:
+        parts.append(Text(_quiet_note(report), style="dim"))
     parts.append(Text(_headline(report, fail_on), style="bold"))
     return Group(*parts)
 
 
-def _md_cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
-    lines = [f"## rooflinectl advice: {report.device_name}", "", _headline(report, fail_on), ""]
+    lines = [f"## rooflinectl advice: {markdown(report.device_name)}", "", markdown(_headline(report, fail_on)), ""]
     if report.findings:
         verified = _verified(report)
         extra, align = (" measured |", "---:|") if verified else ("", "")
@@ -105,19 +119,21 @@ def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
         for n, f in enumerate(report.findings, 1):
             what = f"{f.title}: {f.subject}" if f.subject else f.title
             measured = f" {_measured(f)} |" if verified else ""
-            lines.append(f"| {n} | {f.severity} | `{f.rule_id}` | {_md_cell(what)} | "
+            lines.append(f"| {n} | {f.severity} | `{f.rule_id}` | {markdown(what)} | "
                          f"{seconds(f.est_saving_s, decimals=2)} |{measured} {_share(report, f.ranked_saving_s)} |")
         lines.append("")
         for n, f in enumerate(report.findings, 1):
-            lines += [f"### {n}. {f.title} (`{f.rule_id}`, {f.severity})", "",
-                      f"**Evidence:** {f.evidence}", "", f"**Fix:** {f.recommendation}", ""]
+            lines += [f"### {n}. {markdown(f.title)} (`{f.rule_id}`, {f.severity})", "",
+                      f"**Evidence:** {markdown(f.evidence)}", "", f"**Fix:** {markdown(f.recommendation)}", ""]
             if f.verification is not None:
-                lines += [f"**Verified:** {_md_cell(_verification_line(f))}", ""]
+                lines += [f"**Verified:** {markdown(_verification_line(f))}", ""]
             lines += [f"[About this rule]({f.docs})", ""]
     else:
-        lines.append("No findings.")
+        lines.append(_nothing_found(report))
     for rule_id, count in sorted(report.omitted.items()):
         lines.append(f"_{count} more `{rule_id}` finding(s) not shown._")
+    if report.hidden:
+        lines.append(f"_{markdown(_quiet_note(report))}_")
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -125,22 +141,17 @@ def render_json(report: AdviceReport, fail_on: str | None = None) -> str:
     return json.dumps(report.to_dict(fail_on), indent=1, sort_keys=False) + "\n"
 
 
-def _gh_escape(value: str, prop: bool = False) -> str:
-    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return value.replace(":", "%3A").replace(",", "%2C") if prop else value
-
-
 def render_github(report: AdviceReport, fail_on: str | None = None) -> str:
     """GitHub workflow commands: ::notice / ::warning / ::error, one per finding."""
     lines = []
     if report.incomplete:
-        lines.append(f"::error title=rooflinectl: incomplete profile::{_gh_escape(report.incomplete)}")
+        lines.append(f"::error title=rooflinectl: incomplete profile::{github_data(report.incomplete)}")
     for f in report.findings:
-        title = _gh_escape(f"rooflinectl {f.rule_id}: {f.title}", prop=True)
+        title = github_property(f"rooflinectl {f.rule_id}: {f.title}")
         verified = f" Verified: {_verification_line(f)}" if f.verification is not None else ""
-        message = _gh_escape(f"{f.evidence} Fix: {f.recommendation} "
-                             f"(est. saving {seconds(f.est_saving_s, decimals=2)}, {_share(report, f.est_saving_s)})"
-                             + verified)
+        message = github_data(f"{f.evidence} Fix: {f.recommendation} "
+                              f"(est. saving {seconds(f.est_saving_s, decimals=2)}, {_share(report, f.est_saving_s)})"
+                              + verified)
         lines.append(f"::{_GITHUB_LEVEL[f.severity]} title={title}::{message}")
     lines.append(_headline(report, fail_on))
     return "\n".join(lines) + "\n"
@@ -163,14 +174,14 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
         if bad:
             failures += 1
             failure = ET.SubElement(case, "failure", type=bad[0].severity,
-                                    message=f"{entry.title}: {len(bad)} finding(s), est. saving "
+                                    message=f"{plain(entry.title)}: {len(bad)} finding(s), est. saving "
                                             f"{seconds(sum(f.est_saving_s for f in bad), decimals=2)}")
-            failure.text = "\n\n".join(f"{f.evidence}\nFix: {f.recommendation}" for f in bad)
+            failure.text = "\n\n".join(f"{plain(f.evidence)}\nFix: {plain(f.recommendation)}" for f in bad)
         elif entry.gate and not found and entry.id not in report.active_gates:
             skipped += 1
             ET.SubElement(case, "skipped", message="threshold not set")
         if found and not bad:
-            ET.SubElement(case, "system-out").text = "\n".join(f.evidence for f in found)
+            ET.SubElement(case, "system-out").text = "\n".join(plain(f.evidence) for f in found)
     tests = len(report.rules) + (1 if report.incomplete else 0)
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))
@@ -184,7 +195,7 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
 
 def render_text(report: AdviceReport, fmt: str, fail_on: str | None = None, width: int = 100) -> str:
     """Any format as a string (rich without colour), for files and tests."""
-    if fmt == "rich":
+    if fmt in ("table", "rich"):
         buffer = io.StringIO()
         Console(file=buffer, width=width, color_system=None).print(rich_renderable(report, fail_on))
         return buffer.getvalue()

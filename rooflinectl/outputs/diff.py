@@ -6,6 +6,7 @@ Renderers return strings, dicts or rich renderables; they never print and comput
 from __future__ import annotations
 
 import math
+import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from typing import Any
 
@@ -14,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.diff import DiffReport, GroupChange
+from rooflinectl.outputs.escape import github_data, markdown, plain, rich_text
 
 
 def movement(change: GroupChange) -> str:
@@ -78,27 +80,68 @@ def diff_renderable(report: DiffReport, pct: float | None = None, top: int = 20)
     table = Table(title="rooflinectl diff", title_justify="left")
     for name in ("group", "base", "new", "change", "roofline move", "match"):
         table.add_column(name, justify="right" if name in ("base", "new", "change") else "left")
-    for g in report.changed[:top]:
+    for g in report.changed if top == 0 else report.changed[:top]:
         style = "red" if g.delta_s > 0 else "green"
-        table.add_row(g.label, _ms(g.base_time_s), _ms(g.new_time_s),
-                      Text(_pct(g.delta_pct), style=style), movement(g), g.match)
+        table.add_row(rich_text(g.label), _ms(g.base_time_s), _ms(g.new_time_s),
+                      Text(_pct(g.delta_pct), style=style), rich_text(movement(g)), rich_text(g.match))
     parts: list[RenderableType] = [table]
     for title, rows in (("new", report.new), ("vanished", report.vanished)):
-        for r in rows[:top]:
-            parts.append(Text(f"{title}: {r['label']} ({r['kernel']}) {_ms(r['time_s'])}"))
-    parts += [Text(note, style="dim") for note in report.notes]
-    parts.append(Text(_headline(report, pct), style="bold"))
+        for r in rows if top == 0 else rows[:top]:
+            parts.append(rich_text(f"{title}: {r['label']} ({r['kernel']}) {_ms(r['time_s'])}"))
+    parts += [rich_text(note, style="dim") for note in report.notes]
+    parts.append(rich_text(_headline(report, pct), style="bold"))
     return Group(*parts)
 
 
 def render_diff_markdown(report: DiffReport, pct: float | None = None, top: int = 20) -> str:
-    lines = ["## rooflinectl diff", "", _headline(report, pct), "",
+    lines = ["## rooflinectl diff", "", markdown(_headline(report, pct)), "",
              "| group | base | new | change | roofline move | match |", "|---|---:|---:|---:|---|---|"]
-    for g in report.changed[:top]:
-        lines.append(f"| {g.label.replace('|', '/')} | {_ms(g.base_time_s)} | {_ms(g.new_time_s)} | "
-                     f"{_pct(g.delta_pct)} | {movement(g)} | {g.match} |")
+    for g in report.changed if top == 0 else report.changed[:top]:
+        lines.append(f"| {markdown(g.label)} | {_ms(g.base_time_s)} | {_ms(g.new_time_s)} | "
+                     f"{_pct(g.delta_pct)} | {markdown(movement(g))} | {markdown(g.match)} |")
     for title, rows in (("New", report.new), ("Vanished", report.vanished)):
         if rows:
-            lines += ["", f"**{title}:** " + "; ".join(f"`{r['label']}` {_ms(r['time_s'])}" for r in rows[:top])]
-    lines += [f"_{note}_" for note in report.notes]
+            lines += ["", f"**{title}:** " + "; ".join(f"{markdown(r['label'])} {_ms(r['time_s'])}" for r in (rows if top == 0 else rows[:top]))]
+    lines += [f"_{markdown(note)}_" for note in report.notes]
     return "\n".join(lines) + "\n"
+
+
+def render_diff_github(report: DiffReport, pct: float | None = None, top: int = 20) -> str:
+    """GitHub workflow commands: ::error per regression (and for an incomplete profile), then the headline."""
+    lines = [f"::error title=rooflinectl diff%3A incomplete profile::{github_data(reason)}" for reason in report.incomplete]
+    if pct is not None:
+        lines += [f"::error title=rooflinectl diff%3A regression::{github_data(sentence)}"
+                  for sentence in report.regressions(pct)]
+    lines.append(plain(_headline(report, pct)))
+    return "\n".join(lines) + "\n"
+
+
+def render_diff_junit(report: DiffReport, pct: float | None = None, top: int = 20) -> str:
+    """One test case for the total and one per matched group (largest changes first, `top` of
+    them): failed when it regressed more than pct percent (none fail without --fail-on-regression)."""
+    suite = ET.Element("testsuite", name="rooflinectl.diff")
+    failures = 0
+
+    def case(name: str, failed: bool, message: str) -> None:
+        nonlocal failures
+        element = ET.SubElement(suite, "testcase", classname="rooflinectl.diff", name=plain(name), time="0")
+        if failed:
+            failures += 1
+            ET.SubElement(element, "failure", type="regression", message=plain(message))
+        else:
+            ET.SubElement(element, "system-out").text = plain(message)
+
+    if report.incomplete:
+        case("profiles.complete", pct is not None, "incomplete profile: " + "; ".join(report.incomplete))
+    case(f"total {report.measure}", pct is not None and report.total_regressed(pct),
+         f"{_ms(report.base_total_s)} -> {_ms(report.new_total_s)} ({_pct(report.total_delta_pct)})")
+    for g in report.changed if top == 0 else report.changed[:top]:
+        case(g.label, pct is not None and report.group_regressed(g, pct),
+             f"{_ms(g.base_time_s)} -> {_ms(g.new_time_s)} ({_pct(g.delta_pct)}); {movement(g)}")
+    tests = len(suite)
+    suite.set("tests", str(tests))
+    suite.set("failures", str(failures))
+    root = ET.Element("testsuites", name="rooflinectl", tests=str(tests), failures=str(failures))
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D
 
 from rooflinectl.atomic import atomic_file
 from rooflinectl.errors import UsageError
+from rooflinectl.outputs.escape import mathtext
 from rooflinectl.outputs.plot_clocks import draw_clock_strip, strip_samples
 from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
 from rooflinectl.outputs.plot_names import ellipsize, group_label, shorten_kernel_name
@@ -80,6 +81,15 @@ def filter_table(kernels: pd.DataFrame, filter_regex: str | None) -> pd.DataFram
     return kernels[text.map(lambda s: bool(pattern.search(s)))]
 
 
+def escape_names(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with its names escaped for Matplotlib (a '$' in a kernel name is text, not mathtext)."""
+    out = table.copy()
+    for column in ("kernel", "op", "module", "shapes"):
+        if column in out.columns:
+            out[column] = out[column].map(mathtext)
+    return out
+
+
 def color_for(row: pd.Series, color_by: str, families: list[str]) -> str:
     if color_by == "family":
         fam = str(row.get("op_family", "") or "other")
@@ -97,7 +107,7 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
         raise UsageError("The profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
     all_rows = data.kernels
     total_time_s = float(all_rows["time_s"].sum())
-    table = filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True)
+    table = escape_names(filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True))
     if total_time_s > 0:
         table = table.assign(time_share=table["time_s"] / total_time_s)
     points = place_groups(table)
@@ -140,10 +150,10 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     draw_legend(fig, drawn, color_by, families)
     draw_notes(fig, points, table, all_rows, filter_regex, total_time_s)
     device = data.ceilings.device_name or data.metadata.get("device", "")
-    heading = title or f"Roofline: {device}"
+    heading = mathtext(title) if title else f"Roofline: {mathtext(device)}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
     fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s, micro='µs')} of kernel time in {len(all_rows)} groups"
-             + (f" · {command_text(data.metadata.get('command'))}" if data.metadata.get("command") else ""),
+             + (f" · {mathtext(command_text(data.metadata.get('command')))}" if data.metadata.get("command") else ""),
              fontsize=9.5, color="#444444", gid="subtitle")
     return root
 

@@ -12,6 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from rooflinectl.outputs.escape import plain, rich_text
 from rooflinectl.outputs.plot_names import group_label
 from rooflinectl.outputs.plot_roofs import (
     compute_frame,
@@ -95,9 +96,10 @@ def render_terminal(data: ProfileData, width: int = 80, height: int = 22, top: i
         where = {"unknown": "no cost (not drawn)", "no_flops": "0 FLOP (not drawn)"}.get(r.where, str(r.bound))
         style = "bold red" if r.above_roof else BOUND_STYLES.get(str(r.bound), "")
         key.add_row(Text(_SYMBOLS[r.rank_by_time - 1], style=style), f"{100 * r.time_share:.1f}%",
-                    seconds(r.time_s, micro='µs'), where + (" ⚠ above roof" if r.above_roof else ""), group_label(r, 40))
+                    seconds(r.time_s, micro='µs'), where + (" ⚠ above roof" if r.above_roof else ""),
+                    rich_text(group_label(r, 40)))
     roofs = Text("  ".join(("/ " if r.kind == "memory" else "─ ") + r.label for r in lines if r.key != "l2" and r.key != "l1"),
                  style="grey50")
     overlaps = Text("".join(f"{first} also stands for {', '.join(rest[1:])} (same cell)\n"
                             for first, rest in shared.items()), style="grey50")
-    return Group(Text(f"Roofline: {data.ceilings.device_name}", style="bold"), roofs, body, overlaps, key)
+    return Group(Text(f"Roofline: {plain(data.ceilings.device_name)}", style="bold"), roofs, body, overlaps, key)
