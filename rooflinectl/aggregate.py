@@ -13,6 +13,7 @@ Every stage that sums rows uses it: attribution (launches -> kernel groups), ana
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +43,17 @@ def single_or_count(noun: str) -> Callable[[pd.Series], str]:
         return values.iloc[0] if count == 1 else f"{count} {noun}"
 
     return name
+
+
+def common_module(paths: pd.Series) -> str:
+    """The deepest module path shared by all rows of a group ('' when they share none)."""
+    unique = sorted({p for p in paths if p})
+    if not unique:
+        return ""
+    if len(unique) == 1:
+        return unique[0]
+    prefix = os.path.commonprefix([p.split(".") for p in unique])
+    return ".".join(prefix)
 
 
 def aggregate(table: pd.DataFrame, keys: list[str], **named: tuple[str, Any]) -> pd.DataFrame:

@@ -113,6 +113,7 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
     summary = summarise(placed, state.steady, state.window_s, sequence, count or 1)
     summary["regions"] = attributed.regions
     summary["clocks"] = clock_summary(state.steady, samples, metadata, placed, ceilings)
+    summary["region_runs"] = attributed.region_runs
     summary["host_events"] = attributed.host_events
     summary["compile_work_s"] = attributed.compile_work_s
     if state.host_spans_ns:

@@ -77,6 +77,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "host_events": "profiler events (ops, annotations) recorded in the window",
     "compile_work_s": "time of the work torch.compile ran while compiling and autotuning (benchmark launches), not counted",
     "regions": "names of the rooflinectl.region blocks that limited the count",
+    "region_runs": "how many times those blocks ran (0 without regions)",
     "launches": "number of kernel launches counted",
     "short_launches": "launches shorter than 5 microseconds",
     "launch_sequence": "row indices (position in the kernel table) in launch order, first 100000",

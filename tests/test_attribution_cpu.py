@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import rooflinectl
-from rooflinectl.attribution.group import common_module, group_launches
+from rooflinectl.aggregate import common_module
+from rooflinectl.attribution.group import group_launches
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
 from rooflinectl.capture.session import profiling
 
@@ -48,7 +49,7 @@ def test_columns_and_cpu_fields(mlp_run):
 def test_linear_counted_once_as_addmm(mlp_run):
     cap, attributed = mlp_run
     launches = attributed.launches
-    forward = launches[launches["module"].str.startswith("Sequential")]
+    forward = launches[launches["module"].str.startswith("Sequential") & ~launches["module"].str.endswith("(backward)")]
     # aten::linear (no formula) -> aten::addmm (the outermost costed op); its copy_/t children
     # are inside it and not counted again
     assert list(forward["op"]) == ["aten::addmm", "aten::relu", "aten::addmm"]
@@ -64,9 +65,19 @@ def test_linear_counted_once_as_addmm(mlp_run):
 
 def test_module_paths(mlp_run):
     _, attributed = mlp_run
-    modules = list(attributed.launches["module"])
+    launches = attributed.launches
+    modules = list(launches["module"])
     assert modules[:3] == ["Sequential.0", "Sequential.1", "Sequential.2"]
-    assert "" in modules[3:]  # the loss and backward ran outside any module
+    assert "" in modules[3:]  # the loss (sum) ran outside any module
+    # backward work carries the module of the forward op it differentiates (autograd's sequence
+    # number links them): the weight and input gradients of each Linear, the ReLU's threshold_backward
+    backward = launches[launches["module"].str.endswith("(backward)")]
+    by_module = backward.groupby("module")["op"].apply(set).to_dict()
+    assert by_module["Sequential.2 (backward)"] >= {"aten::mm"}
+    assert by_module["Sequential.1 (backward)"] == {"aten::threshold_backward"}
+    assert by_module["Sequential.0 (backward)"] >= {"aten::mm"}
+    mm_grads = backward[backward["op"] == "aten::mm"]
+    assert set(mm_grads["flops"]) <= {2 * 4 * 32 * 8, 2 * 32 * 4 * 16, 2 * 4 * 8 * 32, 2 * 4 * 32 * 16}
 
 
 def test_views_and_autograd_nodes_are_not_unknown_work(mlp_run):
@@ -149,17 +160,18 @@ def test_group_launches():
         _launch("aten::flip", "aten::flip", "[4]", 2e-4, math.nan, math.nan, "", start=3),
         _launch("aten::flip", "aten::flip", "[4]", 2e-4, math.nan, math.nan, "", start=4),
         _launch("aten::mm", "aten::mm", "[2, 8] x [8, 2]", 5e-4, 64.0, 60.0, "M.a", start=5),
+        _launch("aten::mm", "aten::mm", "[4, 8] x [8, 2]", 2e-3, 128.0, 100.0, "M.a", start=6),
     ]
     table, sequence = group_launches(pd.DataFrame(rows, columns=LAUNCH_COLUMNS))
-    assert list(table["shapes"]) == ["[4, 8] x [8, 2]", "[4]", "[4]", "[2, 8] x [8, 2]"]  # first-launch order
-    assert list(table["op"]) == ["aten::mm", "aten::exp", "aten::flip", "aten::mm"]
-    assert sequence == [0, 1, 0, 2, 2, 3]
+    # first-launch order; the same mm in two modules (two layers) is two rows, not one under "M"
+    assert list(table["module"]) == ["M.a", "M.b", "M.c", "", "M.a"]
+    assert list(table["shapes"]) == ["[4, 8] x [8, 2]", "[4]", "[4, 8] x [8, 2]", "[4]", "[2, 8] x [8, 2]"]
+    assert sequence == [0, 1, 2, 3, 3, 4, 0]
     mm = table.iloc[0]
     assert mm["calls"] == 2
-    assert mm["time_s"] == pytest.approx(4e-3)  # 1e-3 + 3e-3
+    assert mm["time_s"] == pytest.approx(3e-3)  # 1e-3 + 2e-3
     assert (mm["flops"], mm["bytes"]) == (256.0, 200.0)  # summed over the two calls
-    assert mm["module"] == "M"  # common path of M.a and M.c
-    flip = table.iloc[2]
+    flip = table.iloc[3]
     assert flip["calls"] == 2
     assert math.isnan(flip["flops"]) and math.isnan(flip["bytes"])  # unknown stays unknown, not 0
     assert flip["cost_source"] == "none"
@@ -178,3 +190,14 @@ def test_group_real_run(mlp_run):
     assert table["time_s"].sum() == pytest.approx(attributed.launches["time_s"].sum())
     addmm = table[table["op"] == "aten::addmm"]
     assert len(addmm) == 2  # the two Linears differ in shapes: two rows
+
+
+def test_optimizer_work_is_named_after_the_optimizer():
+    model = torch.nn.Linear(16, 8)
+    opt = torch.optim.AdamW(model.parameters(), foreach=False)
+    model(torch.randn(4, 16)).sum().backward()
+    with profiling("cpu") as cap:
+        opt.step()
+    launches = attribute(cap.trace, "cpu", cap.metadata).launches
+    assert set(launches["module"]) == {"optimizer AdamW.step"}  # was '' (no nn.Module around it)
+    assert {"aten::addcdiv_", "aten::lerp_"} <= set(launches["op"])

@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rooflinectl.aggregate import aggregate, single_or_count
+from rooflinectl.aggregate import aggregate, common_module, single_or_count
 from rooflinectl.analysis.roofline import LAUNCH_CONFIG_COLUMNS, place_on_roofline
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.schema import KERNEL_COLUMNS
 
-BY_KEYS = {"op": ["op", "unit", "precision"], "module": ["module", "unit", "precision"]}
+BY_KEYS = {"kernel": ["kernel", "op", "shapes", "dtype"], "op": ["op", "unit", "precision"],
+           "module": ["module", "unit", "precision"]}
 
 
 def regroup(table: pd.DataFrame, by: str, ceilings: Ceilings) -> pd.DataFrame:
-    """by="kernel" returns the table as is; "op" or "module" sums calls, time, FLOPs and bytes
+    """Sum calls, time, FLOPs and bytes per kernel (the same kernel, op, shapes and dtype in every
+    module: one row, its module the modules' common path), per op, or per module
     (rooflinectl.aggregate: a group with any row of unknown cost is unknown)."""
-    if by == "kernel" or table.empty:
+    if table.empty or (by == "kernel" and not table.duplicated(BY_KEYS["kernel"]).any()):
         return table
     out = aggregate(
         table, BY_KEYS[by],
         kernel=("kernel", single_or_count("kernels")),
         op=("op", single_or_count("ops")),
-        module=("module", lambda s: s.iloc[0] if s.nunique() == 1 else ""),
+        module=("module", common_module if by == "kernel" else lambda s: s.iloc[0] if s.nunique() == 1 else ""),
         op_family=("op_family", "first"),
         shapes=("shapes", single_or_count("shapes")),
         dtype=("dtype", "first"),
+        unit=("unit", "first"),
+        precision=("precision", "first"),
         device=("device", "first"),
         origin=("origin", "first"),
         cost_note=("cost_note", "first"),

@@ -1,26 +1,17 @@
-"""Group launches into kernel-table rows: one per (kernel, op, input shapes, dtype)."""
+"""Group launches into kernel-table rows: one per (kernel, op, input shapes, dtype, module).
+
+The module is part of the key: twelve identical layers are twelve rows, so `show --by module`
+can say what each layer costs (`show` by kernel sums them again for its compact view).
+"""
 
 from __future__ import annotations
-
-import os
 
 import pandas as pd
 
 from rooflinectl.aggregate import aggregate
 
-GROUP_KEY = ["kernel", "op", "shapes", "dtype"]
+GROUP_KEY = ["kernel", "op", "shapes", "dtype", "module"]  # module too: repeated layers stay apart
 MAX_SEQUENCE = 100_000
-
-
-def common_module(paths: pd.Series) -> str:
-    """The deepest module path shared by all launches of a group ('' when they share none)."""
-    unique = sorted({p for p in paths if p})
-    if not unique:
-        return ""
-    if len(unique) == 1:
-        return unique[0]
-    prefix = os.path.commonprefix([p.split(".") for p in unique])
-    return ".".join(prefix)
 
 
 def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
@@ -32,7 +23,6 @@ def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
     table = aggregate(
         keyed, GROUP_KEY,
         op_family=("op_family", "first"),
-        module=("module", common_module),
         device=("device", "first"),
         origin=("origin", "first"),
         calls=("time_s", "size"),

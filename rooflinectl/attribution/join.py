@@ -48,6 +48,8 @@ from rooflinectl.costs.inductor import (
 )
 
 COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
 LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
                   "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block",
                   "registers_per_thread", "shared_bytes_per_block", "unit",
@@ -61,6 +63,7 @@ class Attributed:
     regions: list[str]
     host_events: int  # profiler events (ops, annotations) recorded in the window: each paid the profiler's cost
     compile_work_s: float = 0.0  # time of kernels (GPU) or ops (CPU) run by torch.compile while compiling, not counted
+    region_runs: int = 0  # how many times a rooflinectl.region block ran
 
 
 class _OpIndex:
@@ -96,6 +99,19 @@ class _OpIndex:
         for i, op in enumerate(self.ops):
             self.compile_work[i] = op.name.endswith(COMPILE_SCOPE_SUFFIX) or (
                 self.parent[i] >= 0 and self.compile_work[self.parent[i]])
+        self.forward_by_seq = self._forward_ops()
+
+    def _forward_ops(self) -> dict[int, int]:
+        """Autograd sequence number -> the outermost forward op that carries it (ops under an
+        autograd::engine::evaluate_function op are backward work and share their forward's number)."""
+        out: dict[int, int] = {}
+        in_backward = [False] * len(self.ops)
+        for i, op in enumerate(self.ops):  # parents come before children in this order
+            parent = self.parent[i]
+            in_backward[i] = op.name.startswith(BACKWARD_PREFIX) or (parent >= 0 and in_backward[parent])
+            if op.sequence_nr >= 0 and not in_backward[i] and op.category == "cpu_op":
+                out.setdefault(op.sequence_nr, i)
+        return out
 
     def in_window(self, ts_ns: int) -> bool:
         """Counted: inside a region (or anywhere, without regions) and outside the overhead probe."""
@@ -104,12 +120,24 @@ class _OpIndex:
         return not self.region_spans or _inside(ts_ns, self._region_starts, self.region_spans)
 
     def module(self, i: int) -> str:
+        """The nn.Module path active at op i; for backward work, the forward op's module with
+        ' (backward)' (autograd's sequence number links the two); for an optimizer's work,
+        'optimizer AdamW.step' (its own annotation); '' when none applies."""
+        backward_seq, optimizer = -1, ""
         while i >= 0:
             op = self.ops[i]
             if op.category == "user_annotation" and op.name.startswith(MODULE_PREFIX):
                 return op.name[len(MODULE_PREFIX):]
+            if op.name.startswith(BACKWARD_PREFIX) and op.sequence_nr >= 0:
+                backward_seq = op.sequence_nr
+            if op.name.startswith(OPTIMIZER_PREFIXES) and not optimizer:
+                optimizer = f"optimizer {op.name.split('#', 1)[-1]}"
             i = self.parent[i]
-        return ""
+        forward = self.forward_by_seq.get(backward_seq, -1)
+        if forward >= 0:
+            module = self.module(forward)
+            return f"{module} (backward)" if module else ""
+        return optimizer
 
     def cost(self, i: int) -> tuple[OpCost | None, str]:
         """(cost or None, input shapes text) of op i."""
@@ -256,8 +284,10 @@ def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> At
         records = _cpu_records(index, metadata)
     launches = pd.DataFrame(records, columns=LAUNCH_COLUMNS)
     host_events = sum(1 for o in index.ops if index.in_window(o.ts_ns) and not o.name.startswith(REGION_PREFIX))
+    region_runs = sum(1 for o in index.ops if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX))
     return Attributed(launches=launches, window_s=_window_ns(launches, index) / 1e9, regions=index.region_names,
-                      host_events=host_events, compile_work_s=_compile_work_s(trace, index, device_kind))
+                      host_events=host_events, compile_work_s=_compile_work_s(trace, index, device_kind),
+                      region_runs=region_runs)
 
 
 def _compile_work_s(trace: RawTrace, index: _OpIndex, device_kind: str) -> float:

@@ -51,6 +51,7 @@ class RawOp:
     input_storages: list[Any] = field(default_factory=list)  # int | list[int] | None per input
     list_dtypes: list[Any] = field(default_factory=list)  # torch dtype names of tensor-list elements
     args: dict[str, Any] = field(default_factory=dict)  # Inductor's keys (INDUCTOR_ARGS) when the op is its kernel
+    sequence_nr: int = -1  # autograd sequence number: a backward op shares its forward op's (-1: none)
 
     @property
     def end_ns(self) -> int:
@@ -223,6 +224,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 input_strides=list(args.get("Input Strides", [])),
                 concrete_inputs=list(args.get("Concrete Inputs", [])),
                 args={k: args[k] for k in INDUCTOR_ARGS if k in args},
+                sequence_nr=int(args.get("Sequence number", -1)),
             )
             if tensor_info is not None and cat == "cpu_op":
                 key_us = int(round(float(e["ts"]) + base_ns_epoch / 1000.0))

@@ -60,6 +60,7 @@ SUMMARY_RANGES: dict[str, tuple[float, float | None]] = {
     "launches": (0.0, None),
     "short_launches": (0.0, None),
     "iterations": (1.0, None),
+    "region_runs": (0.0, None),
 }
 
 
