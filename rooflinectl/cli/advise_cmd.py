@@ -17,25 +17,35 @@ from typing import Any
 import click
 
 from rooflinectl.analysis.advice import RULES, SEVERITIES, Thresholds, advise, exit_code
-from rooflinectl.atomic import write_atomic
-from rooflinectl.cli.common import console
+from rooflinectl.cli.common import FormatChoice, console, terminal_width
 from rooflinectl.cli.config import load_config
-from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError
+from rooflinectl.cli.output_paths import STDOUT, write_text_output
+from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
 from rooflinectl.outputs.advice_render import FORMATS, render_text, rich_renderable
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 
 _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
 
 
+def _rule_patterns(values: list[str] | tuple[str, ...], option: str) -> tuple[str, ...]:
+    """Rule ids or prefixes (`fusion`, `attention.materialised-scores`), comma lists allowed;
+    one that names no rule is an error (a typo would silently run everything)."""
+    patterns = tuple(p.strip() for v in values for p in str(v).split(",") if p.strip())
+    unknown = [p for p in patterns if not any(r == p or r.startswith(p.rstrip(".") + ".") for r in RULES)]
+    if unknown:
+        raise UsageError(f"{option}: no rule is named {', '.join(unknown)} (`rooflinectl advise --list-rules`).")
+    return patterns
+
+
 def thresholds_from(values: dict[str, Any]) -> Thresholds:
-    """Thresholds from merged settings (config, then flags); unknown keys are ignored."""
+    """Thresholds from merged settings (config, then flags)."""
     names = {f.name for f in fields(Thresholds)}
     kwargs = {k: v for k, v in values.items() if k in names}
-    if "disable" in values:
-        kwargs["disabled_rules"] = tuple(values["disable"])
-    unknown = [r for r in kwargs.get("disabled_rules", ()) if r not in RULES]
-    if unknown:
-        raise click.BadParameter(f"unknown rule id(s): {', '.join(unknown)}", param_hint="disable")
+    if "hide_below" in values:
+        kwargs["hide_below_share"] = float(values["hide_below"])
+    ignored = [*values.get("disable", ()), *values.get("ignore", ())]
+    kwargs["disabled_rules"] = _rule_patterns(ignored, "--ignore")
+    kwargs["selected_rules"] = _rule_patterns(values.get("select", ()), "--select")
     return Thresholds(**kwargs)
 
 
@@ -53,8 +63,8 @@ def rules_help() -> str:
 
 @click.command(name="advise")
 @click.argument("profile", required=False, default=DEFAULT_PROFILE_PATH, type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True,
-              help="rich (terminal), markdown (PR comment, step summary), json, github (annotations), junit (XML).")
+@click.option("--format", "fmt", type=FormatChoice(FORMATS), default="table", show_default=True,
+              help="table (terminal), markdown (PR comment, step summary), json, github (annotations), junit (XML).")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
               help="Exit 1 when a finding is at or above this severity.")
 @click.option("--min-efficiency", type=click.FloatRange(0, 1), default=None,
@@ -65,8 +75,13 @@ def rules_help() -> str:
               help="Gate: device idle time / window at most this.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="pyproject.toml to read [tool.rooflinectl] from (default: the nearest one above the cwd).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report to this file instead of stdout.")
+@click.option("--select", multiple=True, metavar="RULES",
+              help="Run only these rules (ids or prefixes such as `fusion`; repeat or comma-separate).")
+@click.option("--ignore", multiple=True, metavar="RULES", help="Do not run these rules (ids or prefixes).")
+@click.option("--hide-below", type=click.FloatRange(0, 1), default=None, metavar="SHARE",
+              help="Leave out fixes saving less than this share of the run [default: 0.001; 0 shows all].")
+@click.option("-o", "--output", default=None, metavar="FILE",
+              help="Write the report to FILE instead of stdout ('-': stdout).")
 @click.option("--list-rules", is_flag=True, help="Print every rule, its estimate and exit.")
 @click.option("--verify", is_flag=True,
               help="GPU only: rebuild each mechanical fix's op with the profiled shapes, time it as profiled and "
@@ -74,7 +89,8 @@ def rules_help() -> str:
 @click.pass_context
 def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min_efficiency: float | None,
             max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
-            output: Path | None, list_rules: bool, verify: bool) -> None:
+            select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None, output: str | None,
+            list_rules: bool, verify: bool) -> None:
     """Recommendations from a profile: each finding with evidence, the fix and the time it saves.
 
     Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error;
@@ -90,8 +106,11 @@ def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min
             click.echo(f"rooflinectl: {config.message}", err=True)
         settings = dict(config.values)
         flags = {"min_efficiency": min_efficiency, "max_unknown_share": max_unknown_share,
-                 "max_launch_overhead": max_launch_overhead, "fail_on": fail_on}
+                 "max_launch_overhead": max_launch_overhead, "fail_on": fail_on, "hide_below": hide_below,
+                 "select": select or None}
         settings.update({k: v for k, v in flags.items() if v is not None})
+        if ignore:
+            settings["ignore"] = (*settings.get("ignore", ()), *ignore)
         level = settings.get("fail_on")
         if level is None and any(settings.get(k) is not None for k in _GATES):
             level = "error"  # a threshold is a request to fail when it is crossed
@@ -105,12 +124,10 @@ def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)
         return
-    if output is not None:
-        write_atomic(output, render_text(report, fmt, level))
-    elif fmt == "rich":
+    if fmt == "table" and (output is None or output == STDOUT):
         console().print(rich_renderable(report, level))
     else:
-        click.echo(render_text(report, fmt, level), nl=False)
+        write_text_output(render_text(report, fmt, level, width=terminal_width()), output)
     code = exit_code(report, level)
     if code == EXIT_INCOMPLETE:
         click.echo(f"rooflinectl: {profile} is an incomplete profile ({report.incomplete}): the gate fails.", err=True)

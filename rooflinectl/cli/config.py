@@ -8,7 +8,9 @@ its [tool.rooflinectl.advise] / [tool.rooflinectl.diff] sub-tables:
   max_launch_overhead = 0.3      # gate.launch-overhead
   min_saving_share = 0.01        # findings saving less become info
   max_findings_per_rule = 5
-  disable = ["roof.stop-here"]   # rule ids not to run
+  hide_below = 0.001             # fixes saving less than this share of the run are left out
+  select = ["fusion", "attention.materialised-scores"]   # only these rules (ids or prefixes)
+  ignore = ["roof.stop-here"]    # rules not to run (`disable` is the same list)
   fail_on_regression = 5.0       # diff: percent
 Any other key is an error naming the nearest valid one: a misspelt key would silently switch a
 gate off. Numbers must be finite and in range (shares between 0 and 1).
@@ -30,7 +32,8 @@ from typing import Any
 from rooflinectl.analysis.advice.registry import SEVERITIES
 from rooflinectl.errors import UsageError
 
-_FLOAT_KEYS = ("min_efficiency", "max_unknown_share", "max_launch_overhead", "min_saving_share", "fail_on_regression")
+_FLOAT_KEYS = ("min_efficiency", "max_unknown_share", "max_launch_overhead", "min_saving_share", "hide_below",
+               "fail_on_regression")
 
 
 @dataclass
@@ -61,8 +64,8 @@ def find_pyproject(start: Path) -> Path | None:
 
 # key -> (low, high) for numbers; shares are fractions of a whole, the regression a percentage
 _NUMBER_RANGES = {"min_efficiency": (0.0, 1.0), "max_unknown_share": (0.0, 1.0), "max_launch_overhead": (0.0, 1.0),
-                  "min_saving_share": (0.0, 1.0), "fail_on_regression": (0.0, math.inf)}
-KNOWN_KEYS = (*_FLOAT_KEYS, "fail_on", "max_findings_per_rule", "disable")
+                  "min_saving_share": (0.0, 1.0), "hide_below": (0.0, 1.0), "fail_on_regression": (0.0, math.inf)}
+KNOWN_KEYS = (*_FLOAT_KEYS, "fail_on", "max_findings_per_rule", "disable", "select", "ignore")
 SECTIONS = ("advise", "diff")
 
 
@@ -98,9 +101,9 @@ def _normalise(table: dict[str, Any], origin: str, sections: tuple[str, ...] = (
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UsageError(f"{origin}: max_findings_per_rule must be a positive integer.")
             out[key] = value
-        elif key == "disable":
+        elif key in ("disable", "select", "ignore"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise UsageError(f"{origin}: disable must be a list of rule ids.")
+                raise UsageError(f"{origin}: {raw_key} must be a list of rule ids.")
             out[key] = tuple(value)
         else:
             raise _unknown(raw_key, origin, KNOWN_KEYS)

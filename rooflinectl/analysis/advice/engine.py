@@ -23,6 +23,7 @@ from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from rooflinectl.profile_model import ProfileData, incomplete_reason
 from rooflinectl.schema import KERNEL_COLUMNS
 
+ALWAYS_SHOWN = ("gate.", "data.", "roof.")  # gates, warnings about the numbers, "stop here": never hidden as small
 _DEFAULTS = {"str": "", "int": 0, "float": math.nan, "bool": False}
 
 
@@ -40,6 +41,8 @@ class AdviceReport:
     profile_path: str = ""
     active_gates: tuple[str, ...] = ()  # gates whose threshold was set
     incomplete: str = ""  # why the profile cannot pass a gate (profile_model.incomplete_reason), '' if it can
+    hidden: int = 0  # fixes left out for saving less than Thresholds.hide_below_share of the run
+    hide_below_share: float = 0.0
 
     def findings_of(self, rule_id: str) -> list[Finding]:
         return [f for f in self.findings if f.rule_id == rule_id]
@@ -61,6 +64,8 @@ class AdviceReport:
             "incomplete": self.incomplete or None,
             "rules": [r.id for r in self.rules],
             "omitted": dict(sorted(self.omitted.items())),
+            "hidden": self.hidden,
+            "hide_below_share": self.hide_below_share,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -134,12 +139,16 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
     ctx = AdviceContext(kernels=kernels, summary=dict(profile.summary or {}), ceilings=profile.ceilings,
                         metadata=dict(profile.metadata or {}), thresholds=thresholds)
     idle_s = float(ctx.summary.get("device_idle_s") or 0.0)
-    rules = [RULES[k] for k in sorted(RULES) if k not in thresholds.disabled_rules]
+    rules = [RULES[k] for k in sorted(RULES) if thresholds.runs(k)]
     run_time_s = ctx.run_time_s
     findings: list[Finding] = []
+    hidden = 0
     for entry in rules:
         for f in entry.fn(ctx):
             f = _cap(f, kernels, idle_s)
+            if not entry.id.startswith(ALWAYS_SHOWN) and f.est_saving_s < thresholds.hide_below_share * run_time_s:
+                hidden += 1  # worth a microsecond: noise, not advice
+                continue
             small = run_time_s <= 0 or f.est_saving_s < thresholds.min_saving_share * run_time_s
             if not entry.gate and not entry.keep_severity and small and f.severity == "warning":
                 f = replace(f, severity="info")
@@ -161,7 +170,8 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
                         profile_path=profile_path,
                         active_gates=tuple(r.id for r in rules
                                            if r.gate and getattr(thresholds, r.threshold) is not None),
-                        incomplete=incomplete_reason(profile))
+                        incomplete=incomplete_reason(profile), hidden=hidden,
+                        hide_below_share=thresholds.hide_below_share)
 
 
 def exit_code(report: AdviceReport, fail_on: str | None) -> int:

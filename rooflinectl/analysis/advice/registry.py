@@ -33,8 +33,17 @@ class Thresholds:
     max_unknown_share: float | None = None  # share of kernel time with no cost model
     max_launch_overhead: float | None = None  # device idle time / window
     min_saving_share: float = 0.01  # findings saving less than this share of the run become info
+    hide_below_share: float = 0.001  # fixes saving less than this share of the run are left out (counted)
     max_findings_per_rule: int = 5
-    disabled_rules: tuple[str, ...] = ()
+    disabled_rules: tuple[str, ...] = ()  # rule ids or prefixes (`fusion`) not to run
+    selected_rules: tuple[str, ...] = ()  # rule ids or prefixes to run, all when empty
+
+    def runs(self, rule_id: str) -> bool:
+        """Whether the rule runs under --select / --ignore (an id, or a prefix before a dot)."""
+        def matches(patterns: tuple[str, ...]) -> bool:
+            return any(rule_id == p or rule_id.startswith(p.rstrip(".") + ".") for p in patterns)
+
+        return (not self.selected_rules or matches(self.selected_rules)) and not matches(self.disabled_rules)
 
 
 @dataclass

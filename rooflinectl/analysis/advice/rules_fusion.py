@@ -70,6 +70,48 @@ def _chains_without_sequence(kernels: pd.DataFrame) -> Counter[tuple[int, ...]]:
     return chains
 
 
+# The element-wise ops of an Adam/AdamW/SGD update written per parameter (torch.optim without
+# foreach or fused): the ops a chain of the optimizer's own update is made of.
+OPTIMIZER_UPDATE_OPS = {"aten::add_", "aten::mul_", "aten::lerp_", "aten::addcmul_", "aten::addcdiv_", "aten::sqrt",
+                        "aten::div", "aten::div_", "aten::sqrt_", "aten::mul", "aten::add", "aten::copy_"}
+OPTIMIZER_MARKERS = {"aten::lerp_", "aten::addcmul_", "aten::addcdiv_"}
+
+
+def optimizer_name(parts: list[pd.Series]) -> str | None:
+    """'AdamW' when the chain is an optimizer's per-parameter update ('' when the optimizer is
+    not named), None when it is not one: its rows run under the optimizer's step annotation
+    (module 'optimizer AdamW.step'), or it is made of the update's ops only (older profiles)."""
+    modules = [cell_text(r, "module") for r in parts]
+    for module in modules:
+        if module.startswith("optimizer "):
+            return module.removeprefix("optimizer ").split(".")[0]
+    ops = {cell_text(r, "op") for r in parts}
+    if ops <= OPTIMIZER_UPDATE_OPS and ops & OPTIMIZER_MARKERS:
+        return ""
+    return None
+
+
+def _optimizer_finding(chains: list[tuple[tuple[int, ...], float, float, str, str]], name: str) -> Finding:
+    """All per-parameter update chains of one optimizer: one finding with one fix."""
+    saving_s = sum(c[1] for c in chains)
+    chain_s = sum(c[2] for c in chains)
+    shapes = sorted({c[3] for c in chains})
+    who = f"torch.optim.{name}" if name else "the optimizer"
+    return make_finding(
+        "fusion.memory-chain",
+        evidence=(f"{who} updates its parameters one tensor at a time: {len(chains)} chains of small "
+                  f"element-wise kernels ({chains[0][4]}) over {len(shapes)} parameter shape(s), "
+                  f"{seconds(chain_s, decimals=2)} per step."),
+        recommendation=(f"Construct it with fused=True ({who}(params, ..., fused=True): one kernel updates "
+                        "every parameter), or foreach=True (a few multi-tensor kernels); compiling the "
+                        "optimizer step with torch.compile fuses it too."),
+        est_saving_s=saving_s,
+        rows=sorted({r for c in chains for r in c[0]}),
+        numbers={"chains": float(len(chains)), "parameter_shapes": float(len(shapes)), "chain_time_s": chain_s},
+        subject=f"{name or 'optimizer'} step",
+    )
+
+
 @rule(id="fusion.memory-chain", title="Fuse a chain of memory-bound kernels", severity="warning")
 def fusion_chain(ctx: AdviceContext) -> list[Finding]:
     """Consecutive memory-bound element-wise / norm / softmax / reduction kernels over tensors of
@@ -80,12 +122,15 @@ def fusion_chain(ctx: AdviceContext) -> list[Finding]:
     chip. Fused time = external bytes / the best bandwidth a kernel of the chain already achieved
     (at least the kernel floor). Saving = chain time - fused time, per occurrence.
     Approximation: the intermediate is taken to be the size of the chain's largest input.
+    An optimizer's per-parameter update (under its step annotation, or made of the update's ops)
+    is one finding for all its chains, with the optimizer's own fused=True / foreach=True as the fix.
     """
     kernels = ctx.kernels
     seq = launch_sequence(ctx)
     chains = _chains_from_sequence(kernels, seq) if seq else _chains_without_sequence(kernels)
     floor_s = float(ctx.ceilings.kernel_floor_s.value)
     findings: list[Finding] = []
+    optimizer_chains: dict[str, list[tuple[tuple[int, ...], float, float, str, str]]] = defaultdict(list)
     for rows, count in sorted(chains.items()):
         parts = [kernels.iloc[i] for i in rows]
         chain_s = sum(time_per_call_s(r) for r in parts)
@@ -101,6 +146,10 @@ def fusion_chain(ctx: AdviceContext) -> list[Finding]:
             continue
         ops = " -> ".join(cell_text(r, "op") or cell_text(r, "kernel") for r in parts)
         short = "+".join((cell_text(r, "op") or cell_text(r, "kernel")).split("::")[-1].lstrip("_") for r in parts)
+        optimizer = optimizer_name(parts)
+        if optimizer is not None:
+            optimizer_chains[optimizer].append((rows, saving_s, chain_s * count, cell_text(parts[0], "shapes"), short))
+            continue
         custom = any(cell_text(r, "origin") in ("triton", "other") for r in parts)
         module = next((cell_text(r, "module") for r in parts if cell_text(r, "module")), "")
         place = f" in {module}" if module else ""
@@ -124,6 +173,7 @@ def fusion_chain(ctx: AdviceContext) -> list[Finding]:
                      "fused_time_s": fused_s},
             subject=f"{short} in {module}" if module else short,
         ))
+    findings += [_optimizer_finding(found, name) for name, found in sorted(optimizer_chains.items())]
     return findings
 
 
@@ -143,7 +193,9 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
 
     Estimate: scaled_dot_product_attention (FlashAttention) never writes the score matrix, so it
     saves the softmax and element-wise kernels' time over it, plus the GEMMs' write and read of it
-    (2 x elements x element size at the DRAM roof, capped by the GEMMs' time).
+    (2 x elements x element size at the DRAM roof, capped by the GEMMs' time). Inside
+    nn.MultiheadAttention (recognised by its head-average of the weights, a mean over the score
+    matrix) the fix is need_weights=False, and that mean is saved too.
     """
     kernels = ctx.kernels
     dram = ctx.ceilings.memory_bytes_per_s.get("dram")
@@ -170,6 +222,13 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
                 scalers.append(j)
         if not consumers:
             continue
+        module = cell_text(row, "module")
+        # nn.MultiheadAttention with need_weights=True (its default) averages the weights it
+        # returns over the heads: a mean over the score matrix's elements in the same module
+        averaged = [j for j in range(len(kernels)) if cell_text(kernels.iloc[j], "op") == "aten::mean"
+                    and cell_text(kernels.iloc[j], "module") == module
+                    and numel(main_shape(kernels.iloc[j].get("shapes", ""))) == scores]
+        scalers += averaged
         calls = max(1.0, cell_float(row, "calls", 1.0))
         score_bytes = scores * element_bytes(row) * calls
         gemm_rows = consumers + producers
@@ -178,17 +237,22 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
         gemm_part_s = min(2.0 * score_bytes / bw, gemm_s) if bw > 0 else 0.0
         side_s = cell_float(row, "time_s", 0.0) + sum(cell_float(kernels.iloc[j], "time_s", 0.0) for j in scalers)
         saving_s = side_s + gemm_part_s
-        module = cell_text(row, "module")
+        if averaged:
+            fix = ("This is nn.MultiheadAttention computing the attention weights it returns (need_weights=True "
+                   "is its default): call it with need_weights=False and it runs "
+                   "scaled_dot_product_attention, which never writes the score matrix.")
+        else:
+            fix = ("Replace matmul-softmax-matmul with "
+                   "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=..., "
+                   "is_causal=...) (FlashAttention / memory-efficient kernels): the score "
+                   "matrix stays on chip.")
         findings.append(make_finding(
             "attention.materialised-scores",
             evidence=(f"{where(row)} normalises a materialised score matrix of {scores:,} elements "
                       f"({score_bytes / 1e6:.1f} MB over {int(calls)} calls) that "
                       f"{len(consumers)} matmul group(s) read; softmax and element-wise work on it "
                       f"takes {seconds(side_s, decimals=2)}."),
-            recommendation=("Replace matmul-softmax-matmul with "
-                            "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=..., "
-                            "is_causal=...) (FlashAttention / memory-efficient kernels): the score "
-                            "matrix stays on chip."),
+            recommendation=fix,
             est_saving_s=saving_s,
             rows=[i, *gemm_rows, *scalers],
             numbers={"score_elements": float(scores), "score_bytes": score_bytes,
@@ -242,7 +306,7 @@ def kv_cache_growth(ctx: AdviceContext) -> list[Finding]:
             recommendation=("Keep the KV cache pre-allocated and write each token in place "
                             "(index_copy_ / a static cache), and use paged attention for many "
                             "sequences (vLLM PagedAttention, flash_attn_with_kvcache, FlexAttention "
-                            "with a paged block mask); static shapes also allow CUDA graphs."),
+                            "with a paged block mask)" + ("; static shapes also allow CUDA graphs." if ctx.on_gpu else ".")),
             est_saving_s=copy_s,
             rows=[*rows, *growing],
             numbers={"kv_lengths": float(len(distinct)), "attention_s": attn_s, "cache_copy_s": copy_s},

@@ -78,7 +78,9 @@ def launch_overhead_gate(ctx: AdviceContext) -> list[Finding]:
     return _gate(
         "gate.launch-overhead", share, limit,
         evidence=f"the device was idle {percent(share)} of the window ({seconds(float(idle), decimals=2)} of {seconds(float(window), decimals=2)})",
-        recommendation="Capture the step in a CUDA graph (see launch.overhead), or raise max_launch_overhead.",
+        recommendation=("Capture the step in a CUDA graph (see launch.overhead), or raise max_launch_overhead."
+                        if ctx.on_gpu else "Do more work per op (larger batches, fewer small ops; torch.compile "
+                        "fuses small ops on CPU too), or raise max_launch_overhead."),
         number="idle_share",
         subject="launch overhead",
     )
