@@ -117,7 +117,7 @@ def test_terminal(workdir: Path) -> None:
         (["-o", "chart.jpg"], "saved as .png, .svg or .pdf"),
         (["a", "b", "c"], "one profile, or two"),
         (["--filter", "("], "not a valid regular expression"),
-        (["naive.profile.json", "sdpa.profile.json", "--terminal"], "--terminal draws one profile"),
+        (["--dpi", "0"], "--dpi must be more than 0"),
     ],
 )
 def test_bad_input_is_one_sentence_exit_2(workdir: Path, args: list[str], message: str) -> None:

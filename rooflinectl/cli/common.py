@@ -1,16 +1,50 @@
-"""Small helpers the subcommands share."""
+"""Small helpers the subcommands share: the console, format names, report output."""
 
 from __future__ import annotations
 
-from rich.console import Console
+import io
+import os
+from typing import Any
+
+import click
+from rich.console import Console, RenderableType
 
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 from rooflinectl.profile_model import ProfileData
 
+PIPE_WIDTH = 200  # piped output without COLUMNS: wide enough that nothing is dropped
 
-def console() -> Console:
-    """A console that does not wrap tables into nothing in narrow pipes."""
-    return Console(width=None if Console().is_terminal else 200)
+
+def terminal_width() -> int:
+    """The width to fit: COLUMNS when set, else the terminal's, else PIPE_WIDTH for a pipe."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    probe = Console()
+    return probe.width if probe.is_terminal else PIPE_WIDTH
+
+
+def console(width: int | None = None) -> Console:
+    """A console as wide as the terminal (or `width`), that does not wrap tables into nothing in pipes."""
+    return Console(width=width or terminal_width())
+
+
+def render_text(renderable: RenderableType, width: int) -> str:
+    """A rich renderable as plain text (no colour), for a file."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
+    return buffer.getvalue()
+
+
+class FormatChoice(click.Choice):
+    """A --format choice with one name per format; old names still accepted (`rich` is `table`)."""
+
+    def __init__(self, choices: tuple[str, ...], aliases: dict[str, str] | None = None) -> None:
+        super().__init__(choices)
+        self.aliases = aliases or {"rich": "table"}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(self.aliases.get(value, value), param, ctx)
 
 
 def load_or_default(path: str | None) -> ProfileData:

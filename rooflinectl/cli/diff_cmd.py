@@ -15,25 +15,37 @@ from pathlib import Path
 import click
 
 from rooflinectl.analysis.diff import diff_profiles
-from rooflinectl.cli.common import console
+from rooflinectl.cli.common import FormatChoice, console, render_text, terminal_width
 from rooflinectl.cli.config import load_config
+from rooflinectl.cli.output_paths import STDOUT, write_text_output
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError
-from rooflinectl.outputs.diff import diff_dict, diff_renderable, render_diff_markdown
+from rooflinectl.outputs.diff import (
+    diff_dict,
+    diff_renderable,
+    render_diff_github,
+    render_diff_junit,
+    render_diff_markdown,
+)
 from rooflinectl.outputs.profile_file import load_profile
+
+FORMATS = ("table", "markdown", "json", "github", "junit")
 
 
 @click.command(name="diff")
 @click.argument("base", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(("rich", "markdown", "json")), default="rich", show_default=True)
+@click.option("--format", "fmt", type=FormatChoice(FORMATS), default="table", show_default=True,
+              help="table (terminal), markdown (PR comment), json, github (annotations), junit (XML).")
 @click.option("--fail-on-regression", "pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
               help="Exit 1 when the total, or a group, got more than PCT percent slower.")
-@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Groups to show.")
+@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Groups to show (0: all).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="pyproject.toml with [tool.rooflinectl] fail_on_regression (default: nearest above cwd).")
+@click.option("-o", "--output", default=None, metavar="FILE",
+              help="Write the report to FILE instead of stdout ('-': stdout).")
 @click.pass_context
 def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None, top: int,
-            config_path: Path | None) -> None:
+            config_path: Path | None, output: str | None) -> None:
     """Per kernel group: the change in time and the move on the roofline; new and vanished kernels.
 
     Exit codes: 0 no regression above PCT; 1 regression; 2 usage or input error; 5 a gate on an
@@ -50,12 +62,17 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)
         return
-    if fmt == "json":
-        click.echo(json.dumps(diff_dict(report, pct), indent=1))
-    elif fmt == "markdown":
-        click.echo(render_diff_markdown(report, pct, top), nl=False)
-    else:
+    if fmt == "table" and (output is None or output == STDOUT):
         console().print(diff_renderable(report, pct, top))
+    else:
+        text = {
+            "table": lambda: render_text(diff_renderable(report, pct, top), terminal_width()),
+            "json": lambda: json.dumps(diff_dict(report, pct), indent=1) + "\n",
+            "markdown": lambda: render_diff_markdown(report, pct, top),
+            "github": lambda: render_diff_github(report, pct, top),
+            "junit": lambda: render_diff_junit(report, pct, top),
+        }[fmt]()
+        write_text_output(text, output)
     if pct is not None and report.incomplete:
         click.echo(f"rooflinectl: an incomplete profile fails the gate ({'; '.join(report.incomplete)}).", err=True)
         ctx.exit(EXIT_INCOMPLETE)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from rooflinectl.errors import RooflineError, UsageError
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
+
+MAX_DPI = 1200  # beyond this a chart is tens of thousands of pixels wide
 
 
 def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color_by: str, filter_regex: str | None,
@@ -21,7 +24,7 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
         raise UsageError(f"plot takes one profile, or two to compare (before after); got {len(paths)}.")
     if output is None and not terminal:
         output = "roofline.png"
-    if output is not None and Path(output).suffix.lower() not in SUPPORTED_EXTENSIONS:
+    if output is not None and output != "-" and Path(output).suffix.lower() not in SUPPORTED_EXTENSIONS:
         raise UsageError(f"Cannot write {output}: the chart is saved as .png, .svg or .pdf.")
     if top < 0:
         raise UsageError("--top must be 0 or more.")
@@ -29,17 +32,29 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
         raise UsageError("--clocks draws the clock strip under one profile's chart: give one profile and -o FILE.")
     if levels and (len(paths) == 2 or terminal or clocks):
         raise UsageError("--levels draws one profile with counters, as a chart file (-o), without --terminal or --clocks.")
+    if not dpi > 0 or dpi > MAX_DPI:
+        raise UsageError(f"--dpi must be more than 0 and at most {MAX_DPI:g}, not {dpi:g}.")
     data = [load_profile(p) for p in paths]
+    if filter_regex:
+        from rooflinectl.outputs.plot import filter_table
+
+        for path, profile in zip(paths, data):
+            if filter_table(profile.kernels, filter_regex).empty:
+                raise UsageError(f"--filter {filter_regex!r} matches no group in {path}: there would be nothing to draw.")
+    top = top or max(len(d.kernels) for d in data)  # 0: every group
     messages: list[str] = []
     if terminal:
-        if len(data) == 2:
-            raise UsageError("--terminal draws one profile; compare two with -o cmp.png.")
-        from rich.console import Console
-
+        from rooflinectl.cli.common import console
+        from rooflinectl.outputs.plot import filter_table
         from rooflinectl.outputs.plot_terminal import render_terminal
 
-        console = Console()
-        console.print(render_terminal(data[0], width=min(console.width, 140), height=22, top=top))
+        out = console()
+        for path, profile in zip(paths, data):  # two profiles: one sketch each, before then after
+            if len(data) == 2:
+                out.rule(_short_name(path))
+            if filter_regex:
+                profile = replace(profile, kernels=filter_table(profile.kernels, filter_regex))
+            out.print(render_terminal(profile, width=min(out.width, 140), height=22, top=top))
     if output is not None:
         if levels:
             from rooflinectl.outputs.plot_levels import plot_levels
@@ -53,8 +68,14 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
         else:
             fig = plot_profile(data[0], top=top, color_by=color_by, filter_regex=filter_regex, title=title, dpi=dpi,
                                clocks=clocks)
-        save_figure(fig, output, dpi=dpi)
-        messages.append(f"wrote {output}")
+        if output == "-":  # PNG on standard output, for a pipe
+            import sys
+
+            fig.savefig(sys.stdout.buffer, format="png", dpi=dpi, facecolor="white")
+            sys.stdout.buffer.flush()
+        else:
+            save_figure(fig, output, dpi=dpi)
+            messages.append(f"wrote {output}")
     return messages
 
 
@@ -66,15 +87,17 @@ def _short_name(path: str) -> str:
 @click.command("plot")
 @click.argument("profiles", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Chart file: .png, .svg or .pdf (default roofline.png unless --terminal).")
-@click.option("--top", type=int, default=10, show_default=True, help="Label this many groups, largest time first.")
+              help="Chart file: .png, .svg or .pdf ('-': PNG on stdout; default roofline.png unless --terminal).")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Label this many groups, largest time first (0: all).")
 @click.option("--color-by", type=click.Choice(["bound", "family"]), default="bound", show_default=True,
               help="Colour points by what bounds them or by op family.")
 @click.option("--filter", "filter_regex", default=None, metavar="REGEX",
               help="Only groups whose kernel, op, module or op family matches.")
 @click.option("--title", default=None, help="Chart title (default: the device name).")
-@click.option("--dpi", type=float, default=120, show_default=True, help="Resolution of PNG output.")
-@click.option("--terminal", is_flag=True, help="Draw a coarse roofline in the terminal (for SSH sessions).")
+@click.option("--dpi", type=float, default=120, show_default=True, help="Resolution of PNG output (1 to 1200).")
+@click.option("--terminal", is_flag=True,
+              help="Draw a coarse roofline in the terminal (for SSH sessions); with two profiles, one after the other.")
 @click.option("--clocks", is_flag=True, help="Add a strip under the chart: SM clock and power over the run (NVML).")
 @click.option("--levels", is_flag=True,
               help="Hierarchical roofline from counters: one point per memory level (DRAM, L2, L1) per group.")

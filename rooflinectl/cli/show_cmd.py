@@ -6,31 +6,58 @@ import click
 import pandas as pd
 
 from rooflinectl.analysis.regroup import regroup, unknown_costs
-from rooflinectl.cli.common import console, load_or_default
+from rooflinectl.cli.common import (
+    FormatChoice,
+    console,
+    load_or_default,
+    render_text,
+    terminal_width,
+)
+from rooflinectl.cli.output_paths import STDOUT, write_text_output
 from rooflinectl.outputs.table import render_profile, table_csv, table_json, unknown_table
 from rooflinectl.profile_model import ProfileData
+
+WIDE_WIDTH = 1000  # --wide: lines as long as the columns need
+
+
+def _show(renderable: object, output: str | None, wide: bool) -> None:
+    """Print to the terminal (its width, or unlimited with --wide), or write to -o FILE."""
+    width = WIDE_WIDTH if wide else terminal_width()
+    if output is None or output == STDOUT:
+        console(width).print(renderable)
+    else:
+        write_text_output(render_text(renderable, width=width), output)
 
 
 @click.command("show")
 @click.argument("profile", required=False)
-@click.option("--by", type=click.Choice(["kernel", "op", "module"]), default="kernel", show_default=True)
-@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="rows in the table")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--by", type=click.Choice(["kernel", "op", "module"]), default="kernel", show_default=True,
+              help="one row per kernel (summed over modules), per op, or per module (backward and optimizer work too)")
+@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
+@click.option("--format", "fmt", type=FormatChoice(("table", "csv", "json")), default="table", show_default=True)
+@click.option("--wide", is_flag=True, help="every column, whatever the terminal's width")
 @click.option("--unknown", is_flag=True, help="list the ops and kernels without a cost, their time and why")
 @click.option("--include-setup", is_flag=True,
               help="also the work outside the steady state (weight upload, warm-up, compilation); "
                    "csv/json: as rows with phase=setup")
-def command(profile: str | None, by: str, top: int, fmt: str, unknown: bool, include_setup: bool) -> None:
-    """Print the kernel table of PROFILE (default: rooflinectl.profile.json here)."""
+@click.option("-o", "--output", default=None, metavar="FILE",
+              help="write to FILE instead of the terminal ('-': standard output)")
+def command(profile: str | None, by: str, top: int, fmt: str, wide: bool, unknown: bool, include_setup: bool,
+            output: str | None) -> None:
+    """Print the kernel table of PROFILE (default: rooflinectl.profile.json here).
+
+    The table fits the terminal: at 80 columns the rates and byte counts give way to the names;
+    --wide shows them all, csv and json hold every column of the profile.
+    """
     data = load_or_default(profile)
     if unknown:
         rows = unknown_costs(data.kernels)
         if fmt == "csv":
-            click.echo(table_csv(rows), nl=False)
+            write_text_output(table_csv(rows), output)
         elif fmt == "json":
-            click.echo(table_json(rows, data))
+            write_text_output(table_json(rows, data) + "\n", output)
         else:
-            console().print(unknown_table(rows, top=top))
+            _show(unknown_table(rows, top=top), output, wide)
         return
     table = regroup(data.kernels, by, data.ceilings)
     setup = data.setup_kernels if include_setup and data.setup_kernels is not None else None
@@ -40,6 +67,7 @@ def command(profile: str | None, by: str, top: int, fmt: str, unknown: bool, inc
     if fmt in ("csv", "json"):
         if setup is not None:
             table = pd.concat([table.assign(phase="steady"), setup.assign(phase="setup")], ignore_index=True)
-        click.echo(table_csv(table) if fmt == "csv" else table_json(table, data), nl=fmt == "json")
+        write_text_output(table_csv(table) if fmt == "csv" else table_json(table, data) + "\n", output)
     else:
-        console().print(render_profile(data, table, top=top, include_setup=include_setup))
+        width = None if wide else terminal_width()
+        _show(render_profile(data, table, top=top, by=by, width=width, include_setup=include_setup), output, wide)

@@ -51,7 +51,11 @@ def iteration_lines(s: dict[str, Any]) -> list[str]:
                 "sequence): the whole run is counted, setup included"]
     if method == "off":
         return [f"{head}; {known}", "iterations: not looked for (--iterations none): the whole run is counted"]
-    return [f"{head} ({iterations} iteration(s)); {known}"]
+    runs = _count(s.get("region_runs"))
+    if method == "regions" and runs:  # how often the region ran, not "1 iteration(s)"
+        return [f"{head} (region{'s' if len(s.get('regions') or []) > 1 else ''} ran {runs} time"
+                f"{'s' if runs > 1 else ''}); {known}"]
+    return [f"{head}{f' ({iterations} iterations)' if iterations > 1 else ''}; {known}"]
 
 
 def setup_lines(s: dict[str, Any]) -> list[str]:

@@ -7,13 +7,15 @@ import math
 from typing import Any
 
 import pandas as pd
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.outputs.clocks_text import clock_lines
-from rooflinectl.outputs.plot_names import shorten_kernel_name
+from rooflinectl.outputs.escape import plain, rich_text
+from rooflinectl.outputs.plot_names import ellipsize, shorten_kernel_name
 from rooflinectl.outputs.profile_checks import consistency_notes
 from rooflinectl.outputs.steady_text import iteration_lines, setup_lines
 from rooflinectl.profile_model import ProfileData, iterations_of
@@ -21,38 +23,111 @@ from rooflinectl.units import percent, seconds, si
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "red"}
 
+# The numeric columns, left to right, and the order they give way in when the terminal is narrow
+# (first listed, first dropped); share, time, eff and bound always stay, and so do the names.
+PER_ITERATION = ("calls", "time", "FLOPs", "bytes")  # shown per iteration when the profile has several
+NUMBER_COLUMNS = ("share", "calls", "time", "FLOPs", "bytes", "AI", "FLOP/s", "B/s", "attainable", "eff", "bound",
+                  "prec")
+DROP_ORDER = ("B/s", "FLOPs", "bytes", "calls", "FLOP/s", "AI", "attainable", "prec")
+# The two name columns of each view: what the row is, and what it holds
+NAME_COLUMNS = {"kernel": ("kernel", "op · shapes"), "op": ("op", "shapes"), "module": ("module", "ops")}
+MIN_NAME_WIDTH = (24, 26)
+_PADDING = 2  # the box's divider and one space of padding between two columns
 
 def _calls_text(calls: float) -> str:
     return str(int(calls)) if float(calls).is_integer() else f"{calls:.3g}"
 
 
-def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, iterations: float = 1.0) -> Table:
-    """Top kernels by time: the columns the README explains, one row per group. With several
-    iterations, calls, time, FLOPs and bytes are shown per iteration (`/it`); rates, shares and
-    efficiencies do not change."""
-    grid = Table(title=title or None, title_justify="left", show_lines=False, pad_edge=False, header_style="bold")
-    per = "/it" if iterations > 1 else ""
-    for name, justify in [("share", "right"), ("calls" + per, "right"), ("time" + per, "right"), ("FLOPs" + per, "right"),
-                          ("bytes" + per, "right"), ("AI", "right"), ("FLOP/s", "right"), ("B/s", "right"),
-                          ("attainable", "right"), ("eff", "right"), ("bound", "left"), ("prec", "left"),
-                          ("kernel", "left"), ("op · shapes", "left")]:
-        grid.add_column(name, justify=justify, no_wrap=name not in ("kernel", "op · shapes"), overflow="fold")
+
+def _number_cells(row: Any, n: float) -> dict[str, Text | str]:
+    """A row's number cells; calls, time, FLOPs and bytes per iteration when n > 1."""
+    eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
+    return {
+        "share": percent(row.time_share), "calls": _calls_text(row.calls / n), "time": seconds(row.time_s / n),
+        "FLOPs": si(row.flops / n, "FLOP"), "bytes": si(row.bytes / n, "B"),
+        "AI": "-" if row.cost_source == "none" else f"{row.intensity:.3g}",
+        "FLOP/s": si(row.achieved_flops_per_s, "FLOP/s"), "B/s": si(row.achieved_bytes_per_s, "B/s"),
+        "attainable": si(row.attainable_flops_per_s, "FLOP/s"),
+        "eff": Text(f"{eff}!", style="bold red") if row.above_roof else eff,
+        "bound": rich_text(row.bound, style=BOUND_STYLE.get(row.bound, "white")),
+        "prec": rich_text(f"{row.precision}{'·tc' if row.unit == 'tensor' else ''}"),
+    }
+
+
+def ellipsize_left(text: str, max_chars: int) -> str:
+    """Cut from the left: the end of a module path is its most specific part."""
+    return text if len(text) <= max_chars else "…" + text[len(text) - max(1, max_chars - 1):]
+
+
+def _name_cells(row: Any, by: str, widths: tuple[int, int]) -> tuple[str, str]:
+    """The two name cells, abbreviated to fit (kernel names by the rules of plot_names)."""
+    if by == "module":
+        return ellipsize_left(str(row.module) or "(no module)", widths[0]), str(row.op)
+    if by == "op":
+        return ellipsize(str(row.op), widths[0]), str(row.shapes)
+    detail = " · ".join(p for p in (row.op if row.op != row.kernel else "", row.shapes) if p)
+    return shorten_kernel_name(str(row.kernel), max_chars=widths[0]), detail
+
+
+def _fit(widths: dict[str, int], names: tuple[int, int], width: int | None) -> tuple[list[str], tuple[int, int]]:
+    """Which number columns to show and how wide the name columns may be, for a terminal of
+    `width` characters (None: no limit)."""
+    shown = list(NUMBER_COLUMNS)
+    if width is None:
+        return shown, names
+
+    def room() -> int:
+        return width - sum(widths[c] + _PADDING for c in shown) - _PADDING
+
+    for column in DROP_ORDER:
+        if room() >= min(names[0], MIN_NAME_WIDTH[0]) + min(names[1], MIN_NAME_WIDTH[1]):
+            break
+        shown.remove(column)
+    left = max(room(), sum(MIN_NAME_WIDTH))
+    first = min(names[0], max(MIN_NAME_WIDTH[0], left - min(names[1], max(MIN_NAME_WIDTH[1], left // 2))))
+    return shown, (first, max(MIN_NAME_WIDTH[1], left - first))
+
+
+def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, by: str = "kernel",
+                 width: int | None = None, iterations: float = 1.0) -> Table:
+    """Top rows by time with the columns the README explains, fitted to `width` characters:
+    number columns give way in DROP_ORDER, names are abbreviated, then wrapped (None: all).
+    With several iterations, calls, time, FLOPs and bytes are per iteration (`/it`); rates,
+    shares and efficiencies do not change."""
     n = max(float(iterations), 1.0)
-    for row in (table if top == 0 else table.head(top)).itertuples(index=False):
-        eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
-        if row.above_roof:
-            eff = f"[bold red]{eff}![/]"
-        kernel = shorten_kernel_name(row.kernel, max_chars=48)
-        grid.add_row(
-            percent(row.time_share), _calls_text(row.calls / n), seconds(row.time_s / n), si(row.flops / n, "FLOP"),
-            si(row.bytes / n, "B"),
-            "-" if row.cost_source == "none" else f"{row.intensity:.3g}", si(row.achieved_flops_per_s, "FLOP/s"),
-            si(row.achieved_bytes_per_s, "B/s"), si(row.attainable_flops_per_s, "FLOP/s"), eff,
-            f"[{BOUND_STYLE.get(row.bound, 'white')}]{row.bound}[/]",
-            f"{row.precision}{'·tc' if row.unit == 'tensor' else ''}", kernel,
-            " · ".join(p for p in (row.op if row.op != row.kernel else "", row.shapes) if p),
-        )
+    per = "/it" if n > 1 else ""
+    header = {c: c + per if c in PER_ITERATION else c for c in NUMBER_COLUMNS}
+    rows = list((table if top == 0 else table.head(top)).itertuples(index=False))
+    numbers = [_number_cells(r, n) for r in rows]
+    widths = {c: max([len(header[c])] + [n[c].cell_len if isinstance(n[c], Text) else len(n[c]) for n in numbers])
+              for c in NUMBER_COLUMNS}
+    full = [_name_cells(r, by, (48, 10_000)) for r in rows]
+    headers = NAME_COLUMNS[by]
+    natural = (max([len(headers[0])] + [len(a) for a, _ in full]), max([len(headers[1])] + [len(b) for _, b in full]))
+    shown, name_widths = _fit(widths, natural, width)
+    grid = Table(title=title or None, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                 padding=(0, 1, 0, 0), header_style="bold")
+    for c in shown:
+        grid.add_column(header[c], justify="left" if c in ("bound", "prec") else "right", no_wrap=True)
+    grid.add_column(headers[0], no_wrap=True, max_width=name_widths[0])
+    grid.add_column(headers[1], overflow="fold", max_width=name_widths[1])
+    for row, cells in zip(rows, numbers):
+        first, second = _name_cells(row, by, (name_widths[0], name_widths[1]))
+        grid.add_row(*[cells[c] for c in shown], rich_text(first), rich_text(second))
     return grid
+
+
+def _roofs_line(data: ProfileData) -> str:
+    """DRAM and the compute roofs the rows are held against (the rest: `rooflinectl ceilings`)."""
+    c = data.ceilings
+    dram = c.memory_bytes_per_s.get("dram")
+    used = {c.compute_roof_key(u, p) for u, p in zip(data.kernels.get("unit", []), data.kernels.get("precision", []))}
+    keys = sorted(k for k in c.compute_flops_per_s if k in used) or sorted(c.compute_flops_per_s)
+    rest = len(c.compute_flops_per_s) - len(keys)
+    return (f"roofs: DRAM {si(dram.value, 'B/s') if dram else '-'} ({plain(dram.source) if dram else '-'}); "
+            + ", ".join(f"{plain(k)} {si(c.compute_flops_per_s[k].value, 'FLOP/s')} "
+                        f"({plain(c.compute_flops_per_s[k].source)})" for k in keys)
+            + (f"; {rest} more in `rooflinectl ceilings`" if rest else "") + _host_link_text(c))
 
 
 def _host_link_text(c: Ceilings) -> str:
@@ -65,21 +140,18 @@ def _host_link_text(c: Ceilings) -> str:
 
 def summary_text(data: ProfileData) -> Text:
     """One line per whole-run figure: device, roofs used, known-cost share, idle time."""
-    s, m, c = data.summary, data.metadata, data.ceilings
-    dram = c.memory_bytes_per_s.get("dram")
+    s, m, c = data.summary, data.metadata, data.ceilings  # their strings are escaped (plain) below
     lines = [
-        f"device: {m.get('device_name', c.device_name)} ({m.get('device_kind', c.device_kind)})"
+        f"device: {plain(m.get('device_name', c.device_name))} ({plain(m.get('device_kind', c.device_kind))})"
         + ("" if m.get("completed", True) else "   [run did not complete: partial profile]"),
-        f"roofs: DRAM {si(dram.value, 'B/s') if dram else '-'} ({dram.source if dram else '-'}); "
-        + ", ".join(f"{k} {si(r.value, 'FLOP/s')} ({r.source})" for k, r in sorted(c.compute_flops_per_s.items()))
-        + _host_link_text(c),
+        _roofs_line(data),
         *iteration_lines(s),
         f"window {seconds(s.get('window_s') or 0.0)}: device busy {seconds(s.get('device_busy_s') or 0.0)},"
         f" idle {seconds(s.get('device_idle_s') or 0.0)}"
-        + (f"; regions: {', '.join(s['regions'])}" if s.get("regions") else ""),
-        *setup_lines(s),
+        + (f"; regions: {', '.join(plain(r) for r in s['regions'])}" if s.get("regions") else ""),
+        *(plain(line) for line in setup_lines(s)),
     ]
-    lines += clock_lines(s.get("clocks"))
+    lines += [plain(line) for line in clock_lines(s.get("clocks"))]
     if s.get("compile_work_s"):
         lines.append(f"torch.compile ran {seconds(s['compile_work_s'])} of work while compiling and autotuning: not counted")
     lines += [f"note: {note}" for note in consistency_notes(s)]
@@ -93,15 +165,19 @@ def summary_text(data: ProfileData) -> Text:
     return Text("\n".join(lines))
 
 
-def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int, include_setup: bool = False) -> Group:
-    """The summary and the table; with include_setup, the table of the work outside the steady state too."""
-    parts: list[Any] = [summary_text(data), kernel_table(table, top=top, iterations=iterations_of(data))]
+def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int, by: str = "kernel", width: int | None = None,
+                   include_setup: bool = False) -> Group:
+    """The summary and the table fitted to `width` characters (None: every column); with
+    include_setup, the table of the work outside the steady state too."""
+    parts: list[Any] = [summary_text(data),
+                        kernel_table(table, top=top, by=by, width=width, iterations=iterations_of(data))]
     if include_setup:
         setup = data.setup_kernels
         if setup is None or setup.empty:
             parts.append(Text("setup: nothing outside the counted work"))
         else:
-            parts.append(kernel_table(setup, top=top, title="setup (outside the steady state; share of setup time)"))
+            parts.append(kernel_table(setup, top=top, by=by, width=width,
+                                      title="setup (outside the steady state; share of setup time)"))
     return Group(*parts)
 
 
@@ -116,9 +192,9 @@ def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:
     for name, justify in [("share", "right"), ("calls", "right"), ("time", "right"), ("op", "left"),
                           ("kernel", "left"), ("why", "left")]:
         grid.add_column(name, justify=justify, no_wrap=name in ("share", "calls", "time"), overflow="fold")
-    for row in rows.head(top).itertuples(index=False):
-        grid.add_row(percent(row.time_share), str(row.calls), seconds(row.time_s), Text(str(row.op)),
-                     Text(shorten_kernel_name(str(row.kernel), max_chars=48)), Text(str(row.why)))
+    for row in (rows if top == 0 else rows.head(top)).itertuples(index=False):
+        grid.add_row(percent(row.time_share), str(row.calls), seconds(row.time_s), rich_text(row.op),
+                     rich_text(shorten_kernel_name(str(row.kernel), max_chars=48)), rich_text(row.why))
     return Group(head, grid)
 
 
