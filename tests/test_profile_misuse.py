@@ -244,3 +244,22 @@ def test_nested_session_is_refused_in_one_sentence() -> None:
     with torch.profiler.profile(), pytest.raises(UsageError, match="already running"):  # noqa: SIM117
         with profiling("cpu"):
             pass
+
+
+# case 13 ------------------------------------------------------------------------------------------
+
+def test_threads_and_children_that_are_not_followed_are_said(tmp_path: Path) -> None:
+    script = _script(tmp_path, "workers.py", MATMUL + (
+        "import subprocess, sys, threading\n"
+        "t = threading.Thread(target=lambda: [x @ x for _ in range(20)])\n"
+        "t.start(); t.join()\n"
+        "subprocess.run([sys.executable, '-c', 'pass'], check=True)\n"))
+    out = tmp_path / "w.json"
+    result = _invoke("profile", str(script), "-o", str(out), "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert "the run started 1 thread(s) and 1 child process(es) that the profiler does not follow" in result.output
+    data = load_profile(out)
+    assert (data.metadata["threads_started"], data.metadata["processes_started"]) == (1, 1)
+    assert data.kernels.loc[data.kernels["op"] == "aten::mm", "calls"].sum() == 1  # the thread's 20 are not seen
+    quiet = _invoke("profile", str(_script(tmp_path, "plain.py", MATMUL)), "-o", str(out), "--device", "cpu")
+    assert "does not follow" not in quiet.output

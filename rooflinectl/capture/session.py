@@ -30,6 +30,7 @@ from rooflinectl.capture.region import CALIBRATION_NAME
 from rooflinectl.capture.trace import RawTrace, from_chrome_trace
 from rooflinectl.capture.triton_hook import triton_launches
 from rooflinectl.capture.user_profiler import cooperating, deliver_exports
+from rooflinectl.capture.workers import counting_workers
 from rooflinectl.errors import UsageError
 
 
@@ -195,6 +196,7 @@ def profiling(device_kind: str) -> Iterator[Capture]:
         with kineto_noise_filtered():
             prof.start()
         stack.enter_context(cooperating())  # the script's own torch.profiler starts no second session
+        stack.enter_context(counting_workers(capture.metadata))  # threads and children are not followed: count them
         with torch.profiler.record_function(CALIBRATION_NAME):  # excluded from what is counted
             profiled_s = _tiny_op_loop_s(device_kind)
         capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(profiled_s, plain_s)

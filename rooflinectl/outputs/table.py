@@ -155,6 +155,12 @@ def summary_text(data: ProfileData) -> Text:
     if s.get("compile_work_s"):
         lines.append(f"torch.compile ran {seconds(s['compile_work_s'])} of work while compiling and autotuning: not counted")
     lines += [f"note: {note}" for note in consistency_notes(s)]
+    threads, processes = int(m.get("threads_started") or 0), int(m.get("processes_started") or 0)
+    if threads or processes:
+        started = " and ".join(p for p in (f"{threads} thread(s)" if threads else "",
+                                           f"{processes} child process(es)" if processes else "") if p)
+        lines.append(f"not counted: the run started {started} that the profiler does not follow "
+                     "(it records the main thread and autograd's)")
     sources = {r.source for r in [*c.memory_bytes_per_s.values(), *c.compute_flops_per_s.values()]}
     if "estimate" in sources:
         lines.append("some roofs are estimates: `rooflinectl ceilings --measure` measures them once for this machine")
