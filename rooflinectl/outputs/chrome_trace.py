@@ -1,0 +1,104 @@
+"""`--save-trace`: torch.profiler's own Chrome trace, each kernel annotated with our numbers.
+
+The file is a standard Chrome / Perfetto JSON trace (the one torch.profiler exports, which
+Perfetto, chrome://tracing, TensorBoard's trace viewer and Holistic Trace Analysis read), with
+every counted kernel event (on CPU: every counted op) given args under a `rooflinectl.` prefix:
+its FLOPs and bytes (this launch's share of its op's cost), intensity, the roof at that
+intensity, the time the work needs at the roof, the efficiency (roof time / duration, this
+launch), what bounds it, the op and module it is charged to, and where the cost came from.
+A top-level "rooflinectl" object holds the summary and says which tool wrote the file.
+Renders only: the numbers come from attribution (per launch) and analysis (per row).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from collections import defaultdict, deque
+from typing import Any
+
+import pandas as pd
+
+from rooflinectl.atomic import atomic_file
+from rooflinectl.attribution.group import GROUP_KEY
+from rooflinectl.capture.trace import KERNEL_CATEGORIES
+from rooflinectl.profile_model import ProfileData
+
+PREFIX = "rooflinectl."
+MARKER_KEY = "rooflinectl"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _launch_args(launch: Any, row: pd.Series, data: ProfileData) -> dict[str, Any]:
+    """The args one kernel event gets: this launch's cost, placed against its row's roof."""
+    flops, nbytes, duration_s = float(launch.flops), float(launch.bytes), float(launch.time_s)
+    roof = data.ceilings.compute_roof(str(row["unit"]), str(row["precision"]))
+    peak = roof.value if roof is not None else math.inf
+    bandwidth = data.ceilings.dram().value
+    known = math.isfinite(flops) and math.isfinite(nbytes)
+    roof_s = max(flops / peak, nbytes / bandwidth) if known else math.nan
+    intensity = flops / nbytes if known and nbytes > 0 else math.nan
+    return {f"{PREFIX}{k}": _finite(v) for k, v in {
+        "flops": flops, "bytes": nbytes, "intensity_flop_per_byte": intensity,
+        "attainable_flops_per_s": min(peak, intensity * bandwidth) if known and nbytes > 0 else math.nan,
+        "roof_time_s": roof_s, "efficiency": roof_s / duration_s if known and duration_s > 0 else math.nan,
+        "bound": row["bound"], "op": launch.op, "module": launch.module, "shapes": launch.shapes,
+        "precision": f"{row['precision']}{'.tc' if row['unit'] == 'tensor' else ''}",
+        "cost_source": launch.cost_source, "row": int(row.name),
+    }.items()}
+
+
+def _ns(us: float, base_us: float) -> int:
+    return int(round((float(us) - base_us) * 1000.0))  # the same clock as capture/trace.py
+
+
+def annotate(trace: dict[str, Any], launches: pd.DataFrame, data: ProfileData) -> int:
+    """Add our args to the trace's kernel events in place; returns how many were annotated.
+
+    A launch is found by its name and start (nanoseconds from the trace's first event, as
+    capture/trace.py computes them): GPU kernels among kernel events, CPU work among cpu_ops.
+    """
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X"]
+    timed = [float(e["ts"]) for e in events if "ts" in e]
+    base_us = min(timed) if timed else 0.0
+    categories = KERNEL_CATEGORIES if (launches["device"] == "cuda").any() else ("cpu_op",)
+    by_start: dict[tuple[str, int], deque[dict[str, Any]]] = defaultdict(deque)
+    for e in events:
+        if e.get("cat") in categories and "ts" in e:
+            by_start[(str(e.get("name", "")), _ns(e["ts"], base_us))].append(e)
+    rows = {tuple(key): i for i, key in enumerate(data.kernels[GROUP_KEY].itertuples(index=False, name=None))}
+    done = 0
+    for launch in launches.itertuples(index=False):
+        matches = by_start.get((launch.kernel, int(launch.start_ns)))
+        row = rows.get(tuple(getattr(launch, k) for k in GROUP_KEY))
+        if not matches or row is None:
+            continue
+        event = matches.popleft()
+        event.setdefault("args", {}).update(_launch_args(launch, data.kernels.iloc[row], data))
+        done += 1
+    summary = {k: _finite(v) for k, v in data.summary.items() if k != "launch_sequence"}
+    marker = {"tool": "rooflinectl", "tool_version": data.metadata.get("tool_version"),
+              "device": data.ceilings.device_name, "annotated_events": done, "summary": summary,
+              "args": "kernel events carry rooflinectl.flops, .bytes, .efficiency, .bound, ... in their args"}
+    trace_items = {k: v for k, v in trace.items() if k != MARKER_KEY}
+    trace.clear()
+    trace.update({MARKER_KEY: marker, **trace_items})  # first, so a reader of the head sees whose file it is
+    return done
+
+
+def write_trace(trace: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """JSON, gzipped when the name ends in .gz (Perfetto and TensorBoard open both)."""
+    text = json.dumps(trace, allow_nan=False)
+    if str(path).endswith(".gz"):
+        with atomic_file(path, binary=True) as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        with atomic_file(path) as handle:
+            handle.write(text)
