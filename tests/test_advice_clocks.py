@@ -56,7 +56,7 @@ def test_a_power_cap_costs_compute_bound_kernels_their_lost_clock():
     # by hand: each launch's time after 901.5 ms ran at 1485 MHz; a compute-bound one loses
     # that time x (1 - its mean clock / 1980)
     launches = attribute(capture.trace, "cuda", capture.metadata).launches
-    keys = ["kernel", "op", "shapes", "dtype"]
+    keys = ["kernel", "op", "shapes", "dtype", "module"]  # attribution.group.GROUP_KEY
     bound = data.kernels.set_index(keys)["bound"]
     start, end = launches["start_ns"].to_numpy(float), launches["end_ns"].to_numpy(float)
     after = np.clip(end - np.maximum(start, BOUNDARY_NS), 0, None)

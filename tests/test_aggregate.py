@@ -43,9 +43,9 @@ def test_every_stage_that_sums_rows_follows_the_rule() -> None:
                           blocks=1.0, threads_per_block=1.0, unit="tensor", precision="bf16", rank=0)
     by_module = regroup(table, "module", h200_ceilings()).set_index("module")
     assert math.isnan(by_module.loc["attn", "flops"]) and by_module.loc["attn", "bound"] == "unknown"
-    launches = table.drop(columns=["calls", "rank"]).assign(kernel="k", op="aten::mm", start_ns=0, end_ns=1,
-                                                            launch_ns=0, registers_per_thread=math.nan,
-                                                            shared_bytes_per_block=math.nan)
+    launches = table.drop(columns=["calls", "rank"]).assign(kernel="k", op="aten::mm", module="attn", start_ns=0,
+                                                            end_ns=1, launch_ns=0, registers_per_thread=math.nan,
+                                                            shared_bytes_per_block=math.nan)  # one group key
     grouped, sequence = group_launches(launches)
     assert len(grouped) == 1 and math.isnan(grouped.loc[0, "flops"]) and grouped.loc[0, "calls"] == 4
     assert sequence == [0, 0, 0, 0]

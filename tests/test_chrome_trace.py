@@ -31,7 +31,8 @@ def test_save_trace_on_cpu(tmp_path: Path) -> None:
                                        "--", "--batch", "16", "--width", "64", "--steps", "2"])
     assert result.exit_code == 0, result.output
     data = load_profile(out)
-    trace = json.load(gzip.open(trace_path))
+    with gzip.open(trace_path) as handle:
+        trace = json.load(handle)
     assert trace["rooflinectl"]["tool"] == "rooflinectl"
     annotated = [e for e in trace["traceEvents"] if "rooflinectl.flops" in e.get("args", {})]
     assert len(annotated) == data.summary["launches"]  # every counted launch, once
@@ -50,7 +51,8 @@ def test_save_trace_on_cpu(tmp_path: Path) -> None:
 
 
 def test_real_h200_kernels_are_annotated() -> None:
-    raw = json.load(gzip.open(REAL / "gpt2_fwd_eager.trace.json.gz"))
+    with gzip.open(REAL / "gpt2_fwd_eager.trace.json.gz") as handle:
+        raw = json.load(handle)
     meta = json.loads((REAL / "gpt2_fwd_eager.trace.json.gz.meta.json").read_text())
     trace = from_chrome_trace(raw)
     ceilings = Ceilings("NVIDIA H200", "cuda", {"dram": Roof(4.8e12, "spec")},

@@ -199,8 +199,8 @@ def test_h200_trace_with_a_power_cap_half_way():
     gemms = launches[launches["unit"] == "tensor"]
     assert (gemms["end_ns"] < boundary).any() and (gemms["start_ns"] > boundary).any()  # both sides
     expected = {key: np.average(g["expected_mhz"], weights=g["end_ns"] - g["start_ns"])
-                for key, g in gemms.groupby(["kernel", "op", "shapes", "dtype"])}
-    rows = data.kernels.set_index(["kernel", "op", "shapes", "dtype"])
+                for key, g in gemms.groupby(["kernel", "op", "shapes", "dtype", "module"])}
+    rows = data.kernels.set_index(["kernel", "op", "shapes", "dtype", "module"])
     assert len(expected) >= 3
     for key, mhz in expected.items():
         row = rows.loc[key]

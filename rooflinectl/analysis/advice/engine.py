@@ -146,7 +146,7 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
     for entry in rules:
         for f in entry.fn(ctx):
             f = _cap(f, kernels, idle_s)
-            if not entry.id.startswith(ALWAYS_SHOWN) and f.est_saving_s < thresholds.hide_below_share * run_time_s:
+            if not entry.id.startswith(ALWAYS_SHOWN) and 0 < f.est_saving_s < thresholds.hide_below_share * run_time_s:
                 hidden += 1  # worth a microsecond: noise, not advice
                 continue
             small = run_time_s <= 0 or f.est_saving_s < thresholds.min_saving_share * run_time_s
