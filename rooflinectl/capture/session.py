@@ -41,7 +41,7 @@ class Capture:
     device_kind: str
     trace: RawTrace | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    chrome_trace_path: str | None = None  # torch.profiler's own trace of the session (temp, removed at exit)
+    chrome_trace_path: str | None = None  # torch.profiler's own trace, kept under keeping_chrome_traces()
     finish: Callable[[], None] | None = field(default=None, repr=False)
 
 
@@ -154,6 +154,7 @@ def _overhead_per_op_s(profiled_s: float, plain_s: float) -> float:
 
 
 _ACTIVE: list[Capture] = []
+_KEEP_TRACE_FILES = [0]  # > 0: sessions keep torch's Chrome trace file for the caller (--save-trace)
 
 
 def active_capture() -> Capture | None:
@@ -161,8 +162,15 @@ def active_capture() -> Capture | None:
     return _ACTIVE[-1] if _ACTIVE else None
 
 
-def _remove_later(path: str) -> None:
-    atexit.register(lambda: Path(path).unlink(missing_ok=True))
+@contextmanager
+def keeping_chrome_traces() -> Iterator[None]:
+    """Sessions in the block leave torch.profiler's own trace in capture.chrome_trace_path (a temp
+    file removed at exit); outside one it is removed as soon as the session has read it."""
+    _KEEP_TRACE_FILES[0] += 1
+    try:
+        yield
+    finally:
+        _KEEP_TRACE_FILES[0] -= 1
 
 
 def _refuse_nested() -> None:
@@ -212,15 +220,19 @@ def profiling(device_kind: str) -> Iterator[Capture]:
                     torch.cuda.synchronize()
             with kineto_noise_filtered():
                 prof.stop()
-            capture.chrome_trace_path = export_trace_file(prof)
-            _remove_later(capture.chrome_trace_path)
-            with open(capture.chrome_trace_path, encoding="utf-8") as handle:
+            path = export_trace_file(prof)
+            with open(path, encoding="utf-8") as handle:
                 trace = from_chrome_trace(json.load(handle), _tensor_info(prof))
             trace.triton_launches = triton_sink
             trace.compiled_kernels = compiled_cpp_kernels()
             capture.trace = trace
             capture.metadata.update(run_metadata(device_kind))  # math modes as they were at the end
-            capture.metadata["user_profiler_exports"] = deliver_exports(capture.chrome_trace_path)
+            capture.metadata["user_profiler_exports"] = deliver_exports(path)
+            if _KEEP_TRACE_FILES[0]:
+                capture.chrome_trace_path = path
+                atexit.register(lambda: Path(path).unlink(missing_ok=True))
+            else:
+                os.unlink(path)
             nvml.close()
 
         capture.finish = finish
@@ -236,7 +248,8 @@ def save_capture(capture: Capture, path: str) -> None:
     import gzip
 
     assert capture.trace is not None
-    payload = {"format": "rooflinectl-capture", "device_kind": capture.device_kind, "metadata": capture.metadata, "trace": capture.trace.to_json()}
+    payload = {"format": "rooflinectl-capture", "device_kind": capture.device_kind, "metadata": capture.metadata,
+               "trace": capture.trace.to_json()}
     with atomic_file(path, binary=True) as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
         json.dump(payload, handle)
 
