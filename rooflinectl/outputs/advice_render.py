@@ -9,6 +9,7 @@ import io
 import json
 import xml.etree.ElementTree as ET
 
+from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -16,6 +17,7 @@ from rich.text import Text
 from rooflinectl.analysis.advice.engine import AdviceReport, exit_code
 from rooflinectl.analysis.advice.registry import Finding, severity_rank
 from rooflinectl.outputs.escape import github_data, github_property, markdown, plain, rich_text
+from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.units import seconds
 
 FORMATS: tuple[str, ...] = ("table", "markdown", "json", "github", "junit")
@@ -78,16 +80,18 @@ def _nothing_found(report: AdviceReport) -> str:
 def rich_renderable(report: AdviceReport, fail_on: str | None = None) -> RenderableType:
     """A table of the ranked findings followed by each finding's evidence and fix (and, after
     --verify, the saving measured on the GPU beside the estimate)."""
-    table = Table(title="rooflinectl advice", title_justify="left", show_lines=False)
+    table = Table(title="rooflinectl advice", title_justify="left", show_lines=False, box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False)
     verified = _verified(report)
     columns = [("#", "right"), ("severity", "left"), ("rule", "left"), ("finding", "left"), ("est. saving", "right")]
     columns += [("measured", "right")] if verified else []
     for name, justify in [*columns, ("share", "right")]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=name != "finding")  # type: ignore[arg-type]
     parts: list[RenderableType] = [table] if report.findings else [Text(_nothing_found(report))]
     for n, f in enumerate(report.findings, 1):
         cells = [str(n), Text(f.severity, style=_STYLE[f.severity]), rich_text(f.rule_id),
-                 rich_text(f"{f.title}: {f.subject}" if f.subject else f.title), seconds(f.est_saving_s, decimals=2)]
+                 rich_text(f"{f.title}: {shorten_kernel_name(f.subject, 48)}" if f.subject else f.title),
+                 seconds(f.est_saving_s, decimals=2)]
         table.add_row(*cells, *([_measured(f)] if verified else []), _share(report, f.ranked_saving_s))
         body = Text()
         body.append(f"{n}. {plain(f.title)}", style="bold")

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from rooflinectl.analysis.diff import DiffReport, GroupChange
 from rooflinectl.outputs.escape import github_data, markdown, plain, rich_text
+from rooflinectl.outputs.plot_names import shorten_kernel_name
 
 
 def movement(change: GroupChange) -> str:
@@ -84,10 +85,11 @@ def diff_renderable(report: DiffReport, pct: float | None = None, top: int = 20)
         style = "red" if g.delta_s > 0 else "green"
         table.add_row(rich_text(g.label), _ms(g.base_time_s), _ms(g.new_time_s),
                       Text(_pct(g.delta_pct), style=style), rich_text(movement(g)), rich_text(g.match))
-    parts: list[RenderableType] = [table]
+    parts: list[RenderableType] = [table] if report.changed else [Text("No group matched between the two profiles.")]
     for title, rows in (("new", report.new), ("vanished", report.vanished)):
         for r in rows if top == 0 else rows[:top]:
-            parts.append(rich_text(f"{title}: {r['label']} ({r['kernel']}) {_ms(r['time_s'])}"))
+            kernel = "" if r["kernel"] in r["label"] else f" ({shorten_kernel_name(r['kernel'], 40)})"
+            parts.append(rich_text(f"{title}: {r['label']}{kernel} {_ms(r['time_s'])}"))
     parts += [rich_text(note, style="dim") for note in report.notes]
     parts.append(rich_text(_headline(report, pct), style="bold"))
     return Group(*parts)
