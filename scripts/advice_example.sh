@@ -10,7 +10,7 @@ for phase in before after; do
   fix=""; [ "$phase" = after ] && fix="--fixed"
   # shellcheck disable=SC2086
   python3 -m rooflinectl profile "examples/$name.py" -o "$out/$name.$phase.profile.json" --top 5 \
-    --save-trace "$out/$name.$phase.capture.json.gz" -- \
+    --save-capture "$out/$name.$phase.capture.json.gz" -- \
     --steps "$steps" $args $fix || echo "profile $name $phase: exit $?"
   python3 -m rooflinectl advise "$out/$name.$phase.profile.json" --format json > "$out/$name.$phase.advice.json"
   python3 -m rooflinectl advise "$out/$name.$phase.profile.json" --format markdown > "$out/$name.$phase.advice.md"

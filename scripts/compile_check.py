@@ -44,7 +44,7 @@ def main() -> int:
     prefix = os.path.join(out_dir, f"{name}-{mode}")
     plain = _digest(_run([sys.executable, *script]))
     profiled = _digest(_run([sys.executable, "-m", "rooflinectl", "profile", script[0], "-o", f"{prefix}.profile.json",
-                             "-q", "--iterations", "none", "--save-trace", f"{prefix}.capture.json.gz", "--",
+                             "-q", "--iterations", "none", "--save-capture", f"{prefix}.capture.json.gz", "--",
                              *script[1:]]))
     _run([sys.executable, "scripts/record_trace.py", f"{prefix}.bare.trace.json.gz", "--inductor-costs", "--", *script])
 

@@ -114,7 +114,7 @@ def test_parse_wrapper_reads_buffers_roles_and_event_names() -> None:
 
 def test_committed_cpu_compiled_capture_counts_cpp_kernels_with_costs() -> None:
     """examples/compile_compare.py --compile default --layers 1 --seq 32 --batch 2, profiled on
-    CPU with --save-trace: the C++ kernels are units of work with Inductor-sourced costs."""
+    CPU with --save-capture: the C++ kernels are units of work with Inductor-sourced costs."""
     capture = load_capture("tests/data/cpu_compiled.capture.json.gz")
     launches = attribute(capture.trace, "cpu", capture.metadata).launches
     generated = launches[launches["kernel"].str.contains("cpp_fused")]
