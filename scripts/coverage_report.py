@@ -3,7 +3,7 @@
 python scripts/coverage_report.py [TRACE.json.gz | CAPTURE.capture.json.gz ...] [--warmup-steps 2] [--top 8]
 
 Runs each torch.profiler Chrome trace (default: the H200 traces under tests/data/h200_real/), or
-capture written by `rooflinectl profile --save-trace`, through rooflinectl's attribution on CPU
+capture written by `rooflinectl profile --save-capture`, through rooflinectl's attribution on CPU
 and prints, per trace:
 - the known-cost share of GPU time (kernels, memcpy, memset) over the whole trace, and over the
   timed loop: the launches after the end of the `--warmup-steps`-th `Optimizer.step`
@@ -47,7 +47,7 @@ def load(path: Path) -> tuple[RawTrace, dict, str]:
     .meta.json, if any) or a rooflinectl capture file."""
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         raw = json.load(handle)
-    if "traceEvents" not in raw:  # rooflinectl profile --save-trace
+    if "traceEvents" not in raw:  # rooflinectl profile --save-capture
         capture = load_capture(str(path))
         return capture.trace, capture.metadata, capture.device_kind
     meta_path = path.with_name(path.name + ".meta.json")

@@ -35,7 +35,7 @@ def test_save_trace_on_cpu(tmp_path: Path) -> None:
         trace = json.load(handle)
     assert trace["rooflinectl"]["tool"] == "rooflinectl"
     annotated = [e for e in trace["traceEvents"] if "rooflinectl.flops" in e.get("args", {})]
-    assert len(annotated) == data.summary["launches"]  # every counted launch, once
+    assert len(annotated) == trace["rooflinectl"]["annotated_events"] >= data.summary["launches"]
     # the events' FLOPs add up to the profile's, op by op (an independent sum over the trace)
     by_op: dict[str, float] = {}
     for e in annotated:
@@ -58,10 +58,12 @@ def test_real_h200_kernels_are_annotated() -> None:
     ceilings = Ceilings("NVIDIA H200", "cuda", {"dram": Roof(4.8e12, "spec")},
                         {"tensor.bf16": Roof(9.89e14, "spec"), "simt.fp32": Roof(6.7e13, "spec")})
     metadata = {"allow_tf32_matmul": False, "allow_tf32_cudnn": True, **meta.get("metadata", {})}
-    table, summary = analyse_trace(trace, "cuda", metadata, ceilings)
-    data = ProfileData(kernels=table, ceilings=ceilings, metadata=metadata, summary=summary)
+    table, summary, setup = analyse_trace(trace, "cuda", metadata, ceilings)
+    data = ProfileData(kernels=table, ceilings=ceilings, metadata=metadata, summary=summary, setup_kernels=setup)
     launches = attribute(trace, "cuda", metadata).launches
-    assert annotate(raw, launches, data) == summary["launches"]
+    assert annotate(raw, launches, data) == len(launches)  # every attributed launch found among the events
+    uploads = [e for e in raw["traceEvents"] if e.get("cat") == "gpu_memcpy" and "rooflinectl.bytes" in e.get("args", {})]
+    assert uploads and all(e["args"]["rooflinectl.bytes"] > 0 for e in uploads)  # the weight upload (setup) too
     kernels = [e for e in raw["traceEvents"] if e.get("cat") == "kernel" and "rooflinectl.bound" in e.get("args", {})]
     assert kernels and all(e["args"]["External id"] is not None for e in kernels)  # torch's own args kept
     gemms = [e for e in kernels if "gemm" in e["args"]["rooflinectl.op"] or e["args"]["rooflinectl.op"] in ("aten::mm", "aten::addmm")]

@@ -67,7 +67,7 @@ def training_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "    opt.step()\n"
         "    opt.zero_grad()\n")
     out = folder / "train.json"
-    result = _run("profile", folder / "train.py", "-o", out, "-q", "--device", "cpu")
+    result = _run("profile", folder / "train.py", "-o", out, "-q", "--device", "cpu", "--iterations", "none")
     assert result.exit_code == 0, result.output
     return out
 

@@ -187,7 +187,8 @@ print("done")
 
 def test_script_with_its_own_profiler_cooperates(tmp_path: Path) -> None:
     _script(tmp_path, "own.py", USER_PROFILERS)
-    result = _subprocess("profile", "own.py", "-o", "p.json", "-q", "--device", "cpu", cwd=tmp_path)
+    result = _subprocess("profile", "own.py", "-o", "p.json", "-q", "--device", "cpu", "--iterations", "none",
+                         cwd=tmp_path)
     assert result.returncode == 0, result.stderr  # was -11 (segfault), no message, no profile
     assert "done" in result.stdout
     assert "USDT" not in result.stderr  # kineto's start/stop lines stay off the screen
@@ -263,3 +264,14 @@ def test_threads_and_children_that_are_not_followed_are_said(tmp_path: Path) -> 
     assert data.kernels.loc[data.kernels["op"] == "aten::mm", "calls"].sum() == 1  # the thread's 20 are not seen
     quiet = _invoke("profile", str(_script(tmp_path, "plain.py", MATMUL)), "-o", str(out), "--device", "cpu")
     assert "does not follow" not in quiet.output
+
+
+def test_the_scripts_profiler_steps_mark_its_iterations(tmp_path: Path) -> None:
+    """prof.step() under rooflinectl still opens ProfilerStep#N, so the steady state is found from it."""
+    _script(tmp_path, "steps.py", "import torch\nx = torch.randn(64, 64)\n"
+            "with torch.profiler.profile(schedule=torch.profiler.schedule(wait=0, warmup=1, active=5, repeat=1)) as p:\n"
+            "    for _ in range(6):\n        x @ x\n        p.step()\n")
+    result = _invoke("profile", str(tmp_path / "steps.py"), "-o", str(tmp_path / "s.json"), "-q", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    summary = load_profile(tmp_path / "s.json").summary
+    assert summary["iterations_method"] == "profiler_step" and summary["iterations_found"] >= 5

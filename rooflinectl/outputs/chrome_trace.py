@@ -5,7 +5,8 @@ Perfetto, chrome://tracing, TensorBoard's trace viewer and Holistic Trace Analys
 every counted kernel event (on CPU: every counted op) given args under a `rooflinectl.` prefix:
 its FLOPs and bytes (this launch's share of its op's cost), intensity, the roof at that
 intensity, the time the work needs at the roof, the efficiency (roof time / duration, this
-launch), what bounds it, the op and module it is charged to, and where the cost came from.
+launch), what bounds it, the op and module it is charged to, and where the cost came from. Work
+outside the counted steady state (weight upload, warm-up) is annotated too.
 A top-level "rooflinectl" object holds the summary and says which tool wrote the file.
 Renders only: the numbers come from attribution (per launch) and analysis (per row).
 """
@@ -51,7 +52,7 @@ def _launch_args(launch: Any, row: pd.Series, data: ProfileData) -> dict[str, An
         "roof_time_s": roof_s, "efficiency": roof_s / duration_s if known and duration_s > 0 else math.nan,
         "bound": row["bound"], "op": launch.op, "module": launch.module, "shapes": launch.shapes,
         "precision": f"{row['precision']}{'.tc' if row['unit'] == 'tensor' else ''}",
-        "cost_source": launch.cost_source, "row": int(row.name),
+        "cost_source": launch.cost_source,
     }.items()}
 
 
@@ -73,15 +74,20 @@ def annotate(trace: dict[str, Any], launches: pd.DataFrame, data: ProfileData) -
     for e in events:
         if e.get("cat") in categories and "ts" in e:
             by_start[(str(e.get("name", "")), _ns(e["ts"], base_us))].append(e)
-    rows = {tuple(key): i for i, key in enumerate(data.kernels[GROUP_KEY].itertuples(index=False, name=None))}
+    tables = [data.kernels]
+    if data.setup_kernels is not None and not data.setup_kernels.empty:
+        tables.append(data.setup_kernels)  # weight upload, warm-up: outside the counted work, annotated too
+    rows: dict[tuple[Any, ...], pd.Series] = {}
+    for table in reversed(tables):  # a group in both takes the counted work's row (its roof is the same)
+        for i, key in enumerate(table[GROUP_KEY].itertuples(index=False, name=None)):
+            rows[tuple(key)] = table.iloc[i]
     done = 0
     for launch in launches.itertuples(index=False):
         matches = by_start.get((launch.kernel, int(launch.start_ns)))
         row = rows.get(tuple(getattr(launch, k) for k in GROUP_KEY))
         if not matches or row is None:
             continue
-        event = matches.popleft()
-        event.setdefault("args", {}).update(_launch_args(launch, data.kernels.iloc[row], data))
+        matches.popleft().setdefault("args", {}).update(_launch_args(launch, row, data))
         done += 1
     summary = {k: _finite(v) for k, v in data.summary.items() if k != "launch_sequence"}
     marker = {"tool": "rooflinectl", "tool_version": data.metadata.get("tool_version"),

@@ -11,7 +11,7 @@ out="${PIECE_OUT:?PIECE_OUT must be set}"
 profile() {  # name script args...
   local name=$1 script=$2; shift 2
   python3 -m rooflinectl profile "examples/real/$script" -o "$out/$name.profile.json" \
-    --save-trace "$out/$name.capture.json.gz" -q -- "$@" > "$out/$name.log" 2>&1 || echo "profile $name: exit $?"
+    --save-capture "$out/$name.capture.json.gz" -q -- "$@" > "$out/$name.log" 2>&1 || echo "profile $name: exit $?"
   grep '^TIMING ' "$out/$name.log" | cut -c1-200
   python3 -m rooflinectl show "$out/$name.profile.json" --unknown --top 6 || echo "show $name: exit $?"
 }
