@@ -88,7 +88,7 @@ def _run_program(args: argparse.Namespace) -> tuple[int, bool]:
                 runpy.run_path(str(path), run_name="__main__")
 
         with _as_main_script(path, script_args):
-            code, completed = _guarded(body, path)
+            code, completed = _guarded(body)
     else:
         def body() -> None:
             import torch
@@ -105,7 +105,7 @@ def _run_program(args: argparse.Namespace) -> tuple[int, bool]:
                     torch.cuda.synchronize()
 
         with _as_main_script(path, []):
-            code, completed = _guarded(body, path)
+            code, completed = _guarded(body)
     return code, completed
 
 
