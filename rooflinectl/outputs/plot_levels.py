@@ -19,11 +19,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from rooflinectl.errors import UsageError
+from rooflinectl.outputs.escape import mathtext
 from rooflinectl.outputs.plot import (
     FAMILY_PALETTE,
     MAIN_RECT,
     TABLE_RECT,
     draw_table,
+    escape_names,
     filter_table,
     marker_area_pt2,
     new_figure,
@@ -91,7 +93,7 @@ def plot_levels(data: ProfileData, *, top: int = 10, filter_regex: str | None = 
         raise UsageError("The profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
     all_rows = data.kernels
     total_time_s = float(all_rows["time_s"].sum())
-    table = filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True)
+    table = escape_names(filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True))
     table = table.assign(time_share=table["time_s"] / total_time_s if total_time_s > 0 else 0.0,
                          rank_by_time=range(1, len(table) + 1), where="roofline")
     points = level_points(table)
@@ -131,7 +133,7 @@ def plot_levels(data: ProfileData, *, top: int = 10, filter_regex: str | None = 
                fontsize=8.5, frameon=False, title="marker: memory level · colour: kernel group · area: time share",
                title_fontsize=8.5, alignment="left")
     _notes(fig, table, points, missing)
-    heading = title or f"Hierarchical roofline: {data.ceilings.device_name}"
+    heading = mathtext(title) if title else f"Hierarchical roofline: {mathtext(data.ceilings.device_name)}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
     counters = data.summary.get("counters") or {}
     fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s, micro='µs')} of kernel time; counters from ncu "

@@ -12,12 +12,18 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Group
-from rich.markup import escape
+from rich.markup import escape as escape_markup
 from rich.table import Table
 from rich.text import Text
 
+from rooflinectl.outputs.escape import markdown, plain
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.units import percent, seconds, si
+
+
+def escape(value: object) -> str:
+    """Rich markup and terminal control codes escaped (outputs/escape.py: names are data)."""
+    return escape_markup(plain(value))
 
 
 def _ratio(value: Any) -> str:
@@ -79,7 +85,7 @@ def render_validate(summary: dict[str, Any], rows: pd.DataFrame, families: pd.Da
 
 
 def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return markdown(text)
 
 
 def validate_markdown(summary: dict[str, Any], rows: pd.DataFrame, families: pd.DataFrame,
