@@ -12,7 +12,8 @@ SCHEMA_VERSION = 1
 KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "kernel": ("str", "GPU kernel name (CPU: the aten op that did the work)"),
     "op": ("str", "the aten op (or Triton kernel) whose cost the kernel carries"),
-    "op_family": ("str", "gemm, conv, attention, elementwise, reduction, norm, softmax, copy, index, loss, optimizer, other"),
+    "op_family": ("str", "gemm, conv, attention, elementwise, reduction, norm, softmax, copy, index, loss, optimizer, "
+                         "collective (communication between ranks: NCCL kernels, gloo work), other"),
     "module": ("str", "nn.Module path active at launch, '' when none"),
     "shapes": ("str", "input shapes of the op, e.g. '[64, 128] x [128, 256]'"),
     "dtype": ("str", "dtype of the op's first floating input"),
@@ -21,16 +22,19 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "calls": ("int", "number of launches aggregated in this row"),
     "time_s": ("float", "total kernel time of all calls, seconds"),
     "flops": ("float", "total floating-point operations (FMA = 2) of all calls"),
-    "bytes": ("float", "total minimum DRAM traffic of all calls (inputs read once, outputs written once)"),
+    "bytes": ("float", "total minimum DRAM traffic of all calls (inputs read once, outputs written once); for "
+                       "collectives the bus bytes over the link: size x nccl-tests' bus factor (costs/collectives.py)"),
     "intensity": ("float", "flops / bytes, FLOP per byte"),
     "precision": ("str", "fp64, fp32, tf32, bf16, fp16, fp8, int8, int, bool: the math the roof follows"),
-    "unit": ("str", "tensor (tensor cores) or simt (CUDA cores / CPU vector units)"),
+    "unit": ("str", "tensor (tensor cores), simt (CUDA cores / CPU vector units) or link (collectives: held "
+                    "against the link roof, the all-reduce bus bandwidth ceilings --measure found between the GPUs)"),
     "achieved_flops_per_s": ("float", "flops / time_s"),
     "achieved_bytes_per_s": ("float", "bytes / time_s"),
     "attainable_flops_per_s": ("float", "min(peak[precision, unit], intensity x DRAM bandwidth)"),
-    "roof_time_s": ("float", "time the work would take at the roof: max(flops/peak, bytes/bandwidth)"),
+    "roof_time_s": ("float", "time the work would take at the roof: max(flops/peak, bytes/bandwidth); "
+                            "collectives: bus bytes / link bandwidth (NaN without a link roof)"),
     "efficiency": ("float", "roof_time_s / time_s (= achieved / attainable); > 1 means the numbers are wrong"),
-    "bound": ("str", "memory, compute, latency or unknown"),
+    "bound": ("str", "memory, compute, link (a collective, held against the link), latency or unknown"),
     "headroom_s": ("float", "time_s - roof_time_s: what reaching the roof would save"),
     "time_share": ("float", "time_s / total kernel time of the profile"),
     "cost_source": ("str", "where flops and bytes come from: analytic, triton, inductor, ncu (measured: the model had no formula) or none; mixed on re-aggregated rows"),
@@ -40,7 +44,7 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "registers_per_thread": ("float", "median registers per thread of the kernel (GPU trace), NaN when unknown"),
     "shared_bytes_per_block": ("float", "median shared memory per block, static + dynamic, bytes (GPU trace), NaN when unknown"),
     "above_roof": ("bool", "efficiency above 1.05: a bug in the numbers, never a success"),
-    "rank": ("int", "process rank for multi-GPU runs (0 otherwise)"),
+    "rank": ("int", "process rank for multi-GPU runs (0 otherwise); -1 on a table merged across ranks"),
     "sm_clock_mhz": ("float", "SM clock the group's kernels ran at, MHz: time-weighted mean of the NVML samples "
                               "over their launches (compute roofs scale with it); NaN when not sampled"),
     # Counters (`profile --counters ncu`): what Nsight Compute measured, beside the analytic flops and
@@ -55,9 +59,10 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 # The vocabularies of the columns above (tests check that the pipeline produces no other value).
-BOUNDS = ("memory", "compute", "latency", "unknown")
+BOUNDS = ("memory", "compute", "link", "latency", "unknown")
 OP_FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", "softmax", "copy", "index", "loss",
-               "optimizer", "other")
+               "optimizer", "collective", "other")
+UNITS = ("tensor", "simt", "link")
 ORIGINS = ("aten", "triton", "inductor", "library", "other")
 # "mixed": a row that sums rows of several known sources (show --by op|module, diff's matched
 # groups; rooflinectl/aggregate.py). "ncu": flops and bytes measured by Nsight Compute because the
