@@ -16,6 +16,12 @@ Rules (the README repeats them):
 - Regions: when the run has `rooflinectl.region` blocks, only work that started inside one
   (on any thread: backward ops run on autograd threads) is counted.
 - A kernel with no costed op above it keeps cost_source=none and NaN FLOPs/bytes.
+- Collectives (costs/collectives.py): on GPU, an NCCL kernel carries the cost of the
+  `record_param_comms` op that launched it (the collective's size, type and group are its args)
+  and takes the name of the c10d op around it (c10d::allreduce_); on CPU, gloo runs each
+  collective on a worker thread inside a `gloo:<collective>` annotation, which is the unit of
+  work (its group is taken to be the whole world: gloo records no group size); the c10d ops on
+  the calling thread only hand the work over and are not counted.
 - torch.compile: a kernel Inductor generated carries the cost of the op named after it (Inductor's
   estimate, costs/inductor.py, cost_source=inductor) and names the aten ops it fused as its op.
   Work launched inside a `(dynamo_timed)` scope (compiling, autotuning benchmarks) is not the
@@ -40,6 +46,12 @@ from rooflinectl.attribution.spans import merge_spans
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
 from rooflinectl.costs import NO_WORK_OPS, OpCost, explain_cost, has_formula
+from rooflinectl.costs.collectives import (
+    GLOO_PREFIX,
+    collective_cost,
+    collective_from_args,
+    collective_from_gloo,
+)
 from rooflinectl.costs.inductor import (
     cpp_kernel_cost,
     fused_label,
@@ -69,8 +81,10 @@ class Attributed:
 class _OpIndex:
     """Parents, modules, regions and costs of the trace's ops, computed once."""
 
-    def __init__(self, trace: RawTrace) -> None:
+    def __init__(self, trace: RawTrace, device_kind: str = "cuda", world_size: int = 1) -> None:
         self.ops = trace.ops
+        self.device_kind = device_kind
+        self.world_size = world_size  # the group of a gloo collective (gloo does not record it)
         self.parent: list[int] = [-1] * len(self.ops)
         self.children: list[list[int]] = [[] for _ in self.ops]
         stack: list[int] = []
@@ -146,8 +160,16 @@ class _OpIndex:
     def _explained(self, i: int) -> tuple[OpCost | None, str, str]:
         if i not in self._costs:
             op = self.ops[i]
-            if op.category != "cpu_op":
+            if op.category == "user_annotation" and op.name.startswith(GLOO_PREFIX) and self.device_kind == "cpu":
+                gloo = collective_from_gloo(op.name, op.input_dims, op.input_types, self.world_size)
+                self._costs[i] = (collective_cost(gloo), gloo.shapes(), "") if gloo else \
+                    (None, "", "gloo annotation without the buffer's dims and type")
+            elif op.category != "cpu_op":
                 self._costs[i] = (None, "", "")
+            elif "Collective name" in op.args:  # record_param_comms: on GPU its kernels do the work
+                nccl = collective_from_args(op.args) if self.device_kind == "cuda" else None
+                why = "collective of a kind, size or dtype not modelled" if self.device_kind == "cuda" else ""
+                self._costs[i] = (collective_cost(nccl), nccl.shapes(), "") if nccl else (None, "", why)
             elif "kernel_num_gb" in op.args:
                 call = op_call(op)
                 self._costs[i] = (triton_kernel_cost(op.name, op.args, call), shapes_text(call), "")
@@ -164,8 +186,12 @@ class _OpIndex:
         return self._costs[i]
 
     def label(self, i: int) -> str:
-        """The op column: the op's name, or the aten ops a generated kernel fused."""
+        """The op column: the op's name, the aten ops a generated kernel fused, or for a
+        collective's record_param_comms the c10d op that called it."""
         name = self.ops[i].name if i >= 0 else ""
+        if i >= 0 and "Collective name" in self.ops[i].args and self.parent[i] >= 0 \
+                and self.ops[self.parent[i]].name.startswith("c10d::"):
+            return self.ops[self.parent[i]].name
         return fused_label(name) if is_generated_kernel(name) else name
 
     def source(self, i: int) -> str:
@@ -192,6 +218,11 @@ class _OpIndex:
                 return i
             i = self.parent[i]
         return -1
+
+    def is_work_unit(self, i: int) -> bool:
+        """CPU: an op with a cost formula, or a gloo worker's collective annotation."""
+        return (self.ops[i].category == "cpu_op" or self.ops[i].name.startswith(GLOO_PREFIX)) \
+            and self.cost(i)[0] is not None
 
     def innermost_cpu_op(self, i: int) -> int:
         while i >= 0 and self.ops[i].category != "cpu_op":
@@ -277,7 +308,8 @@ def _record(launch: _Launch, how: _Attribution, metadata: dict[str, Any]) -> dic
 
 
 def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> Attributed:
-    index = _OpIndex(trace)
+    world = metadata.get("world_size") or trace.distributed.get("world_size") or 1
+    index = _OpIndex(trace, device_kind, int(world))
     if device_kind == "cuda":
         records = _gpu_records(trace, index, metadata)
     else:
@@ -388,11 +420,13 @@ def _transfer_attribution(k: RawKernel, op_name: str) -> _Attribution:
 
 
 def _may_do_work(op: RawOp) -> bool:
-    """A CPU op without formula counts as unknown work unless it is a view, an allocation, or an
-    autograd bookkeeping node ("TBackward0", "autograd::engine::...") whose children do the work."""
+    """A CPU op without formula counts as unknown work unless it is a view, an allocation, an
+    autograd bookkeeping node ("TBackward0", "autograd::engine::...") whose children do the work,
+    or a c10d op handing a collective to its backend (gloo's worker thread does that work)."""
     if op.category == "cpu_op" and is_generated_kernel(op.name):
         return True
-    return (op.category == "cpu_op" and "::" in op.name and not op.name.startswith(("autograd::", "torch::autograd::"))
+    return (op.category == "cpu_op" and "::" in op.name
+            and not op.name.startswith(("autograd::", "torch::autograd::", "c10d::"))
             and op.name not in NO_WORK_OPS)
 
 
@@ -419,7 +453,7 @@ def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, An
 
     def units(i: int) -> list[int]:
         op = index.ops[i]
-        if op.category == "cpu_op" and index.cost(i)[0] is not None:
+        if index.is_work_unit(i):
             return [i]
         found = [u for c in index.children[i] for u in units(c)]
         if not found and _may_do_work(op):
@@ -435,7 +469,7 @@ def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, An
         cost, shapes = index.cost(i)
         launch = _Launch(op.name, index.module(i), "cpu", op.dur_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
         generated = is_generated_kernel(op.name)
-        origin = "inductor" if generated else "aten"
+        origin = "inductor" if generated else "library" if op.name.startswith(GLOO_PREFIX) else "aten"
         if cost is not None:
             how = _Attribution(index.label(i), cost, 1.0, shapes, origin, index.source(i))
         elif generated:

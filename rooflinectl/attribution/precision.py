@@ -5,6 +5,7 @@ counted as tf32 tensor-core ops, fp32 matmuls as FFMA instructions): fp32 matmul
 run on CUDA cores unless torch.backends.cuda.matmul.allow_tf32 (float32_matmul_precision
 "high"/"medium"); fp32 convolutions run as TF32 since cudnn.allow_tf32 is True; fp32 SDPA
 kernels use TF32 tensor cores. Element-wise work always runs on CUDA cores ("simt").
+Collective communication is held against the link between devices ("link"), not a compute unit.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ TENSOR_DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "
 
 
 def unit_and_precision(family: str, dtype: str, device_kind: str, metadata: dict[str, Any]) -> tuple[str, str]:
-    """(unit, precision) for the roof lookup: unit is "tensor" or "simt"."""
+    """(unit, precision) for the roof lookup: unit is "tensor", "simt" or "link" (collectives)."""
+    if family == "collective":
+        return "link", _simt_precision(dtype)
     if device_kind != "cuda" or family not in TENSOR_FAMILIES:
         return "simt", _simt_precision(dtype)
     if dtype in TENSOR_DTYPES:

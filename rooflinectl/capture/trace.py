@@ -5,7 +5,8 @@ file HTA and TensorBoard read) and keep what later stages need:
 - ops: CPU ops (`cpu_op`) and annotations (`user_annotation`: our regions and module scopes),
   with input dims, strides, types, concrete values and, when the profiler's event tree gave them,
   storage pointers and dtypes of tensor-list elements; the op Inductor names after each kernel
-  it launches keeps Inductor's args (its cost estimate, kernel file);
+  it launches keeps Inductor's args (its cost estimate, kernel file), and `record_param_comms`
+  (the op that launches a collective) the collective's (name, element counts, group, dtype);
 - kernels: device activity (`kernel`, `gpu_memcpy`, `gpu_memset`) with the External id of the CPU
   op active at launch (its innermost op), grid and block;
 - launches: runtime launch calls (`cuda_runtime`/`cuda_driver`) by correlation id, for timing;
@@ -31,6 +32,10 @@ INDUCTOR_ARGS = ("kernel_num_gb", "kernel_flop", "kernel_name", "kernel_file", "
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
               "cudaMemcpy2D", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpyDtoH_v2",
               "cuMemcpyHtoD_v2")
+# What torch.distributed puts in the args of `record_param_comms`, the op that launches a collective.
+COLLECTIVE_ARGS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
+                   "Process Group Name", "Process Group Ranks", "In split size", "Out split size")
+KEPT_OP_ARGS = INDUCTOR_ARGS + COLLECTIVE_ARGS
 
 
 @dataclass
@@ -50,7 +55,7 @@ class RawOp:
     concrete_inputs: list[Any] = field(default_factory=list)
     input_storages: list[Any] = field(default_factory=list)  # int | list[int] | None per input
     list_dtypes: list[Any] = field(default_factory=list)  # torch dtype names of tensor-list elements
-    args: dict[str, Any] = field(default_factory=dict)  # Inductor's keys (INDUCTOR_ARGS) when the op is its kernel
+    args: dict[str, Any] = field(default_factory=dict)  # Inductor's (INDUCTOR_ARGS) or a collective's (COLLECTIVE_ARGS)
     sequence_nr: int = -1  # autograd sequence number: a backward op shares its forward op's (-1: none)
 
     @property
@@ -107,6 +112,7 @@ class RawTrace:
     compiled_kernels: dict[str, Any] = field(default_factory=dict)  # capture/inductor.py: C++ kernels' buffers
     graph_captures: list[list[tuple[str, int]]] = field(default_factory=list)  # (kernel|memset|memcpy, External id)
     syncs: list[RawSync] = field(default_factory=list)
+    distributed: dict[str, Any] = field(default_factory=dict)  # the trace's distributedInfo: backend, rank, world_size
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +124,7 @@ class RawTrace:
             "compiled_kernels": self.compiled_kernels,
             "graph_captures": [[list(item) for item in capture] for capture in self.graph_captures],
             "syncs": [asdict(s) for s in self.syncs],
+            "distributed": self.distributed,
         }
 
     @classmethod
@@ -137,6 +144,7 @@ class RawTrace:
             compiled_kernels=dict(data.get("compiled_kernels", {})),
             graph_captures=[[(str(kind), int(ext)) for kind, ext in capture] for capture in data.get("graph_captures", [])],
             syncs=[RawSync(**s) for s in data.get("syncs", [])],
+            distributed=dict(data.get("distributed") or {}),
         )
 
 
@@ -223,7 +231,7 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
                 input_types=[str(t) for t in args.get("Input type", [])],
                 input_strides=list(args.get("Input Strides", [])),
                 concrete_inputs=list(args.get("Concrete Inputs", [])),
-                args={k: args[k] for k in INDUCTOR_ARGS if k in args},
+                args={k: args[k] for k in KEPT_OP_ARGS if k in args},
                 sequence_nr=int(args.get("Sequence number", -1)),
             )
             if tensor_info is not None and cat == "cpu_op":
@@ -263,6 +271,8 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
     ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
     kernels.sort(key=lambda k: (k.ts_ns, k.correlation))
     syncs.sort(key=lambda s: s.ts_ns)
+    distributed = trace.get("distributedInfo")
     return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches, graph_launches=graph_launches,
-                    graph_captures=_graph_captures(runtime_calls), syncs=syncs)
+                    graph_captures=_graph_captures(runtime_calls), syncs=syncs,
+                    distributed=dict(distributed) if isinstance(distributed, dict) else {})
 

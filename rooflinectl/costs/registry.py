@@ -17,7 +17,7 @@ from rooflinectl.costs.signature import bind, has_schema, recorded_kind
 from rooflinectl.costs.tensors import UNKNOWN_DTYPE, OpCall
 
 FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", "softmax", "copy",
-            "index", "loss", "optimizer", "other")
+            "index", "loss", "optimizer", "collective", "other")
 
 # Why a call has no cost (the first words of the reason; show --unknown groups by them).
 NO_FORMULA = "no cost formula"
