@@ -13,6 +13,11 @@ bound      = latency  when one call's roof time is under the device's kernel flo
              memory   when the bytes take longer than the FLOPs at the roofs,
              compute  otherwise; unknown when the cost is not known.
 A point above its roof (efficiency > ABOVE_ROOF) is flagged: it means the counts are wrong.
+
+Collectives (unit "link") have no FLOPs: their roof time is bus bytes / the link roof (the
+all-reduce bus bandwidth measured between the GPUs; NaN without one), their bound "link", or
+"latency" when the measured link stays under half its peak at their message size
+(analysis/links.py) or one call's roof time is under the kernel floor; attainable FLOP/s NaN.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.analysis.transfers import level_roof, memory_level
+from rooflinectl.analysis.links import latency_bound_size, message_bytes
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.schema import COUNTER_COLUMNS
 
@@ -66,6 +72,9 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
             out[name] = empty
     roofs = {level: level_roof(ceilings, level)[1].value for level in {memory_level(k) for k in out["kernel"]}}
     bandwidth = np.array([roofs[memory_level(k)] for k in out["kernel"]], dtype=float)
+    link = ceilings.link()
+    on_link = (out["unit"] == "link").to_numpy(dtype=bool)
+    bandwidth = np.where(on_link, link.value if link is not None else np.nan, bandwidth)
     floor_s = ceilings.kernel_floor_s.value
     peaks = _peaks(out, ceilings)
     flops = out["flops"].to_numpy(dtype=float)
@@ -76,18 +85,21 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
         intensity = np.where(nbytes > 0, flops / nbytes, np.where(flops > 0, np.inf, 0.0))
         compute_s = flops / peaks
         memory_s = nbytes / bandwidth
-        roof_s = np.fmax(compute_s, memory_s)
+        roof_s = np.where(on_link, memory_s, np.fmax(compute_s, memory_s))  # no link roof: unknown
         out["intensity"] = intensity
         out["achieved_flops_per_s"] = flops / time_s
         out["achieved_bytes_per_s"] = nbytes / time_s
-        out["attainable_flops_per_s"] = np.fmin(peaks, intensity * bandwidth)
+        out["attainable_flops_per_s"] = np.where(on_link, np.nan, np.fmin(peaks, intensity * bandwidth))
         out["roof_time_s"] = roof_s
         out["efficiency"] = roof_s / time_s
         out["headroom_s"] = np.clip(time_s - roof_s, 0.0, None)
     known = ~np.isnan(flops) & ~np.isnan(nbytes)
     out.loc[~known, "intensity"] = np.nan  # unknown cost is not a zero-FLOP copy
-    bound = np.where(memory_s >= compute_s, "memory", "compute").astype(object)
+    bound = np.where(on_link, "link", np.where(memory_s >= compute_s, "memory", "compute")).astype(object)
     bound[(roof_s / np.maximum(calls, 1)) < floor_s] = "latency"
+    for i in np.flatnonzero(on_link):
+        if latency_bound_size(ceilings, message_bytes(out["shapes"].iloc[i], out["dtype"].iloc[i])):
+            bound[i] = "latency"
     bound[~known] = "unknown"
     out["bound"] = bound
     total = float(np.nansum(time_s))

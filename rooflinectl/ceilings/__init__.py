@@ -1,7 +1,10 @@
 """Ceilings: what the device can do. `current_ceilings` is the one entry point analysis uses.
 
 Spec roofs come from detection and the spec table (specs.py); measured roofs from
-`rooflinectl ceilings --measure`, cached per device (cache.py) and used whenever present.
+`rooflinectl ceilings --measure`, cached per device (cache.py) and used whenever present; a GPU
+without its own measurement borrows one of another GPU of the same model on this machine (a
+rank of a multi-GPU job runs on a GPU the measurement did not). The link roof (collectives)
+comes from the GPUs' NVLink or PCIe facts (topology.py) until --measure measures it.
 `current_ceilings` never measures: it is fast, and never raises for an unknown GPU or a
 missing NVML (details["missing"] says what could not be read).
 """
@@ -21,6 +24,7 @@ from rooflinectl.ceilings.build import (
 from rooflinectl.ceilings.detect import detect_cpu, detect_gpu
 from rooflinectl.ceilings.measurement import Measurement, Progress, run_steps
 from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.ceilings.topology import link_spec_roof, read_topology
 from rooflinectl.errors import EnvironmentProblem, UsageError
 
 DEVICE_KINDS = ("auto", "cuda", "cpu")
@@ -55,7 +59,13 @@ def _base(device_kind: str) -> tuple[Ceilings, dict[str, Any], Any]:
         info = detect_gpu()
         identity = {"uuid": info.uuid or f"name:{info.name}", "driver": info.driver or "unknown",
                     "torch": _torch_version()}
-        return gpu_spec_ceilings(info), identity, info
+        ceilings = gpu_spec_ceilings(info)
+        topology = read_topology(with_smi=False)
+        link = link_spec_roof(topology, info.uuid)
+        if link is not None:
+            ceilings.link_bytes_per_s["intra_node"] = link
+            ceilings.details["link"] = {"gpus": len(topology["gpus"])}
+        return ceilings, identity, info
     cpu = detect_cpu()
     identity = {"cpu": cpu.name, "logical_cpus": cpu.logical_cpus, "threads": cpu.threads,
                 "torch": _torch_version()}
@@ -65,6 +75,12 @@ def _base(device_kind: str) -> tuple[Ceilings, dict[str, Any], Any]:
 def _with_cache(ceilings: Ceilings, identity: dict[str, Any], kind: str) -> Ceilings:
     found = cache.load(kind, identity)
     ceilings.details["identity"] = identity
+    if found is None and kind == "cuda":
+        found = cache.load_same_model(kind, identity, ceilings.device_name)
+        if found is not None:
+            ceilings.details["missing"].append(
+                f"no measurement of this GPU: the measured ceilings of another {ceilings.device_name} on this "
+                f"machine are used ({found[1].get('identity', {}).get('uuid', '?')})")
     if found is None:
         ceilings.details["cache"] = None
         ceilings.details["missing"].append(
@@ -86,12 +102,29 @@ def current_ceilings(device_kind: str, *, use_measured: bool = True) -> Ceilings
     return _with_cache(ceilings, identity, kind)
 
 
+def _add_link_measurement(kind: str, identity: dict[str, Any], cached: tuple[list[Measurement], dict[str, Any]],
+                          ceilings: Ceilings, progress: Progress | None) -> None:
+    """Measure the link and add it to a cached measurement that lacks it."""
+    from rooflinectl.ceilings.measure_link import LINK_BUDGET_S, measure_link
+
+    measurements, header = cached
+    measurements = measurements + run_steps([("link all-reduce", measure_link)], budget_s=LINK_BUDGET_S, progress=progress)
+    try:
+        cache.store(kind, identity, measurements, measured_at=str(header.get("measured_at", "")),
+                    extra={"device": header.get("device") or ceilings.details["device"]})
+    except OSError as exc:
+        ceilings.details["missing"].append(f"could not write the cache: {exc}")
+
+
 def measure_ceilings(device_kind: str = "auto", *, refresh: bool = False,
                      budget_s: float = DEFAULT_BUDGET_S, progress: Progress | None = None) -> Ceilings:
     """Measured ceilings: from the cache when present (unless refresh), else measured and cached."""
     kind = resolve_device_kind(device_kind)
     ceilings, identity, info = _base(kind)
-    if not refresh and cache.load(kind, identity) is not None:
+    cached = None if refresh else cache.load(kind, identity)
+    if cached is not None and kind == "cuda" and not any(m.key.startswith("link.") for m in cached[0]):
+        _add_link_measurement(kind, identity, cached, ceilings, progress)  # a cache from before links were measured
+    if cached is not None:
         return _with_cache(ceilings, identity, kind)
     if kind == "cuda":
         from rooflinectl.ceilings.measure_gpu import gpu_steps
@@ -102,6 +135,10 @@ def measure_ceilings(device_kind: str = "auto", *, refresh: bool = False,
 
         steps = cpu_steps(info.threads)
     measurements: list[Measurement] = run_steps(steps, budget_s=budget_s, progress=progress)
+    if kind == "cuda":
+        from rooflinectl.ceilings.measure_link import LINK_BUDGET_S, measure_link
+
+        measurements += run_steps([("link all-reduce", measure_link)], budget_s=LINK_BUDGET_S, progress=progress)
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     ceilings.details["identity"] = identity
     try:

@@ -183,17 +183,39 @@ def measured_clock_mhz(clocks: dict[str, Any]) -> float | None:
     return float(value)
 
 
+def apply_link(ceilings: Ceilings, measurements: list[Measurement]) -> list[dict[str, Any]]:
+    """The link roof from `link.*` measurements: the best all-reduce bus bandwidth measured
+    between the local GPUs (source measured), its curve over message sizes and the topology seen
+    in details["link"]; the rows the measurements table lists."""
+    rows = []
+    link = dict(ceilings.details.get("link") or {})
+    for m in measurements:
+        rows.append({**m.to_dict(), "ratio_to_spec": None, "flag": "", "used_as_roof": False})
+        if m.key == "link.topology":
+            link["topology"] = m.details
+        elif m.key == "link.all_reduce" and m.value is not None and math.isfinite(m.value) and m.value > 0:
+            ceilings.link_bytes_per_s["intra_node"] = Roof(m.value, "measured", m.method)
+            link.update({k: m.details[k] for k in ("gpus", "collective", "sizes_bytes", "bus_bytes_per_s")
+                         if k in m.details})
+            rows[-1]["used_as_roof"] = True
+    if link:
+        ceilings.details["link"] = link
+    return rows
+
+
 def apply_measurements(ceilings: Ceilings, measurements: list[Measurement], *,
                        measured_at: str = "") -> Ceilings:
     """Measured figures replace spec roofs, except flagged-low ones; each is listed in details.
 
     The DRAM roof is the best of read, copy and write: the roof must sit above every kernel,
-    and a write-only kernel can beat a read-only one.
+    and a write-only kernel can beat a read-only one. The link roof: apply_link.
     """
     spec_roofs = ceilings.details.get("spec_roofs", {})
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = apply_link(ceilings, [m for m in measurements if kind_of(m.key) == "link"])
     best_memory: dict[str, tuple[float, str]] = {}
     for m in measurements:
+        if kind_of(m.key) == "link":
+            continue
         spec = spec_roofs.get(_spec_key(m.key))
         ratio, flag = assess(m.value, spec)
         row = {**m.to_dict(), "ratio_to_spec": ratio, "flag": flag, "used_as_roof": False}

@@ -57,6 +57,26 @@ def load(kind: str, identity: dict[str, Any]) -> tuple[list[Measurement], dict[s
     return measurements, header
 
 
+def load_same_model(kind: str, identity: dict[str, Any], device_name: str) -> tuple[list[Measurement], dict[str, Any]] | None:
+    """A measurement of another device of the same model (name), driver and torch on this
+    machine: the newest such cache file, or None."""
+    found: list[tuple[str, Path]] = []
+    for path in cache_dir().glob(f"ceilings-{kind}-*.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            other = data.get("identity") or {}
+            same = (data.get("format") == CACHE_FORMAT and (data.get("device") or {}).get("name") == device_name
+                    and all(other.get(k) == identity.get(k) for k in identity if k != "uuid"))
+        except (OSError, ValueError, AttributeError):
+            continue
+        if same:
+            found.append((str(data.get("measured_at", "")), path))
+    if not found:
+        return None
+    data = json.loads(max(found)[1].read_text(encoding="utf-8"))
+    return load(kind, data["identity"])
+
+
 def store(kind: str, identity: dict[str, Any], measurements: list[Measurement], *,
           measured_at: str, extra: dict[str, Any] | None = None) -> Path:
     """Write the cache file atomically (temp file + rename); returns its path."""

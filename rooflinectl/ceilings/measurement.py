@@ -11,6 +11,8 @@ from typing import Any
 # and the host link "host.htod_pinned|dtoh_pinned" (pinned memory), "host.htod_pageable|dtoh_pageable"
 # (pageable: staged by the driver), "host.peer" (GPU to GPU). Compute: the Ceilings keys
 # ("tensor.bf16", "simt.fp32", ...). Latency: "launch.*".
+# Link: "link.all_reduce" (the best bus bandwidth), "link.all_reduce.<size in bytes>" (one per
+# message size measured), "link.topology" (no value; what links the GPUs, in details).
 MEMORY_LEVEL_OF = {
     "dram.read": "dram", "dram.copy": "dram", "dram.write": "dram", "dram.triad": "dram",
     "l2.read": "l2", "l1.read": "l1",
@@ -29,6 +31,7 @@ class Measurement:
     method: str = ""  # how it was measured, in a few words
     note: str = ""  # why it is missing, or what to keep in mind
     clocks: dict[str, Any] = field(default_factory=dict)  # NVML snapshot taken while it ran
+    details: dict[str, Any] = field(default_factory=dict)  # structured facts of the figure (link topology)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -43,13 +46,16 @@ class Measurement:
             method=str(data.get("method", "")),
             note=str(data.get("note", "")),
             clocks=dict(data.get("clocks") or {}),
+            details=dict(data.get("details") or {}),
         )
 
 
 def kind_of(key: str) -> str:
-    """memory, compute or latency, from a measurement key."""
+    """memory, compute, latency or link, from a measurement key."""
     if key in MEMORY_LEVEL_OF:
         return "memory"
+    if key.startswith("link."):
+        return "link"
     if key.startswith("launch."):
         return "latency"
     return "compute"

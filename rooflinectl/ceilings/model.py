@@ -6,6 +6,9 @@ A compute roof also knows the SM clock it holds at (`clock_mhz`: the clock a spe
 to, or the one NVML read while it was measured), so analysis can follow the clock a run ran at.
 Compute roofs are keyed "<unit>.<precision>", unit being "tensor" (tensor cores) or "simt"
 (CUDA cores, or a CPU's vector units): e.g. "tensor.bf16", "simt.fp32".
+Link roofs hold collectives (communication between devices): the bus bandwidth (nccl-tests'
+busbw) an all-reduce reaches between this machine's GPUs, keyed by scope ("intra_node"; a
+multi-node job would add "inter_node", docs/multi-node.md).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class Ceilings:
     compute_flops_per_s: dict[str, Roof] = field(default_factory=dict)  # "tensor.bf16", ...
     kernel_floor_s: Roof = field(default_factory=lambda: Roof(2e-6, "estimate"))
     details: dict[str, Any] = field(default_factory=dict)  # clocks, SMs, what was read or not
+    link_bytes_per_s: dict[str, Roof] = field(default_factory=dict)  # "intra_node": all-reduce busbw between GPUs
 
     def dram(self) -> Roof:
         return self.memory_bytes_per_s["dram"]
@@ -47,6 +51,10 @@ class Ceilings:
             return self.memory_bytes_per_s[level]
         estimate = self.details.get("level_estimates", {}).get(level)
         return Roof(**estimate) if isinstance(estimate, dict) else None
+
+    def link(self) -> Roof | None:
+        """The roof collectives are held against (bus bandwidth between this machine's GPUs)."""
+        return self.link_bytes_per_s.get("intra_node")
 
     def compute_roof_key(self, unit: str, precision: str) -> str | None:
         """Which compute roof work of one precision on one unit is held against.
@@ -78,4 +86,5 @@ class Ceilings:
             compute_flops_per_s={k: Roof(**v) for k, v in data.get("compute_flops_per_s", {}).items()},
             kernel_floor_s=Roof(**data["kernel_floor_s"]) if "kernel_floor_s" in data else Roof(2e-6, "estimate"),
             details=dict(data.get("details", {})),
+            link_bytes_per_s={k: Roof(**v) for k, v in (data.get("link_bytes_per_s") or {}).items()},
         )
