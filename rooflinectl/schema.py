@@ -105,6 +105,11 @@ SUMMARY_KEYS: dict[str, str] = {
     "host_sync_idle_s": "device idle time they cost: per sync, the idle from the last kernel end before it to the first kernel start after it, at most the time the host was blocked in it, seconds",
     "host_sync_ops": "[op, count] of the ops that made them, most first (the runtime call's name when no op was open)",
     "host_outside_ops_s": "host time during the counted work inside no op on any thread (the Python interpreter between launches), seconds",
+    "communication": "collectives against the other device work over the counted launches (analysis/communication.py); "
+                     "None without collectives: iterations, launches, collective_time_s, bus_bytes, busy_s (union of "
+                     "collective intervals), overlapped_s (other work running), exposed_s (nothing else running), "
+                     "exposed_per_iteration_s, compute_busy_s, and collectives: per launch [op, shapes, dtype, bytes, "
+                     "time_s, exposed_s, start_s] (first 10000, start from the first counted launch)",
     "clocks": "NVML while the counted kernels ran (GPU runs; None on CPU and older profiles): status "
               "(sampled, unavailable, off, unaligned) and message; samples, period_s; SM clock {mean (kernel-time "
               "weighted), min, max} MHz and the device's max; memory clock; power {mean, max} W and power_limit_w; "
