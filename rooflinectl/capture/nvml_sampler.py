@@ -245,13 +245,26 @@ def on_trace_clock(sampler: NvmlSampler, sync: tuple[int, int], trace: RawTrace 
 
 
 def _cuda_device() -> tuple[int, str | None]:
-    """The current CUDA device and its UUID (NVML numbers devices without CUDA_VISIBLE_DEVICES)."""
+    """The GPU to sample and its UUID (NVML numbers devices without CUDA_VISIBLE_DEVICES): a rank of
+    a torchrun job samples its own (LOCAL_RANK), which its script has not selected yet; else the
+    current device."""
     import torch
 
+    from rooflinectl.capture.distributed import rank_device_index, rank_info
     from rooflinectl.ceilings.detect import read_torch_props
 
-    index = torch.cuda.current_device()
+    index = rank_device_index(rank_info(), torch.cuda.device_count())
+    if index is None:
+        index = torch.cuda.current_device()
     return index, read_torch_props(index)[0].get("uuid")
+
+
+def kernels_device(trace: RawTrace | None) -> int | None:
+    """The device most of the trace's kernel time ran on (None without kernels)."""
+    time_by_device: dict[int, int] = {}
+    for k in trace.kernels if trace else []:
+        time_by_device[k.device] = time_by_device.get(k.device, 0) + k.dur_ns
+    return max(time_by_device, key=time_by_device.__getitem__) if time_by_device else None
 
 
 @contextmanager
@@ -283,3 +296,7 @@ def nvml_sampling(capture: _CaptureLike, nvml: Any = None) -> Iterator[None]:
     finally:
         sampler.stop()
         capture.metadata["nvml"] = on_trace_clock(sampler, sync, capture.trace)
+        ran_on = kernels_device(capture.trace)
+        if ran_on is not None and ran_on != index:
+            capture.metadata["nvml"] = {"status": "unavailable",
+                                        "message": f"sampled GPU {index}, but the kernels ran on GPU {ran_on}"}

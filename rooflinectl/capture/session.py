@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from rooflinectl.atomic import atomic_file
+from rooflinectl.capture.distributed import rank_device_index, rank_info
 from rooflinectl.capture.inductor import compiled_cpp_kernels, inductor_annotations
 from rooflinectl.capture.modules import module_scopes
 from rooflinectl.capture.nvml_sampler import nvml_sampling
@@ -131,19 +132,28 @@ def export_trace(prof: torch.profiler.profile) -> dict[str, Any]:
 CALIBRATION_OPS = 200
 
 
-def _tiny_op_loop_s(device_kind: str) -> float:
+def _tiny_op_loop_s(device: str) -> float:
     """Seconds for CALIBRATION_OPS one-element in-place adds: one recorded op and one kernel each."""
     import time
 
-    t = torch.zeros(1, device=device_kind)
-    if device_kind == "cuda":
-        torch.cuda.synchronize()
+    t = torch.zeros(1, device=device)
+    if t.is_cuda:
+        torch.cuda.synchronize(t.device)
     start = time.perf_counter()
     for _ in range(CALIBRATION_OPS):
         t.add_(1)
-    if device_kind == "cuda":
-        torch.cuda.synchronize()
+    if t.is_cuda:
+        torch.cuda.synchronize(t.device)
     return time.perf_counter() - start
+
+
+def _probe_device(device_kind: str, ranks: dict[str, Any] | None) -> str:
+    """Where the overhead probe runs: a rank's own GPU (LOCAL_RANK) before its script picks it, so
+    rank 1 never opens a context on GPU 0; else the current device."""
+    if device_kind != "cuda":
+        return device_kind
+    index = rank_device_index(ranks, torch.cuda.device_count())
+    return f"cuda:{index}" if index is not None else "cuda"
 
 
 def _overhead_per_op_s(profiled_s: float, plain_s: float) -> float:
@@ -187,6 +197,10 @@ def profiling(device_kind: str) -> Iterator[Capture]:
     """
     _refuse_nested()
     capture = Capture(device_kind=device_kind, metadata=run_metadata(device_kind))
+    ranks = rank_info()
+    if ranks is not None:  # a rank of a distributed job: its place, in the metadata of its own profile
+        capture.metadata.update(ranks)
+    probe = _probe_device(device_kind, ranks)
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device_kind == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -199,14 +213,14 @@ def profiling(device_kind: str) -> Iterator[Capture]:
         stack.enter_context(module_scopes())
         stack.enter_context(inductor_annotations())
         stack.enter_context(triton_launches(triton_sink))
-        _tiny_op_loop_s(device_kind)  # warm the loop once (allocator, kernel load)
-        plain_s = _tiny_op_loop_s(device_kind)
+        _tiny_op_loop_s(probe)  # warm the loop once (allocator, kernel load)
+        plain_s = _tiny_op_loop_s(probe)
         with kineto_noise_filtered():
             prof.start()
         stack.enter_context(cooperating())  # the script's own torch.profiler starts no second session
         stack.enter_context(counting_workers(capture.metadata))  # threads and children are not followed: count them
         with torch.profiler.record_function(CALIBRATION_NAME):  # excluded from what is counted
-            profiled_s = _tiny_op_loop_s(device_kind)
+            profiled_s = _tiny_op_loop_s(probe)
         capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(profiled_s, plain_s)
         nvml = stack.enter_context(ExitStack())
         nvml.enter_context(nvml_sampling(capture))  # stopped after the trace is set, to align the samples with it
@@ -227,6 +241,8 @@ def profiling(device_kind: str) -> Iterator[Capture]:
             trace.compiled_kernels = compiled_cpp_kernels()
             capture.trace = trace
             capture.metadata.update(run_metadata(device_kind))  # math modes as they were at the end
+            if ranks is not None and trace.distributed:
+                capture.metadata["distributed"] = trace.distributed  # backend, process groups
             capture.metadata["user_profiler_exports"] = deliver_exports(path)
             if _KEEP_TRACE_FILES[0]:
                 capture.chrome_trace_path = path
