@@ -18,6 +18,7 @@ import pandas as pd
 
 from rooflinectl._version import __version__
 from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
+from rooflinectl.analysis.communication import communication_summary
 from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
@@ -39,14 +40,15 @@ from rooflinectl.schema import KERNEL_COLUMNS
 MAX_ITERATION_TIMES = 1000  # per-iteration times kept in the summary
 
 
-def _placed_table(launches: pd.DataFrame, ceilings: Ceilings) -> tuple[pd.DataFrame, list[int], pd.Series]:
+def _placed_table(launches: pd.DataFrame, ceilings: Ceilings, rank: int = 0) -> tuple[pd.DataFrame, list[int], pd.Series]:
     """Kernel-table rows (KERNEL_COLUMNS order, by time), the launch sequence as row positions
-    (first MAX_SEQUENCE), and every launch's row (index: the launches' index)."""
+    (first MAX_SEQUENCE), and every launch's row (index: the launches' index); rank: the process's
+    rank in a distributed job (0 otherwise)."""
     table, _ = group_launches(launches)
     if table.empty:
         table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns", "correlation")] + ["calls"])
     placed = place_on_roofline(table, ceilings)
-    placed["rank"] = 0
+    placed["rank"] = rank
     placed = placed[list(KERNEL_COLUMNS)]
     order = placed.sort_values("time_s", ascending=False, kind="stable").index
     remap = {old: new for new, old in enumerate(order)}
@@ -108,14 +110,16 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
     launches = with_sm_clock(attributed.launches, samples).reset_index(drop=True)  # compute roofs follow the clock sampled
     state, found, count = _steady_state(trace, launches, attributed.window_s, attributed.regions,
                                         iterations, iterations_mode)
-    placed, sequence, rows = _placed_table(state.steady, ceilings)
-    setup_table, _, _ = _placed_table(state.setup, ceilings)
+    rank = int(metadata.get("rank") or 0)
+    placed, sequence, rows = _placed_table(state.steady, ceilings, rank)
+    setup_table, _, _ = _placed_table(state.setup, ceilings, rank)
     summary = summarise(placed, state.steady, state.window_s, sequence, count or 1)
     summary["regions"] = attributed.regions
     summary["clocks"] = clock_summary(state.steady, samples, metadata, placed, ceilings)
     summary["region_runs"] = attributed.region_runs
     summary["host_events"] = attributed.host_events
     summary["compile_work_s"] = attributed.compile_work_s
+    summary["communication"] = communication_summary(state.steady, count or 1)
     if state.host_spans_ns:
         op_ts = np.array([o.ts_ns for o in trace.ops], dtype=np.int64)
         summary["host_events"] = int((span_index(op_ts, state.host_spans_ns) >= 0).sum())

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
-
+import pandas as pd
 import pytest
+from real_traces import raw_json, trace
 
-from rooflinectl.capture.trace import from_chrome_trace
 from rooflinectl.ceilings.build import gpu_spec_ceilings
 from rooflinectl.ceilings.detect import GpuInfo
 from rooflinectl.costs.collectives import (
@@ -18,8 +15,6 @@ from rooflinectl.costs.collectives import (
     collective_kind,
 )
 from rooflinectl.pipeline import analyse_trace
-
-DDP = Path(__file__).parent / "data" / "h200_real"
 
 
 @pytest.mark.parametrize(("name", "kind"), [
@@ -82,8 +77,7 @@ def _h200() -> object:
 def test_real_ddp_trace_nccl_kernels_carry_their_collectives() -> None:
     """The 13 all-reduces of the recorded 2-rank DDP GPT-2 run, read from the raw trace's kernel
     args (not through our parser), each costed size x 4 bytes x 2(2-1)/2."""
-    with gzip.open(DDP / "ddp_gpt2.rank0.trace.json.gz") as handle:
-        raw = json.load(handle)
+    raw = raw_json("ddp_gpt2.rank0")
     expected = {}
     for e in raw["traceEvents"]:
         args = e.get("args") or {}
@@ -93,11 +87,13 @@ def test_real_ddp_trace_nccl_kernels_carry_their_collectives() -> None:
             expected[n][0] += 1
             expected[n][1] += n * 4 * 2 * (2 - 1) // 2
     assert sum(v[0] for v in expected.values()) == 13
-    table, _ = analyse_trace(from_chrome_trace(raw), "cuda", {}, _h200())
-    rows = table[table["op"] == "c10d::allreduce_"]
-    got = {int(s.strip("[]")): [int(c), float(b)] for s, c, b in zip(rows["shapes"], rows["calls"], rows["bytes"])}
+    table, _, setup = analyse_trace(trace("ddp_gpt2.rank0"), "cuda", {}, _h200())
+    table = pd.concat([table, setup])  # the whole run: the first step's all-reduce and DDP's broadcasts are setup
+    rows = table[table["op"] == "c10d::allreduce_"].groupby("shapes")[["calls", "bytes"]].sum()
+    got = {int(s.strip("[]")): [int(c), float(b)] for s, c, b in zip(rows.index, rows["calls"], rows["bytes"])}
     assert got == expected  # bytes are integers here: exact
-    assert set(rows["unit"]) == {"link"} and set(rows["cost_source"]) == {"analytic"}
-    assert set(rows["precision"]) == {"fp32"}
+    reduces = table[table["op"] == "c10d::allreduce_"]
+    assert set(reduces["unit"]) == {"link"} and set(reduces["cost_source"]) == {"analytic"}
+    assert set(reduces["precision"]) == {"fp32"}
     broadcast = table[table["op"] == "c10d::broadcast_"]
     assert broadcast["calls"].sum() == 4

@@ -27,8 +27,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from rooflinectl.analysis.transfers import level_roof, memory_level
 from rooflinectl.analysis.links import latency_bound_size, message_bytes
+from rooflinectl.analysis.transfers import level_roof, memory_level
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.schema import COUNTER_COLUMNS
 
