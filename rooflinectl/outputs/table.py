@@ -17,6 +17,7 @@ from rooflinectl.outputs.clocks_text import clock_lines
 from rooflinectl.outputs.escape import plain, rich_text
 from rooflinectl.outputs.plot_names import ellipsize, shorten_kernel_name
 from rooflinectl.outputs.profile_checks import consistency_notes
+from rooflinectl.outputs.ranks_text import communication_lines, distributed_renderables
 from rooflinectl.outputs.steady_text import iteration_lines, setup_lines
 from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import percent, seconds, si
@@ -25,10 +26,11 @@ BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unk
 
 # The numeric columns, left to right, and the order they give way in when the terminal is narrow
 # (first listed, first dropped); share, time, eff and bound always stay, and so do the names.
-PER_ITERATION = ("calls", "time", "FLOPs", "bytes")  # shown per iteration when the profile has several
+PER_ITERATION = ("calls", "time", "ranks", "FLOPs", "bytes")  # shown per iteration when the profile has several
 NUMBER_COLUMNS = ("share", "calls", "time", "FLOPs", "bytes", "AI", "FLOP/s", "B/s", "attainable", "eff", "bound",
                   "prec")
-DROP_ORDER = ("B/s", "FLOPs", "bytes", "calls", "FLOP/s", "AI", "attainable", "prec")
+DROP_ORDER = ("B/s", "FLOPs", "bytes", "calls", "FLOP/s", "AI", "attainable", "prec", "ranks")
+SPREAD = "ranks"  # a table merged across ranks: the fastest and slowest rank's time, after "time"
 # The two name columns of each view: what the row is, and what it holds
 NAME_COLUMNS = {"kernel": ("kernel", "op · shapes"), "op": ("op", "shapes"), "module": ("module", "ops")}
 MIN_NAME_WIDTH = (24, 26)
@@ -40,9 +42,12 @@ def _calls_text(calls: float) -> str:
 
 
 def _number_cells(row: Any, n: float) -> dict[str, Text | str]:
-    """A row's number cells; calls, time, FLOPs and bytes per iteration when n > 1."""
+    """A row's number cells; calls, time, FLOPs and bytes per iteration when n > 1 (and the
+    fastest-slowest rank of a table merged across ranks)."""
     eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
-    return {
+    spread = ({SPREAD: f"{seconds(row.time_min_s / n)}-{seconds(row.time_max_s / n)} r{row.slowest_rank}"}
+              if hasattr(row, "time_max_s") else {})
+    return {**spread,
         "share": percent(row.time_share), "calls": _calls_text(row.calls / n), "time": seconds(row.time_s / n),
         "FLOPs": si(row.flops / n, "FLOP"), "bytes": si(row.bytes / n, "B"),
         "AI": "-" if row.cost_source == "none" else f"{row.intensity:.3g}",
@@ -69,17 +74,18 @@ def _name_cells(row: Any, by: str, widths: tuple[int, int]) -> tuple[str, str]:
     return shorten_kernel_name(str(row.kernel), max_chars=widths[0]), detail
 
 
-def _fit(widths: dict[str, int], names: tuple[int, int], width: int | None) -> tuple[list[str], tuple[int, int]]:
+def _fit(widths: dict[str, int], names: tuple[int, int], width: int | None,
+         columns: tuple[str, ...] = NUMBER_COLUMNS) -> tuple[list[str], tuple[int, int]]:
     """Which number columns to show and how wide the name columns may be, for a terminal of
     `width` characters (None: no limit)."""
-    shown = list(NUMBER_COLUMNS)
+    shown = list(columns)
     if width is None:
         return shown, names
 
     def room() -> int:
         return width - sum(widths[c] + _PADDING for c in shown) - _PADDING
 
-    for column in DROP_ORDER:
+    for column in (c for c in DROP_ORDER if c in columns):
         if room() >= min(names[0], MIN_NAME_WIDTH[0]) + min(names[1], MIN_NAME_WIDTH[1]):
             break
         shown.remove(column)
@@ -96,15 +102,19 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, by: str
     shares and efficiencies do not change."""
     n = max(float(iterations), 1.0)
     per = "/it" if n > 1 else ""
-    header = {c: c + per if c in PER_ITERATION else c for c in NUMBER_COLUMNS}
+    columns = NUMBER_COLUMNS
+    if "time_max_s" in table.columns:  # merged across ranks: the spread after the time
+        at = NUMBER_COLUMNS.index("time") + 1
+        columns = (*NUMBER_COLUMNS[:at], SPREAD, *NUMBER_COLUMNS[at:])
+    header = {c: c + per if c in PER_ITERATION else c for c in columns}
     rows = list((table if top == 0 else table.head(top)).itertuples(index=False))
     numbers = [_number_cells(r, n) for r in rows]
     widths = {c: max([len(header[c])] + [n[c].cell_len if isinstance(n[c], Text) else len(n[c]) for n in numbers])
-              for c in NUMBER_COLUMNS}
+              for c in columns}
     full = [_name_cells(r, by, (48, 10_000)) for r in rows]
     headers = NAME_COLUMNS[by]
     natural = (max([len(headers[0])] + [len(a) for a, _ in full]), max([len(headers[1])] + [len(b) for _, b in full]))
-    shown, name_widths = _fit(widths, natural, width)
+    shown, name_widths = _fit(widths, natural, width, columns)
     grid = Table(title=title or None, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                  padding=(0, 1, 0, 0), header_style="bold")
     for c in shown:
@@ -127,7 +137,8 @@ def _roofs_line(data: ProfileData) -> str:
     return (f"roofs: DRAM {si(dram.value, 'B/s') if dram else '-'} ({plain(dram.source) if dram else '-'}); "
             + ", ".join(f"{plain(k)} {si(c.compute_flops_per_s[k].value, 'FLOP/s')} "
                         f"({plain(c.compute_flops_per_s[k].source)})" for k in keys)
-            + (f"; {rest} more in `rooflinectl ceilings`" if rest else "") + _host_link_text(c))
+            + (f"; {rest} more in `rooflinectl ceilings`" if rest else "") + _host_link_text(c)
+            + (f"; link {si(c.link().value, 'B/s')} ({plain(c.link().source)})" if c.link() is not None else ""))
 
 
 def _host_link_text(c: Ceilings) -> str:
@@ -152,6 +163,7 @@ def summary_text(data: ProfileData) -> Text:
         *(plain(line) for line in setup_lines(s)),
     ]
     lines += [plain(line) for line in clock_lines(s.get("clocks"))]
+    lines += [plain(line) for line in communication_lines(s, m)]
     if s.get("compile_work_s"):
         lines.append(f"torch.compile ran {seconds(s['compile_work_s'])} of work while compiling and autotuning: not counted")
     lines += [f"note: {note}" for note in consistency_notes(s)]
@@ -175,8 +187,10 @@ def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int, by: str 
                    include_setup: bool = False) -> Group:
     """The summary and the table fitted to `width` characters (None: every column); with
     include_setup, the table of the work outside the steady state too."""
-    parts: list[Any] = [summary_text(data),
-                        kernel_table(table, top=top, by=by, width=width, iterations=iterations_of(data))]
+    distributed = data.summary.get("distributed")
+    title = f"kernels, mean per rank over {len(distributed.get('ranks') or [])} ranks" if distributed else ""
+    parts: list[Any] = [summary_text(data), *(distributed_renderables(distributed) if distributed else []),
+                        kernel_table(table, top=top, by=by, width=width, iterations=iterations_of(data), title=title)]
     if include_setup:
         setup = data.setup_kernels
         if setup is None or setup.empty:
