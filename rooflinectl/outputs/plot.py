@@ -23,6 +23,7 @@ from rooflinectl.errors import UsageError
 from rooflinectl.outputs.escape import mathtext
 from rooflinectl.outputs.plot_clocks import draw_clock_strip, strip_samples
 from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
+from rooflinectl.outputs.plot_link import draw_link_panel, link_rows
 from rooflinectl.outputs.plot_names import ellipsize, group_label, shorten_kernel_name
 from rooflinectl.outputs.plot_roofs import (
     compute_frame,
@@ -47,6 +48,7 @@ FIGSIZE_IN = (15.0, 9.0)
 MAIN_RECT = (0.09, 0.27, 0.52, 0.65)  # left margin fits "100 GFLOP/s" ticks and the axis title
 TABLE_RECT = (0.635, 0.27, 0.355, 0.65)
 CLOCK_STRIP_IN = 3.2  # height of the `--clocks` strip under the chart
+LINK_STRIP_IN = 3.6  # height of the link panel (collectives) under the chart
 
 
 def marker_area_pt2(time_share: float) -> float:
@@ -63,10 +65,16 @@ def new_figure(dpi: float) -> Figure:
 
 def figure_with_strip(dpi: float) -> tuple[Figure, SubFigure, SubFigure]:
     """The chart's figure made taller by CLOCK_STRIP_IN: (figure, chart panel of the usual size, strip)."""
-    fig = Figure(figsize=(FIGSIZE_IN[0], FIGSIZE_IN[1] + CLOCK_STRIP_IN), dpi=dpi)
+    fig, chart, strips = figure_with_strips(dpi, [CLOCK_STRIP_IN])
+    return fig, chart, strips[0]
+
+
+def figure_with_strips(dpi: float, heights_in: list[float]) -> tuple[Figure, SubFigure, list[SubFigure]]:
+    """The chart's figure made taller by panels of these heights under it: (figure, chart, panels)."""
+    fig = Figure(figsize=(FIGSIZE_IN[0], FIGSIZE_IN[1] + sum(heights_in)), dpi=dpi)
     FigureCanvasAgg(fig)
-    chart, strip = fig.subfigures(2, 1, height_ratios=[FIGSIZE_IN[1], CLOCK_STRIP_IN])
-    return fig, chart, strip
+    chart, *strips = fig.subfigures(1 + len(heights_in), 1, height_ratios=[FIGSIZE_IN[1], *heights_in])
+    return fig, chart, strips
 
 
 def filter_table(kernels: pd.DataFrame, filter_regex: str | None) -> pd.DataFrame:
@@ -117,11 +125,16 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     points["area_pt2"] = points["time_share"].map(marker_area_pt2)
 
     samples = strip_samples(data) if clocks else None
+    link = link_rows(points)
     root: Figure
     fig: Figure | SubFigure
-    if samples is not None:
-        root, fig, strip = figure_with_strip(dpi)
-        draw_clock_strip(strip, data, samples)
+    heights = ([CLOCK_STRIP_IN] if samples is not None else []) + ([LINK_STRIP_IN] if len(link) else [])
+    if heights:
+        root, fig, strips = figure_with_strips(dpi, heights)
+        if samples is not None:
+            draw_clock_strip(strips[0], data, samples)
+        if len(link):
+            draw_link_panel(strips[-1], data, link, points["area_pt2"])
     else:
         root = fig = new_figure(dpi)
     ax = fig.add_axes(MAIN_RECT)
@@ -130,7 +143,7 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     frame = compute_frame(points, lines, bw)
     setup_axes(ax, frame)
 
-    drawn = points[points["where"] != "unknown"].copy()
+    drawn = points[~points["where"].isin(["unknown", "link"])].copy()
     drawn["px"] = drawn["x"].where(drawn["where"] == "roofline", frame.strip_x)
     drawn["py"] = drawn["y"].where(drawn["where"] == "roofline", frame.strip_x * drawn["bytes_per_s"])
     draw_points(ax, drawn)
@@ -180,7 +193,7 @@ def draw_table(ax: Axes, points: pd.DataFrame, top: int, total_time_s: float) ->
     line_h = min(0.062, 0.93 / max(len(rows), 1))
     for i, r in enumerate(rows.itertuples()):
         y = 0.93 - i * line_h
-        where = {"unknown": "no cost", "no_flops": "0 FLOP"}.get(r.where, "")
+        where = {"unknown": "no cost", "no_flops": "0 FLOP", "link": "link ↓"}.get(r.where, "")
         bound = where or str(r.bound)
         color = WARN_COLOR if r.above_roof else ("#8c8c8c" if r.where == "unknown" else "#111111")
         head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {seconds(r.time_s, micro='µs'):>9}  {bound:<8} "

@@ -95,7 +95,7 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
         return x, y
 
     (bx, by), (axx, ayy) = xy(pb), xy(pa)
-    drawable = (pb["where"] != "unknown") & (pa["where"] != "unknown")
+    drawable = ~pb["where"].isin(["unknown", "link"]) & ~pa["where"].isin(["unknown", "link"])
     specs: list[LabelSpec] = []
     anchors: list[tuple[float, float]] = []
     top_peak = max((r.value for r in lines if r.kind == "compute"), default=math.inf)
@@ -116,7 +116,7 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
             specs.append(LabelSpec(axx[i], ayy[i], f"{ellipsize(pairs.at[i, 'label'], 22)}  {pairs.at[i, 'speedup']:.2f}×",
                                    5.0, color, f"speedup:{i}"))
     for rest, face, gid in ((ob, "none", "only_before"), (oa, "#555555", "only_after")):
-        shown = rest[rest["where"] != "unknown"]
+        shown = rest[~rest["where"].isin(["unknown", "link"])]
         if len(shown):
             x, y = xy(shown)
             ax.scatter(x, y, s=40, marker="X", facecolors=face, edgecolors="#555555", zorder=4, gid=gid)
@@ -133,7 +133,7 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
     fig.text(MAIN_RECT[0], 0.935, f"{names[0]}: {seconds(t_before, micro='µs')}  →  {names[1]}: {seconds(t_after, micro='µs')} of kernel time{per}"
              f"  ({overall:.2f}× {'faster' if overall >= 1 else 'slower'})", fontsize=10.5, color="#222222", gid="totals")
     _draw_pair_table(fig.add_axes(TABLE_RECT), pairs, top, names)
-    _draw_notes(fig, pairs, drawable, b_rest, a_rest, names, before, after)
+    _draw_notes(fig, pairs, drawable, b_rest, a_rest, names, before, after, (pb["where"] == "link") | (pa["where"] == "link"))
     if above:
         fig.text(MAIN_RECT[0], 0.2, "⚠ Above the roof, check the counts (not a success): " + ", ".join(above),
                  fontsize=8.8, color=WARN_COLOR, gid="note:above_roof")
@@ -153,14 +153,19 @@ def _draw_pair_table(ax: Axes, pairs: pd.DataFrame, top: int, names: tuple[str, 
 
 
 def _draw_notes(fig: Figure, pairs: pd.DataFrame, drawable: pd.Series, b_rest: pd.DataFrame, a_rest: pd.DataFrame,
-                names: tuple[str, str], before: ProfileData, after: ProfileData) -> None:
+                names: tuple[str, str], before: ProfileData, after: ProfileData, linked: pd.Series | None = None) -> None:
     """What has no arrow, and why: matched but cost unknown, or present on one side only."""
     notes: list[str] = []
     t_b, t_a = per_iteration(before)["time_s"].sum(), per_iteration(after)["time_s"].sum()
-    unknown = pairs[~drawable]
+    collective = linked if linked is not None else pd.Series(False, index=pairs.index)
+    unknown = pairs[~drawable & ~collective]
     if len(unknown):
         notes.append("Matched but cost unknown (no arrow): " + ", ".join(
             f"{r.label} {r.speedup:.2f}×" for r in unknown.head(6).itertuples()))
+    links = pairs[~drawable & collective]
+    if len(links):
+        notes.append("Collectives (no FLOPs: held against the link, not drawn): " + ", ".join(
+            f"{r.label} {r.speedup:.2f}×" for r in links.head(6).itertuples()))
     for rest, name, total in ((b_rest, names[0], t_b), (a_rest, names[1], t_a)):
         if len(rest):
             share = 100 * rest["time_s"].sum() / total if total > 0 else 0.0

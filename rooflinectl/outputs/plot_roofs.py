@@ -75,7 +75,8 @@ def place_groups(table: pd.DataFrame) -> pd.DataFrame:
 
     `where` is "roofline" (positive FLOPs and bytes), "no_flops" (bytes moved, no arithmetic:
     drawn in a strip at the left edge, height chosen so its gap to the DRAM roof equals its
-    achieved/peak bandwidth) or "unknown" (no cost: listed in a note, never drawn).
+    achieved/peak bandwidth), "link" (a collective: bytes over the link, drawn in the link panel
+    under the chart, plot_link.py) or "unknown" (no cost: listed in a note, never drawn).
     """
     out = table.copy()
     flops = out["flops"].astype(float)
@@ -84,7 +85,8 @@ def place_groups(table: pd.DataFrame) -> pd.DataFrame:
     known = flops.notna() & nbytes.notna() & (time_s > 0) & (out["cost_source"] != "none")
     on_roofline = known & (flops > 0) & (nbytes > 0)
     no_flops = known & (flops <= 0) & (nbytes > 0)
-    out["where"] = np.where(on_roofline, "roofline", np.where(no_flops, "no_flops", "unknown"))
+    on_link = known & (out["unit"] == "link") if "unit" in out.columns else known & False
+    out["where"] = np.where(on_link, "link", np.where(on_roofline, "roofline", np.where(no_flops, "no_flops", "unknown")))
     out["x"] = np.where(on_roofline, flops / nbytes.where(nbytes > 0), np.nan)
     out["y"] = np.where(on_roofline, flops / time_s.where(time_s > 0), np.nan)
     out["bytes_per_s"] = np.where(known, nbytes / time_s.where(time_s > 0), np.nan)
