@@ -8,6 +8,7 @@ from __future__ import annotations
 from rooflinectl.analysis.advice import (  # noqa: F401 - imported for their registrations
     rules_clocks,
     rules_counters,
+    rules_distributed,
     rules_fusion,
     rules_gates,
     rules_gemm,

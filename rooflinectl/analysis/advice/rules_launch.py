@@ -99,7 +99,8 @@ def _host_causes(ctx: AdviceContext) -> str:
 @rule(id="grid.small", title="Launch more blocks than SMs", severity="warning")
 def small_grid(ctx: AdviceContext) -> list[Finding]:
     """A long kernel (>= 20 us per call, >= 1% of kernel time) launched with fewer thread blocks
-    than the GPU has SMs: part of the chip does nothing.
+    than the GPU has SMs: part of the chip does nothing. Collectives are left out (NCCL runs
+    one block per channel by design; the link bounds them).
 
     Estimate: with enough blocks the kernel would run blocks/SMs of its time, but never below
     its roof: saving = min(time x (1 - blocks / SMs), headroom_s).
@@ -112,8 +113,8 @@ def small_grid(ctx: AdviceContext) -> list[Finding]:
     for i, row in ctx.kernels.iterrows():
         blocks = cell_float(row, "blocks")
         time_s = cell_float(row, "time_s", 0.0)
-        if blocks != blocks or blocks <= 0 or blocks >= sms or not usable(row):
-            continue
+        if blocks != blocks or blocks <= 0 or blocks >= sms or not usable(row) or cell_text(row, "op_family") == "collective":
+            continue  # NCCL sizes its grid by channels on purpose: a collective is held against the link
         if time_per_call_s(row) < LONG_KERNEL_S or not total_s or time_s / total_s < MIN_GRID_SHARE:
             continue
         headroom_s = cell_float(row, "headroom_s", time_s)
