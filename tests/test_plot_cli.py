@@ -115,7 +115,7 @@ def test_terminal(workdir: Path) -> None:
     [
         (["missing.profile.json"], "No profile file at missing.profile.json"),
         (["-o", "chart.jpg"], "saved as .png, .svg or .pdf"),
-        (["a", "b", "c"], "one profile, or two"),
+        (["a", "b", "c"], "No profile file at a"),  # three files: one job's ranks, each must exist
         (["--filter", "("], "not a valid regular expression"),
         (["--dpi", "0"], "--dpi must be more than 0"),
     ],

@@ -20,9 +20,9 @@ from rooflinectl.analysis.advice import RULES, SEVERITIES, Thresholds, advise, e
 from rooflinectl.cli.common import FormatChoice, console, terminal_width
 from rooflinectl.cli.config import load_config
 from rooflinectl.cli.output_paths import STDOUT, write_text_output
+from rooflinectl.cli.profiles import default_paths, load_arguments
 from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
 from rooflinectl.outputs.advice_render import FORMATS, render_text, rich_renderable
-from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 
 _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
 
@@ -62,7 +62,7 @@ def rules_help() -> str:
 
 
 @click.command(name="advise")
-@click.argument("profile", required=False, default=DEFAULT_PROFILE_PATH, type=click.Path(dir_okay=False))
+@click.argument("profiles", nargs=-1)
 @click.option("--format", "fmt", type=FormatChoice(FORMATS), default="table", show_default=True,
               help="table (terminal), markdown (PR comment, step summary), json, github (annotations), junit (XML).")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
@@ -87,11 +87,15 @@ def rules_help() -> str:
               help="GPU only: rebuild each mechanical fix's op with the profiled shapes, time it as profiled and "
                    "fixed on this GPU (a few seconds), show the measured saving and rank by it.")
 @click.pass_context
-def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min_efficiency: float | None,
+def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: str | None, min_efficiency: float | None,
             max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
             select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None, output: str | None,
             list_rules: bool, verify: bool) -> None:
     """Recommendations from a profile: each finding with evidence, the fix and the time it saves.
+
+    PROFILE defaults to rooflinectl.profile.json (else this folder's rank profiles); the rank
+    profiles of one job (a folder, a glob, a list) are advised together, with the rules about
+    communication and stragglers.
 
     Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error;
     3 --verify on a machine without a GPU, or on another GPU than the profile's; 5 a gate on an
@@ -114,8 +118,11 @@ def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min
         level = settings.get("fail_on")
         if level is None and any(settings.get(k) is not None for k in _GATES):
             level = "error"  # a threshold is a request to fail when it is crossed
-        data = load_profile(profile)
-        report = advise(data, thresholds_from(settings), profile_path=str(profile))
+        data, notes = load_arguments(profiles)
+        for note in notes:
+            click.echo(f"rooflinectl: {note}", err=True)
+        label = " ".join(profiles) or " ".join(str(p) for p in default_paths())
+        report = advise(data, thresholds_from(settings), profile_path=label)
         if verify:
             from rooflinectl.verify import verify_report  # imports torch: only when asked
 
@@ -130,5 +137,6 @@ def command(ctx: click.Context, profile: str, fmt: str, fail_on: str | None, min
         write_text_output(render_text(report, fmt, level, width=terminal_width()), output)
     code = exit_code(report, level)
     if code == EXIT_INCOMPLETE:
-        click.echo(f"rooflinectl: {profile} is an incomplete profile ({report.incomplete}): the gate fails.", err=True)
+        click.echo(f"rooflinectl: {report.profile_path} is an incomplete profile ({report.incomplete}): the gate fails.",
+                   err=True)
     ctx.exit(code)

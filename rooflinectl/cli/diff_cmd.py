@@ -18,6 +18,7 @@ from rooflinectl.analysis.diff import diff_profiles
 from rooflinectl.cli.common import FormatChoice, console, render_text, terminal_width
 from rooflinectl.cli.config import load_config
 from rooflinectl.cli.output_paths import STDOUT, write_text_output
+from rooflinectl.cli.profiles import load_arguments
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError
 from rooflinectl.outputs.diff import (
     diff_dict,
@@ -26,14 +27,13 @@ from rooflinectl.outputs.diff import (
     render_diff_junit,
     render_diff_markdown,
 )
-from rooflinectl.outputs.profile_file import load_profile
 
 FORMATS = ("table", "markdown", "json", "github", "junit")
 
 
 @click.command(name="diff")
-@click.argument("base", type=click.Path(dir_okay=False))
-@click.argument("new", type=click.Path(dir_okay=False))
+@click.argument("base")
+@click.argument("new")
 @click.option("--format", "fmt", type=FormatChoice(FORMATS), default="table", show_default=True,
               help="table (terminal), markdown (PR comment), json, github (annotations), junit (XML).")
 @click.option("--fail-on-regression", "pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
@@ -48,6 +48,9 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
             config_path: Path | None, output: str | None) -> None:
     """Per kernel group: the change in time and the move on the roofline; new and vanished kernels.
 
+    BASE and NEW are profile files, or each the rank profiles of one job (a folder or a quoted
+    glob): their kernel tables averaged over the ranks are compared.
+
     Exit codes: 0 no regression above PCT; 1 regression; 2 usage or input error; 5 a gate on an
     incomplete profile (its run failed, or it recorded no kernels).
     """
@@ -57,7 +60,10 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
             if config.message:
                 click.echo(f"rooflinectl: {config.message}", err=True)
             pct = config.values.get("fail_on_regression")
-        report = diff_profiles(load_profile(base), load_profile(new))
+        (base_data, base_notes), (new_data, new_notes) = load_arguments([base]), load_arguments([new])
+        for note in base_notes + new_notes:
+            click.echo(f"rooflinectl: {note}", err=True)
+        report = diff_profiles(base_data, new_data)
     except RooflineError as exc:
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)

@@ -7,8 +7,15 @@ from pathlib import Path
 
 import click
 
+from rooflinectl.cli.profiles import (
+    default_paths,
+    expand,
+    is_rank_set,
+    load_arguments,
+    load_profiles,
+)
 from rooflinectl.errors import RooflineError, UsageError
-from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
+from rooflinectl.profile_model import ProfileData
 
 MAX_DPI = 1200  # beyond this a chart is tens of thousands of pixels wide
 
@@ -19,9 +26,7 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
     """Load one or two profiles and write the chart; returns the lines to tell the user."""
     from rooflinectl.outputs.plot import SUPPORTED_EXTENSIONS, plot_profile, save_figure
 
-    paths = list(profiles) or [DEFAULT_PROFILE_PATH]
-    if len(paths) > 2:
-        raise UsageError(f"plot takes one profile, or two to compare (before after); got {len(paths)}.")
+    data, paths, messages = _chart_profiles(profiles)
     if output is None and not terminal:
         output = "roofline.png"
     if output is not None and output != "-" and Path(output).suffix.lower() not in SUPPORTED_EXTENSIONS:
@@ -34,7 +39,6 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
         raise UsageError("--levels draws one profile with counters, as a chart file (-o), without --terminal or --clocks.")
     if not dpi > 0 or dpi > MAX_DPI:
         raise UsageError(f"--dpi must be more than 0 and at most {MAX_DPI:g}, not {dpi:g}.")
-    data = [load_profile(p) for p in paths]
     if filter_regex:
         from rooflinectl.outputs.plot import filter_table
 
@@ -42,7 +46,6 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
             if filter_table(profile.kernels, filter_regex).empty:
                 raise UsageError(f"--filter {filter_regex!r} matches no group in {path}: there would be nothing to draw.")
     top = top or max(len(d.kernels) for d in data)  # 0: every group
-    messages: list[str] = []
     if terminal:
         from rooflinectl.cli.common import console
         from rooflinectl.outputs.plot import filter_table
@@ -79,13 +82,27 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
     return messages
 
 
+def _chart_profiles(arguments: tuple[str, ...]) -> tuple[list[ProfileData], list[str], list[str]]:
+    """The profiles to draw and their names: one profile or rank set (a folder, a glob, a list of
+    one job's rank files: merged), or two to compare (each a file or a rank set)."""
+    if not arguments:
+        data, notes = load_arguments(())
+        return [data], [str(p) for p in default_paths()][:1], notes
+    expanded = expand(arguments)
+    if len(arguments) == 2 and not is_rank_set(expanded):
+        (a, notes_a), (b, notes_b) = load_arguments([arguments[0]]), load_arguments([arguments[1]])
+        return [a, b], list(arguments), notes_a + notes_b
+    data, notes = load_profiles(expanded)  # one profile, or one job's ranks (else one sentence why not)
+    return [data], [arguments[0]], notes
+
+
 def _short_name(path: str) -> str:
     """'runs/naive.profile.json' -> 'naive': what the chart calls each side of a comparison."""
     return Path(path).name.removesuffix(".json").removesuffix(".profile") or Path(path).name
 
 
 @click.command("plot")
-@click.argument("profiles", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("profiles", nargs=-1)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Chart file: .png, .svg or .pdf ('-': PNG on stdout; default roofline.png unless --terminal).")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,

@@ -9,11 +9,11 @@ from rooflinectl.analysis.regroup import regroup, unknown_costs
 from rooflinectl.cli.common import (
     FormatChoice,
     console,
-    load_or_default,
     render_text,
     terminal_width,
 )
 from rooflinectl.cli.output_paths import STDOUT, write_text_output
+from rooflinectl.cli.profiles import load_arguments
 from rooflinectl.outputs.table import render_profile, table_csv, table_json, unknown_table
 from rooflinectl.profile_model import ProfileData
 
@@ -30,7 +30,7 @@ def _show(renderable: object, output: str | None, wide: bool) -> None:
 
 
 @click.command("show")
-@click.argument("profile", required=False)
+@click.argument("profiles", nargs=-1)
 @click.option("--by", type=click.Choice(["kernel", "op", "module"]), default="kernel", show_default=True,
               help="one row per kernel (summed over modules), per op, or per module (backward and optimizer work too)")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
@@ -42,14 +42,20 @@ def _show(renderable: object, output: str | None, wide: bool) -> None:
                    "csv/json: as rows with phase=setup")
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="write to FILE instead of the terminal ('-': standard output)")
-def command(profile: str | None, by: str, top: int, fmt: str, wide: bool, unknown: bool, include_setup: bool,
+def command(profiles: tuple[str, ...], by: str, top: int, fmt: str, wide: bool, unknown: bool, include_setup: bool,
             output: str | None) -> None:
-    """Print the kernel table of PROFILE (default: rooflinectl.profile.json here).
+    """Print the kernel table of PROFILE (default: rooflinectl.profile.json here, else this folder's
+    rooflinectl.profile.rank*.json).
 
     The table fits the terminal: at 80 columns the rates and byte counts give way to the names;
-    --wide shows them all, csv and json hold every column of the profile.
+    --wide shows them all, csv and json hold every column of the profile. Several rank profiles
+    of one job (a folder, a glob, a list): per-rank step time and communication, the straggler,
+    the collectives against the link, and the kernel table averaged over the ranks with the
+    fastest and slowest rank's time.
     """
-    data = load_or_default(profile)
+    data, notes = load_arguments(profiles)
+    for note in notes:
+        click.echo(f"rooflinectl: {note}", err=True)
     if unknown:
         rows = unknown_costs(data.kernels)
         if fmt == "csv":
