@@ -1,4 +1,9 @@
-"""`rooflinectl profile TARGET [-- ARGS]`: run a script or FILE.py:FUNCTION, write the profile."""
+"""`rooflinectl profile TARGET [-- ARGS]`: run a script or FILE.py:FUNCTION, write the profile.
+
+Under torchrun (`torchrun --nproc-per-node N -m rooflinectl profile train.py -- ARGS`) each rank
+writes its own file (`{rank}` in -o, else `.rank<R>` before the suffix) and rank 0 says where they
+are; `--nproc-per-node N` starts that through torch.distributed.run (cli/launch.py) and shows the
+ranks together when they are done."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import click
 
 from rooflinectl.analysis.regroup import regroup
 from rooflinectl.attribution.join import attribute
+from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
 from rooflinectl.capture.runner import run_function, run_script, split_target
 from rooflinectl.capture.session import Capture, keeping_chrome_traces, save_capture
 from rooflinectl.ceilings import resolve_device_kind
@@ -47,6 +53,16 @@ def _save_annotated_trace(capture: Capture, data: ProfileData, target: Path) -> 
     launches = attribute(capture.trace, capture.device_kind, data.metadata).launches
     annotate(trace, launches, data)
     write_trace(trace, target)
+
+
+def _check_distributed(ranks: dict | None, nproc_per_node: int | None, output: str, counters: str) -> None:
+    """What a distributed run cannot do, in one sentence before anything runs."""
+    if (ranks is not None or nproc_per_node is not None) and counters != "none":
+        raise UsageError("--counters runs the program again under ncu, in one process: profile one rank's work "
+                         "without torchrun for counters.")
+    if (ranks is not None or nproc_per_node is not None) and output == STDOUT:
+        raise UsageError("-o - under torchrun would mix the ranks' profiles on one standard output: give a file "
+                         "name (each rank writes its own).")
 
 
 class IterationsMode(click.ParamType):
@@ -97,11 +113,14 @@ class IterationsMode(click.ParamType):
 @click.option("--ncu", "ncu_path", default=None, help="counters: the ncu executable (default: PATH, $CUDA_HOME/bin)")
 @click.option("--ncu-report", type=click.Path(dir_okay=False), default=None,
               help="counters: also keep ncu's own report (.ncu-rep) for Nsight Compute's UI")
+@click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
+              help="run the script on N processes of this machine through torch.distributed.run (torchrun), "
+                   "profile each rank, and show them together")
 @click.pass_context
 def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, force: bool, warmup: int,
             iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
-            ncu_path: str | None, ncu_report: str | None) -> None:
+            ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None) -> None:
     """Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
     Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
@@ -111,6 +130,19 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     path, function = split_target(target)
     if function is not None and script_args:
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")
+    ranks = rank_info()
+    _check_distributed(ranks, nproc_per_node, output, counters)
+    if nproc_per_node is not None:
+        from rooflinectl.cli.launch import launch_and_show
+
+        resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3, before any process starts
+        launch_and_show(ctx, nproc_per_node, target, function, list(script_args), output, device=device, top=top,
+                        save_trace=trace_path, quiet=quiet, iterations_mode=iterations_mode)
+        return
+    pattern = output  # each rank of a distributed job writes its own files
+    output = rank_output_path(output, ranks)
+    trace_path = rank_output_path(trace_path, ranks) if trace_path else None
+    capture_path = rank_output_path(capture_path, ranks) if capture_path else None
     # paths are checked and made absolute before the script runs (it may chdir, or fail late)
     to_stdout = output == STDOUT  # the profile JSON on standard output (and no table there)
     profile_target = None if to_stdout else checked_output(output, what="profile", script=path, force=force,
@@ -146,13 +178,19 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         data, problem = counters_phase(data, launches, outcome.capture, where, options,
                                        completed=outcome.completed, quiet=quiet)
         status, message = writer.save(data, completed=outcome.completed)
-    if not quiet and not to_stdout:
+    speaks = ranks is None or ranks["rank"] == 0  # in a distributed job rank 0 speaks for the ranks
+    if not quiet and not to_stdout and speaks:
         width = terminal_width()
         console(width).print(render_profile(data, regroup(data.kernels, "kernel", data.ceilings), top=top,
                                             width=width))
         if counters != "none" and problem is None:
             click.echo(counters_line(data.summary), err=True)
-    click.echo(message, err=True)
+    if speaks or status:
+        click.echo(message, err=True)
+    if ranks is not None and speaks and not quiet:
+        files = rank_pattern(pattern, ranks)
+        click.echo(f"each of the {ranks['world_size']} ranks writes its own profile: {files} (on each rank's host); "
+                   f"read them together: rooflinectl show '{files}'", err=True)
     if outcome.exit_code:
         ctx.exit(outcome.exit_code)
     if problem is not None:
