@@ -1,7 +1,8 @@
 """A distributed job's rank profiles read together: per-rank step time and communication, who
 waited for whom, and one kernel table averaged over the ranks with its spread.
 
-Each rank's profile carries its own figures (summary step_time_s and communication). Across ranks:
+Each rank's profile carries its own figures (summary iteration_time_s, the steady-state step time,
+and communication, over the same steps). Across ranks:
 - collectives are matched by their order: the k-th launch of one c10d op on each rank is one
   collective (every rank of a data-parallel group issues the same collectives in the same order);
   a match whose ranks disagree on the message (other than an all-to-all's) is left unmatched.
@@ -12,7 +13,8 @@ Each rank's profile carries its own figures (summary step_time_s and communicati
   waiting at least STRAGGLER_MIN_WAIT of a step more than it; without collectives, the rank with
   the most device work per step.
 - the merged kernel table: per group (kernel, op, shapes, dtype, unit, precision) the mean over
-  the ranks of calls, time, FLOPs and bytes (a rank without the group counts zero), with the
+  the ranks of calls, time, FLOPs and bytes (a rank without the group counts zero; each rank's
+  totals scaled to rank 0's count of steady-state iterations, should the counts differ), with the
   fastest and slowest rank's time; placed against rank 0's ceilings, rank -1 marking the merge.
 """
 
@@ -35,6 +37,8 @@ from rooflinectl.schema import KERNEL_COLUMNS
 MERGE_KEYS = ["kernel", "op", "shapes", "dtype", "unit", "precision"]
 STRAGGLER_MIN_WAIT = 0.02  # others wait this share of a step more than the straggler: it is one
 SPREAD_COLUMNS = ["time_min_s", "time_max_s", "slowest_rank"]
+SETUP_MEANS = ("setup_kernel_time_s", "setup_launches", "setup_transfer_time_s", "setup_transfer_bytes", "run_wall_s",
+               "setup_wall_s", "compile_s")
 
 
 def rank_of(profile: ProfileData) -> int:
@@ -42,13 +46,10 @@ def rank_of(profile: ProfileData) -> int:
 
 
 def step_time_s(profile: ProfileData) -> float | None:
-    """The rank's step time: the steady-state iteration time where the profile has one (issue 9),
-    else the median of its step marks (attribution/steps.py)."""
-    for key in ("iteration_time_s", "step_time_s"):
-        value = profile.summary.get(key)
-        if isinstance(value, (int, float)) and value > 0:
-            return float(value)
-    return None
+    """The rank's step time: the median steady-state iteration time (attribution/steady.py), None
+    where no iteration was found."""
+    value = profile.summary.get("iteration_time_s")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 def _records(profile: ProfileData) -> list[dict[str, Any]]:
@@ -155,6 +156,9 @@ def merged_table(profiles: list[ProfileData]) -> pd.DataFrame:
     for p in profiles:
         table = p.kernels.copy()
         table["rank"] = rank_of(p)
+        scale = iterations_of(profiles[0]) / iterations_of(p)  # to rank 0's count of iterations
+        for column in ("calls", "time_s", "flops", "bytes"):
+            table[column] = table[column] * scale
         parts.append(table)
     rows = pd.concat(parts, ignore_index=True)
     for key in MERGE_KEYS:
@@ -228,6 +232,13 @@ def merge_ranks(profiles: list[ProfileData], paths: list[str] | None = None) -> 
     summary.update({"device_busy_s": means["window_s"] - means["device_idle_s"], "device_idle_s": means["device_idle_s"],
                     "launches": int(round(means["launches"])), "short_launches": int(round(means["short_launches"])),
                     "regions": profiles[0].summary.get("regions") or [], "clocks": None})
+    for key in ("iterations_method", "iterations_marker", "iterations_found", "warmup_iterations"):
+        summary[key] = profiles[0].summary.get(key)  # how rank 0's steps were found: the others' alike
+    for key in SETUP_MEANS:  # the setup, on average over the ranks
+        values = [float(p.summary[key]) for p in profiles if isinstance(p.summary.get(key), (int, float))]
+        summary[key] = statistics.fmean(values) if values else None
+    steps = [t for t in (step_time_s(p) for p in profiles) if t is not None]
+    summary["iteration_time_s"] = statistics.median(steps) if steps else None
     world = int(profiles[0].metadata.get("world_size") or len(profiles))
     found = set(ranks["rank"])
     summary["distributed"] = _none_for_nan({

@@ -76,14 +76,11 @@ def collectives_table(distributed: dict[str, Any]) -> Table | None:
 
 
 def communication_lines(summary: dict[str, Any], metadata: dict[str, Any]) -> list[str]:
-    """Summary lines of one rank's profile: its place in the job, its step time and communication."""
+    """Summary lines of one rank's profile: its place in the job and its communication."""
     lines = []
     if metadata.get("world_size") and int(metadata.get("rank", 0)) >= 0 and "distributed" not in summary:
         lines.append(f"rank {metadata.get('rank')} of {metadata['world_size']} (local rank {metadata.get('local_rank')}, "
                      f"host {metadata.get('host')}); `rooflinectl show` on all ranks' files compares them")
-    if summary.get("step_time_s"):
-        lines.append(f"step time {seconds(summary['step_time_s'])} (median of {len(summary.get('step_times_s') or [])} "
-                     f"steps marked {summary.get('step_marker')})")
     comm = summary.get("communication")
     if comm:
         n = comm.get("iterations") or 1

@@ -59,7 +59,7 @@ def exposed(ctx: AdviceContext) -> list[Finding]:
         if not comm:
             return []
         exposed_s, wait_s = float(comm["exposed_per_iteration_s"]), 0.0
-        step_s = float(ctx.summary.get("step_time_s") or math.nan)
+        step_s = float(ctx.summary.get("iteration_time_s") or math.nan)
         steps = _steps(comm)
         where = "on this rank, per step"
     if not _finite(step_s) or step_s <= 0 or exposed_s < MIN_EXPOSED_SHARE * step_s:
