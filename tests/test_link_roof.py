@@ -56,7 +56,7 @@ def test_nvlink_spec_roof_is_links_times_25_gbps() -> None:
 
 def test_without_nvlink_the_pcie_lanes_set_the_roof() -> None:
     roof = link_spec_roof(read_topology(_LinkNvml(0), with_smi=False))
-    assert roof is not None and roof.value == pytest.approx(16 * 3.938e9)
+    assert roof is not None and roof.value == pytest.approx(32e9 * 16 * 128 / 130 / 8)  # Gen5: 32 GT/s, 128b/130b
 
 
 def test_one_gpu_has_no_link() -> None:
@@ -139,3 +139,19 @@ def test_a_gpu_without_its_own_measurement_borrows_one_of_the_same_model(tmp_pat
     found = cache.load_same_model("cuda", {"uuid": "GPU-1", "driver": "580", "torch": "2.11"}, "NVIDIA H200")
     assert found is not None and found[1]["identity"]["uuid"] == "GPU-0"
     assert cache.load_same_model("cuda", {"uuid": "GPU-1", "driver": "575", "torch": "2.11"}, "NVIDIA H200") is None
+
+
+def test_ceilings_table_lists_the_link_and_its_curve_in_bytes_per_second() -> None:
+    import io
+
+    from rich.console import Console
+
+    from rooflinectl.outputs.ceilings_table import render_ceilings
+
+    ceilings = apply_measurements(_h200(), _link_measurements())
+    buffer = io.StringIO()
+    Console(file=buffer, width=200).print(render_ceilings(ceilings))
+    lines = {line.split("│")[1].strip(): line for line in buffer.getvalue().splitlines() if line.count("│") > 3}
+    assert "360" in lines["link.intra_node"] and "GB/s" in lines["link.intra_node"]
+    assert "GB/s" in lines["link.all_reduce.1048576"] and "FLOP" not in lines["link.all_reduce.1048576"]
+    assert "Link topology seen: 2 GPU(s)" in buffer.getvalue()

@@ -14,12 +14,11 @@ import subprocess
 from typing import Any
 
 from rooflinectl.ceilings.model import Roof
+from rooflinectl.ceilings.specs import pcie_bytes_per_s
 
 # Per-link bandwidth in one direction, GB/s (NVIDIA's NVLink generation figures: NVLink 2-4
 # 25 GB/s per direction per link, NVLink 5 50 GB/s); nccl-tests' busbw is compared with it.
 NVLINK_GBPS_PER_DIRECTION = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
-# PCIe bandwidth per lane in one direction, GB/s, after encoding (gen 3-6).
-PCIE_GBPS_PER_LANE = {3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 MAX_NVLINKS = 18
 TOPO_TIMEOUT_S = 10.0
 
@@ -115,7 +114,7 @@ def link_spec_roof(topology: dict[str, Any], uuid: str | None = None) -> Roof | 
                     f"{links} NVLink{' ' + str(version) if version else ''} links x {rate:.0f} GB/s per direction; "
                     "NCCL's all-reduce bus bandwidth reaches part of it: `rooflinectl ceilings --measure` measures it")
     gen, width = gpu.get("pcie_gen"), gpu.get("pcie_width")
-    if gen in PCIE_GBPS_PER_LANE and width:
-        rate = PCIE_GBPS_PER_LANE[gen] * int(width)
-        return Roof(rate * 1e9, "spec", f"no NVLink up: PCIe gen{gen} x{width}, {rate:.1f} GB/s per direction")
+    rate = pcie_bytes_per_s(int(gen), int(width)) if gen and width else None
+    if rate:
+        return Roof(rate, "spec", f"no NVLink up: PCIe Gen{gen} x{width}, {rate / 1e9:.1f} GB/s per direction")
     return None

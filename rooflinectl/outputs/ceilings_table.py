@@ -23,12 +23,12 @@ _SOURCE_STYLE = {"measured": "green", "spec": "cyan", "spec-clock-scaled": "cyan
 
 
 def value_and_unit(value: float | None, kind: str, key: str = "") -> tuple[str, str]:
-    """("4.28", "TB/s") style pair for a memory, compute or latency figure."""
+    """("4.28", "TB/s") style pair for a memory, link, compute or latency figure."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-", ""
     if kind == "latency":
         text = seconds(value)
-    elif kind == "memory":
+    elif kind in ("memory", "link"):
         text = si(value, "B/s")
     else:
         text = si(value, "OP/s" if key.endswith("int8") else "FLOP/s")
@@ -58,11 +58,12 @@ def roofs_table(ceilings: Ceilings) -> Table:
                                          sorted(ceilings.memory_bytes_per_s.items())]
     rows += [(k, ceilings.compute_flops_per_s[k], "compute")
              for k in sorted(ceilings.compute_flops_per_s, key=_compute_order)]
+    rows += [(f"link.{k}", r, "link") for k, r in sorted(ceilings.link_bytes_per_s.items())]
     rows.append(("kernel floor", ceilings.kernel_floor_s, "latency"))
     for name, roof, kind in rows:
         key = name.removeprefix("memory.")
         number, unit = value_and_unit(roof.value, kind, key)
-        ratio = _ratio_to_spec(key, roof, ceilings) if kind != "latency" else None
+        ratio = _ratio_to_spec(key, roof, ceilings) if kind not in ("latency", "link") else None
         style = _SOURCE_STYLE.get(roof.source, "")
         clock = f" (at {roof.clock_mhz:,.0f} MHz SM clock)" if roof.source == "measured" and roof.clock_mhz else ""
         table.add_row(name, number, unit, Text(roof.source, style=style),
@@ -145,6 +146,15 @@ def device_text(ceilings: Ceilings) -> Text:
         text.append(f"Spec entry: {details['spec_entry']} ({details.get('spec_source_url')})\n")
     if details.get("cache"):
         text.append(f"Measured ceilings cached in {details['cache']}\n", style="dim")
+    topology = (details.get("link") or {}).get("topology") or {}
+    if topology.get("gpus"):
+        gpus = topology["gpus"]
+        links = ", ".join(f"GPU {g.get('index')}: {g.get('nvlink_active') or 0} NVLink"
+                          + (f" {g['nvlink_version']}" if g.get("nvlink_version") else "") for g in gpus)
+        p2p = topology.get("p2p_nvlink") or []
+        text.append(f"Link topology seen: {len(gpus)} GPU(s); {links}"
+                    + (f"; peer-to-peer over NVLink: {sum(ok for _, _, ok in p2p)} of {len(p2p)} pairs" if p2p else "")
+                    + " (`--format json` has `nvidia-smi topo -m`)\n")
     for line in details.get("missing", []):
         text.append(f"Could not read / know: {line}\n", style="yellow")
     flagged = [r for r in details.get("measurements", []) if r.get("flag")]
