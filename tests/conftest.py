@@ -1,4 +1,4 @@
-"""Capability markers in one place: `gpu`, `triton` and `ncu` tests skip, with the reason,
+"""Capability markers in one place: `gpu`, `multigpu`, `triton` and `ncu` tests skip, with the reason,
 where the machine lacks what they need (markers are declared in pyproject.toml).
 
 Triton's interpreter: on a machine without a GPU, Triton kernels run on the CPU through
@@ -26,6 +26,12 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count() if _cuda_available() else 0
+
+
 def _ncu_found() -> bool:
     """The lookup `profile --counters ncu` itself uses (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)."""
     from rooflinectl.capture.ncu.command import find_ncu
@@ -42,6 +48,8 @@ def _missing(marker: str) -> str | None:
     """Why tests with this marker cannot run here, or None when they can."""
     if marker == "gpu" and not _cuda_available():
         return "needs a CUDA GPU (torch.cuda.is_available() is False)"
+    if marker == "multigpu" and _gpu_count() < 2:
+        return f"needs two CUDA GPUs ({_gpu_count()} visible)"
     if marker == "triton" and importlib.util.find_spec("triton") is None:
         return "needs triton (pip install triton)"
     if marker == "ncu" and not _ncu_found():
@@ -106,7 +114,7 @@ def gpu_lessons():
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        for marker in ("gpu", "triton", "ncu"):
+        for marker in ("gpu", "multigpu", "triton", "ncu"):
             if item.get_closest_marker(marker) is not None:
                 reason = _missing(marker)
                 if reason:
