@@ -105,6 +105,14 @@ SUMMARY_KEYS: dict[str, str] = {
     "host_sync_idle_s": "device idle time they cost: per sync, the idle from the last kernel end before it to the first kernel start after it, at most the time the host was blocked in it, seconds",
     "host_sync_ops": "[op, count] of the ops that made them, most first (the runtime call's name when no op was open)",
     "host_outside_ops_s": "host time during the counted work inside no op on any thread (the Python interpreter between launches), seconds",
+    "distributed": "only on the profile that reads a job's rank profiles together (analysis/ranks.py; show --format json): "
+                   "world_size, ranks_found, missing_ranks, files, steps, step_time_s (median of ranks); ranks: per rank "
+                   "step_time_s and per step compute, comm, overlapped, exposed, wait (in collectives, for other ranks) "
+                   "and idle seconds; straggler {rank, how (waited for | more device work), gap_per_step_s, ...; "
+                   "kernels: the groups that differ most from the other ranks}; collectives: per collective and "
+                   "message, calls, time_per_call_s, transfer_per_call_s (the shortest rank's kernel), wait_per_call_s, "
+                   "exposed_per_call_s, bus_bytes_per_s of the transfer, link_at_size_bytes_per_s, link_bytes_per_s, "
+                   "imbalance (heaviest rank's message / mean)",
     "communication": "collectives against the other device work over the counted launches (analysis/communication.py); "
                      "None without collectives: iterations, launches, collective_time_s, bus_bytes, busy_s (union of "
                      "collective intervals), overlapped_s (other work running), exposed_s (nothing else running), "
