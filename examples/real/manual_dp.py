@@ -4,7 +4,7 @@
 torchrun --nproc-per-node 2 examples/real/manual_dp.py --device cpu
 The multi-rank CPU test runs this rather than DistributedDataParallel over gloo: with torch 2.13,
 a gloo collective that DDP issues from inside backward can hang destroy_process_group when the
-run is profiled (README, "Multi-GPU"). Each rank prints one TIMING line tagged with its rank.
+run is profiled (README, "Multi-GPU jobs"). Each rank prints one TIMING line tagged with its rank.
 """
 
 from __future__ import annotations
