@@ -5,6 +5,7 @@ raw Chrome traces (kernel durations and args), not from our parser's output."""
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 from pathlib import Path
 
@@ -118,6 +119,12 @@ def test_rank_sets_on_the_command_line(tmp_path: Path) -> None:
     assert plotted.exit_code == 0, plotted.output
     svg = (tmp_path / "set.svg").read_text()
     assert 'id="link:curve"' in svg and 'id="link:transfer"' in svg  # the set is drawn as one, with its link panel
+    compared = CliRunner().invoke(main, ["diff", str(folder), str(folder / "p.rank*.json"), "--format", "json"])
+    assert compared.exit_code == 0, compared.output
+    report = json.loads(compared.stdout)  # the same job on both sides: matched, and nothing moved
+    assert report["changed"] and report["total_delta_pct"] == 0 and not report["new"] and not report["vanished"]
+    advised = CliRunner().invoke(main, ["advise", str(folder), "--format", "json"])
+    assert advised.exit_code == 0 and '"rank.straggler"' in advised.stdout
     shutil.copy(folder / "p.rank0.json", folder / "p.rank0.copy.json")
     twice = CliRunner().invoke(main, ["show", str(folder)])
     assert twice.exit_code == 2 and "rank 0 appears twice" in twice.output
