@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from rooflinectl.outputs.escape import plain, rich_text
 from rooflinectl.units import percent, seconds, si
 
 
@@ -19,12 +21,12 @@ def _s(value: Any) -> str:
 def ranks_table(distributed: dict[str, Any]) -> Table:
     """One row per rank: step time and, per step, device work, communication, exposed, waited, idle."""
     straggler = (distributed.get("straggler") or {}).get("rank")
-    grid = Table(title="per rank, per step (device time)", title_justify="left", header_style="bold", pad_edge=False)
+    grid = _table("per rank, per step (device time)")
     for name in ("rank", "host", "step", "compute", "comm", "overlapped", "exposed", "waited", "idle"):
-        grid.add_column(name, justify="left" if name == "host" else "right", no_wrap=True)
+        grid.add_column(name, justify="left" if name == "host" else "right", no_wrap=name != "host")
     for r in distributed.get("ranks") or []:
         mark = " *" if r["rank"] == straggler else ""
-        grid.add_row(f"{r['rank']}{mark}", str(r.get("host") or ""), _s(r.get("step_time_s")),
+        grid.add_row(f"{r['rank']}{mark}", rich_text(str(r.get("host") or "")), _s(r.get("step_time_s")),
                      _s(r.get("compute_per_step_s")), _s(r.get("comm_per_step_s")), _s(r.get("overlapped_per_step_s")),
                      _s(r.get("exposed_per_step_s")), _s(r.get("wait_per_step_s")), _s(r.get("idle_per_step_s")))
     return grid
@@ -59,20 +61,24 @@ def collectives_table(distributed: dict[str, Any]) -> Table | None:
     groups = distributed.get("collectives") or []
     if not groups:
         return None
-    grid = Table(title="collectives (matched across ranks; transfer = the shortest rank's kernel)",
-                 title_justify="left", header_style="bold", pad_edge=False)
-    for name in ("op", "message", "calls", "time/call", "transfer", "waited", "exposed", "busbw", "link @ size",
-                 "link peak", "% of peak"):
-        grid.add_column(name, justify="left" if name == "op" else "right", no_wrap=True)
+    peak = groups[0].get("link_bytes_per_s")
+    link = (f"link {si(peak, 'B/s')} ({plain(groups[0].get('link_source') or '-')})"
+            if isinstance(peak, (int, float)) and math.isfinite(peak) else "no link roof")
+    grid = _table(f"collectives per call, matched across ranks (transfer: the shortest rank's kernel); {link}")
+    for name in ("op", "message", "calls", "transfer", "waited", "exposed", "busbw", "link@size", "% link"):
+        grid.add_column(name, justify="left" if name == "op" else "right", no_wrap=name != "op")
     for g in groups:
-        peak = g.get("link_bytes_per_s")
-        share = g["bus_bytes_per_s"] / peak if peak and math.isfinite(peak) and peak > 0 else None
-        grid.add_row(g["op"], f"{si(g['size_bytes'], 'B')} {g['dtype']}", str(g["calls"]), seconds(g["time_per_call_s"]),
+        share = g["bus_bytes_per_s"] / peak if isinstance(peak, (int, float)) and peak > 0 else None
+        grid.add_row(rich_text(str(g["op"])), f"{si(g['size_bytes'], 'B')} {plain(g['dtype'])}", str(g["calls"]),
                      seconds(g["transfer_per_call_s"]), seconds(g["wait_per_call_s"]), seconds(g["exposed_per_call_s"]),
-                     si(g["bus_bytes_per_s"], "B/s"), si(g.get("link_at_size_bytes_per_s"), "B/s"),
-                     f"{si(peak, 'B/s')} ({g.get('link_source') or '-'})" if peak and math.isfinite(peak) else "-",
-                     percent(share))
+                     si(g["bus_bytes_per_s"], "B/s"), si(g.get("link_at_size_bytes_per_s"), "B/s"), percent(share))
     return grid
+
+
+def _table(title: str) -> Table:
+    """The style of the kernel table: a rule under the header, no outer box."""
+    return Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                 padding=(0, 1, 0, 0), header_style="bold")
 
 
 def communication_lines(summary: dict[str, Any], metadata: dict[str, Any]) -> list[str]:
