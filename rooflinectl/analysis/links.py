@@ -16,7 +16,8 @@ import numpy as np
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.costs.tensors import TORCH_DTYPES
 
-ITEMSIZE = {short: size for short, size in TORCH_DTYPES.values()}
+ITEMSIZE = {**{short: size for short, size in TORCH_DTYPES.values()},  # the dtype column's short names (fp32)
+            **{name: size for name, (_, size) in TORCH_DTYPES.items()}}  # and torch's (float32)
 LATENCY_SHARE = 0.5  # below half the link's peak at this size: latency-bound
 _SHAPE = re.compile(r"\[([\d,\s]*)\]")
 
