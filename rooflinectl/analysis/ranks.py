@@ -12,7 +12,8 @@ and communication, over the same steps). Across ranks:
 - the straggler is the rank the others waited for: the least wait per step, with the others
   waiting at least STRAGGLER_MIN_WAIT of a step more than it; without collectives, the rank with
   the most device work per step.
-- the merged kernel table: per group (kernel, op, shapes, dtype, unit, precision) the mean over
+- the merged kernel table (the `show --by kernel` view: a kernel's rows of several modules are one
+  row, its module their common path): per group (kernel, op, shapes, dtype, unit, precision) the mean over
   the ranks of calls, time, FLOPs and bytes (a rank without the group counts zero; each rank's
   totals scaled to rank 0's count of steady-state iterations, should the counts differ), with the
   fastest and slowest rank's time; placed against rank 0's ceilings, rank -1 marking the merge.
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooflinectl.aggregate import combined_cost_source, sum_known
+from rooflinectl.aggregate import combined_cost_source, common_module, sum_known
 from rooflinectl.analysis.links import link_at_size, message_bytes
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.profile_model import ProfileData, iterations_of
@@ -166,7 +167,7 @@ def merged_table(profiles: list[ProfileData]) -> pd.DataFrame:
     grouped = rows.groupby(MERGE_KEYS, sort=False, dropna=False)
     per_rank = rows.pivot_table(index=MERGE_KEYS, columns="rank", values="time_s", aggfunc="sum", fill_value=0.0,
                                 sort=False)
-    out = grouped.agg(op_family=("op_family", "first"), module=("module", "first"), device=("device", "first"),
+    out = grouped.agg(op_family=("op_family", "first"), module=("module", common_module), device=("device", "first"),
                       origin=("origin", "first"), calls=("calls", "sum"), time_s=("time_s", "sum"),
                       flops=("flops", sum_known), bytes=("bytes", sum_known), cost_source=("cost_source", combined_cost_source),
                       cost_note=("cost_note", "first"), blocks=("blocks", "median"),

@@ -52,7 +52,7 @@ def launch_and_show(ctx: click.Context, nproc: int, target: str, function: str |
                     iterations_mode: str) -> None:
     """`profile --nproc-per-node N`: torch.distributed.run starts the ranks; then their profiles are
     shown together, and the command exits with torchrun's code."""
-    from rooflinectl.cli.common import console
+    from rooflinectl.cli.common import console, terminal_width
     from rooflinectl.cli.profiles import load_profiles
     from rooflinectl.outputs.table import render_profile
 
@@ -64,7 +64,8 @@ def launch_and_show(ctx: click.Context, nproc: int, target: str, function: str |
                                iterations_mode=iterations_mode)
     if files and not quiet:
         data, _ = load_profiles(files)
-        console().print(render_profile(data, data.kernels, top=top))
+        width = terminal_width()
+        console(width).print(render_profile(data, data.kernels, top=top, width=width))
     pattern = rank_pattern(output, {"rank": 0, "world_size": nproc, "local_rank": 0, "node_rank": 0})
     click.echo(f"{len(files)} of {nproc} rank profiles written: {pattern}"
                + ("" if code == 0 else f" (torchrun exited with {code})"), err=True)
