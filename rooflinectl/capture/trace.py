@@ -19,8 +19,13 @@ Times are integer nanoseconds from the trace's first event.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
+
+from rooflinectl.capture.chrome_json import gc_paused, read_events
 
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 OP_CATEGORIES = ("cpu_op", "user_annotation")
@@ -38,7 +43,7 @@ COLLECTIVE_ARGS = ("Collective name", "In msg nelems", "Out msg nelems", "Group 
 KEPT_OP_ARGS = INDUCTOR_ARGS + COLLECTIVE_ARGS
 
 
-@dataclass
+@dataclass(slots=True)
 class RawOp:
     """One CPU op or annotation from the profiler trace, as recorded: the inputs the cost model
     reads (dims, types, strides, scalar values, storages) and the External id its kernels cite."""
@@ -63,7 +68,7 @@ class RawOp:
         return self.ts_ns + self.dur_ns
 
 
-@dataclass
+@dataclass(slots=True)
 class RawKernel:
     """One device activity (kernel, memcpy or memset) with the ids that link it to its launching op."""
 
@@ -113,11 +118,15 @@ class RawTrace:
     graph_captures: list[list[tuple[str, int]]] = field(default_factory=list)  # (kernel|memset|memcpy, External id)
     syncs: list[RawSync] = field(default_factory=list)
     distributed: dict[str, Any] = field(default_factory=dict)  # the trace's distributedInfo: backend, rank, world_size
+    origin_ns: int = 0  # the profiler clock's time (ns since the epoch) of ts_ns == 0
 
     def to_json(self) -> dict[str, Any]:
+        """Plain data for the capture file (lists are shared with the trace, not copied)."""
+        op_fields = [f.name for f in fields(RawOp)]
+        kernel_fields = [f.name for f in fields(RawKernel)]
         return {
-            "ops": [asdict(o) for o in self.ops],
-            "kernels": [asdict(k) for k in self.kernels],
+            "ops": [{name: getattr(o, name) for name in op_fields} for o in self.ops],
+            "kernels": [{name: getattr(k, name) for name in kernel_fields} for k in self.kernels],
             "launch_ts_ns": {str(k): v for k, v in self.launch_ts_ns.items()},
             "graph_launches": self.graph_launches,
             "triton_launches": self.triton_launches,
@@ -125,6 +134,7 @@ class RawTrace:
             "graph_captures": [[list(item) for item in capture] for capture in self.graph_captures],
             "syncs": [asdict(s) for s in self.syncs],
             "distributed": self.distributed,
+            "origin_ns": self.origin_ns,
         }
 
     @classmethod
@@ -135,8 +145,10 @@ class RawTrace:
             k["grid"] = tuple(k["grid"]) if k.get("grid") else None
             k["block"] = tuple(k["block"]) if k.get("block") else None
             kernels.append(RawKernel(**k))
+        ops = [RawOp(**o) for o in data["ops"]]
+        share_input_lists(ops)
         return cls(
-            ops=[RawOp(**o) for o in data["ops"]],
+            ops=ops,
             kernels=kernels,
             launch_ts_ns={int(k): int(v) for k, v in data.get("launch_ts_ns", {}).items()},
             graph_launches=[int(c) for c in data.get("graph_launches", [])],
@@ -145,17 +157,63 @@ class RawTrace:
             graph_captures=[[(str(kind), int(ext)) for kind, ext in capture] for capture in data.get("graph_captures", [])],
             syncs=[RawSync(**s) for s in data.get("syncs", [])],
             distributed=dict(data.get("distributed") or {}),
+            origin_ns=int(data.get("origin_ns", 0)),
         )
 
 
-def _ns(us: float, base_us: float) -> int:
-    return int(round((float(us) - base_us) * 1000.0))
+# The declarative spec: which events become which records, and each record field's source in an
+# event ("args.X" is key X of the event's args) with its default when the key is missing. Add a
+# field here (and to the record's dataclass) to carry one more raw key through to attribution.
+Source = tuple[str, str, Any]  # (field, key in the event, default)
+
+OP_FIELDS: tuple[Source, ...] = (
+    ("external_id", "args.External id", -1),
+    ("name", "name", ""),
+    ("category", "cat", ""),
+    ("tid", "tid", 0),
+    ("ts_ns", "ts", 0.0),  # microseconds until the trace is finished, then ns from its start
+    ("dur_ns", "dur", 0.0),
+    # the four input lists are shared by all ops recorded with the same inputs (see _intern)
+    ("input_dims", "args.Input Dims", []),
+    ("input_types", "args.Input type", []),
+    ("input_strides", "args.Input Strides", []),
+    ("concrete_inputs", "args.Concrete Inputs", []),
+)
+KERNEL_FIELDS: tuple[Source, ...] = (
+    ("name", "name", ""),
+    ("category", "cat", ""),
+    ("ts_ns", "ts", 0.0),
+    ("dur_ns", "dur", 0.0),
+    ("external_id", "args.External id", -1),
+    ("correlation", "args.correlation", -1),
+    ("device", "args.device", 0),
+    ("stream", "args.stream", 0),
+    ("grid", "args.grid", None),
+    ("block", "args.block", None),
+    ("bytes", "args.bytes", None),
+    ("shared_memory", "args.shared memory", None),
+    ("registers_per_thread", "args.registers per thread", None),
+)
+GRAPH_LAUNCH_CALLS = ("cudaGraphLaunch", "cuGraphLaunch")
 
 
-def _tid(event: dict[str, Any]) -> int:
-    """The event's thread id; 0 when missing or not a number (kineto writes names for some)."""
-    value = event.get("tid", 0)
-    return int(value) if str(value).lstrip("-").isdigit() else 0
+def _getter(fields: tuple[Source, ...]) -> Callable[[dict[str, Any], dict[str, Any]], list[Any]]:
+    """A function (event, args) -> the fields' raw values in order: the spec compiled once."""
+    plan = [(key.startswith("args."), key[5:] if key.startswith("args.") else key, default)
+            for _, key, default in fields]
+
+    def get(event: dict[str, Any], args: dict[str, Any]) -> list[Any]:
+        return [(args if in_args else event).get(key, default) for in_args, key, default in plan]
+
+    return get
+
+
+def _int(value: Any, default: int = 0) -> int:
+    """An integer field that some traces write as a string ("tid": "Trace PyTorch Profiler")."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
 
 
 def _count(value: Any) -> int | None:
@@ -166,6 +224,20 @@ def _triple(value: Any) -> tuple[int, int, int] | None:
     if isinstance(value, (list, tuple)) and len(value) == 3:
         return (int(value[0]), int(value[1]), int(value[2]))
     return None
+
+
+try:
+    from orjson import dumps as _dumps
+except ImportError:  # pragma: no cover - where orjson is not installed
+    _dumps = repr  # type: ignore[assignment]
+
+
+def _signature_bytes(values: Any) -> Any:
+    """A hashable key equal for equal JSON values (fast with orjson)."""
+    try:
+        return _dumps(values)
+    except TypeError:  # not JSON data (an int beyond 64 bits, ...)
+        return repr(values)
 
 
 _CAPTURED_KINDS = (("kernel", ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchCooperativeKernel",
@@ -191,88 +263,207 @@ def _graph_captures(calls: list[tuple[int, int, str, int]]) -> list[list[tuple[s
     return captures
 
 
+# Shared empties: a million ops need no million empty lists and dicts. Records never mutate them
+# (add_tensor_info assigns new lists).
+_NO_LIST: list[Any] = []
+_NO_ARGS: dict[str, Any] = {}
+
+
+class TraceBuilder:
+    """Builds a RawTrace from events fed in chunks (chunk after chunk of a streamed file).
+
+    Identical input lists are stored once: a run of a million launches of a few distinct ops
+    then holds a few lists, not four million (and attribution costs each distinct call once).
+    """
+
+    def __init__(self) -> None:
+        self.ops: list[RawOp] = []
+        self.kernels: list[RawKernel] = []
+        self.launch_us: dict[int, float] = {}
+        self.graph_launches: list[int] = []
+        self.runtime_calls: list[tuple[int, float, str, int]] = []  # (tid, ts, name, External id)
+        self.syncs: list[RawSync] = []
+        self.capture_calls = 0  # cudaStreamBeginCapture seen: graph_captures needs runtime_calls
+        self.first_us = math.inf
+        self._op_values = _getter(OP_FIELDS)
+        self._kernel_values = _getter(KERNEL_FIELDS)
+        self._op_names = [name for name, _, _ in OP_FIELDS]
+        self._kernel_names = [name for name, _, _ in KERNEL_FIELDS]
+        self._inputs: dict[Any, tuple[list[Any], ...]] = {}
+        self._names: dict[str, str] = {}
+
+    def _intern(self, values: list[Any]) -> None:
+        """values[6:10] (the input lists) replaced by the shared copy of equal lists."""
+        key = _signature_bytes(values[6:10])
+        shared = self._inputs.get(key)
+        if shared is None:
+            shared = self._inputs[key] = tuple(values[6:10])
+        values[6:10] = shared
+
+
+    def add(self, events: list[dict[str, Any]]) -> None:
+        ops, kernels, launch_us = self.ops, self.kernels, self.launch_us
+        names = self._names
+        first = self.first_us
+        for e in events:
+            if e.get("ph") != "X":
+                continue
+            cat = e.get("cat")
+            ts = e.get("ts")
+            if ts is None:
+                continue
+            ts = float(ts)
+            if ts < first:
+                first = ts
+            args = e.get("args") or {}
+            if cat in OP_CATEGORIES:
+                values = self._op_values(e, args)
+                values[1] = names.setdefault(values[1], values[1])
+                values[2] = names.setdefault(values[2], values[2])
+                values[3] = _int(values[3])
+                values[4] = ts
+                self._intern(values)
+                values += [_NO_LIST, _NO_LIST, {k: args[k] for k in KEPT_OP_ARGS if k in args} or _NO_ARGS,
+                           _int(args.get("Sequence number", -1), -1)]
+                ops.append(RawOp(*values))
+            elif cat in KERNEL_CATEGORIES:
+                values = self._kernel_values(e, args)
+                values[0] = names.setdefault(values[0], values[0])
+                values[1] = names.setdefault(values[1], values[1])
+                values[2] = ts
+                values[6] = values[6] or 0
+                values[7] = values[7] or 0
+                values[8] = _triple(values[8])
+                values[9] = _triple(values[9])
+                values[10] = int(values[10]) if isinstance(values[10], (int, float)) else None
+                values[11] = int(values[11]) if isinstance(values[11], (int, float)) else None
+                values[12] = _count(values[12])
+                kernels.append(RawKernel(*values))
+            elif cat in LAUNCH_CATEGORIES and "correlation" in args:
+                correlation = int(args["correlation"])
+                launch_us[correlation] = ts
+                name = names.setdefault(e.get("name", ""), e.get("name", ""))
+                self.runtime_calls.append((_int(e.get("tid", 0)), ts, name, _int(args.get("External id", -1), -1)))
+                if name.startswith("cudaStreamBeginCapture"):
+                    self.capture_calls += 1
+                if name.startswith(GRAPH_LAUNCH_CALLS):
+                    self.graph_launches.append(correlation)
+                if name in SYNC_CALLS:
+                    self.syncs.append(RawSync(name, ts, e.get("dur", 0), _int(args.get("External id", -1), -1),
+                                              _int(e.get("tid", 0))))
+        self.first_us = first
+
+    def finish(self, top: dict[str, Any] | None = None) -> RawTrace:
+        """Times to integer ns from the first event; ops by (thread, start, longest first)."""
+        base = self.first_us if self.first_us != math.inf else 0.0
+        for record in (*self.ops, *self.kernels, *self.syncs):
+            record.ts_ns = int(round((record.ts_ns - base) * 1000.0))
+            record.dur_ns = int(round(float(record.dur_ns) * 1000.0))
+        self.ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
+        self.kernels.sort(key=lambda k: (k.ts_ns, k.correlation))
+        self.syncs.sort(key=lambda r: r.ts_ns)
+        launches = {c: int(round((ts - base) * 1000.0)) for c, ts in self.launch_us.items()}
+        base_epoch_ns = int((top or {}).get("baseTimeNanoseconds", 0) or 0)
+        # graph_captures from the runtime calls, only when the run captured a CUDA graph
+        captures = _graph_captures(self.runtime_calls) if self.capture_calls else []
+        self.runtime_calls = []
+        return RawTrace(ops=self.ops, kernels=self.kernels, launch_ts_ns=launches, graph_launches=self.graph_launches,
+                        graph_captures=captures, syncs=self.syncs, distributed=_distributed(top),
+                        origin_ns=base_epoch_ns + int(round(base * 1000.0)))
+
+
+def _distributed(top: dict[str, Any] | None) -> dict[str, Any]:
+    """The trace's distributedInfo (backend, rank, world_size), {} when it has none."""
+    found = (top or {}).get("distributedInfo")
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def share_input_lists(ops: list[RawOp]) -> None:
+    """Ops recorded with equal inputs made to share one copy of the input lists (as read_chrome_trace
+    makes them): memory, and attribution costs each distinct call once."""
+    shared: dict[Any, tuple[list[Any], ...]] = {}
+    for op in ops:
+        lists = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+        lists = shared.setdefault(_signature_bytes(lists), lists)
+        op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = lists
+
+
+def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], dict[str, Any]] | None = None) -> RawTrace:
+    """Parse an exported torch.profiler Chrome trace already decoded into a dict.
+
+    tensor_info maps (op name, start time in whole microseconds of the profiler's clock) to
+    {"storages": [...], "list_dtypes": [...]} from the profiler's event tree (add_tensor_info).
+    """
+    builder = TraceBuilder()
+    builder.add(trace.get("traceEvents", []) or [])
+    raw = builder.finish(trace)
+    if tensor_info:
+        add_tensor_info(raw, tensor_info)
+    return raw
+
+
+def read_chrome_trace(path: str | Path) -> RawTrace:
+    """Parse a Chrome trace file (JSON, or gzipped JSON) in bounded memory: streamed in chunks."""
+    top, chunks = read_events(path)
+    builder = TraceBuilder()
+    with gc_paused():
+        for events in chunks:
+            builder.add(events)
+        return builder.finish(top)
+
+
+def identity_candidates(trace: RawTrace) -> list[int]:
+    """Indices of the ops whose cost may depend on which inputs are the same tensor: two tensor
+    inputs recorded alike (same type, dims and strides: the same tensor passed twice must be),
+    or a tensor list (whose element dtypes the trace does not record either)."""
+    out = []
+    verdicts: dict[tuple[int, int, int], bool] = {}  # decided once per distinct (shared) input lists
+    for i, op in enumerate(trace.ops):
+        if op.category != "cpu_op":
+            continue
+        key = (id(op.input_dims), id(op.input_types), id(op.input_strides))
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = verdicts[key] = _may_alias(op)
+        if verdict:
+            out.append(i)
+    return out
+
+
+def _may_alias(op: RawOp) -> bool:
+    tensors = []
+    for i, type_name in enumerate(op.input_types):
+        if type_name == "TensorList":
+            return True
+        dims = op.input_dims[i] if i < len(op.input_dims) else None
+        if isinstance(dims, list) and type_name and type_name not in NON_TENSOR_TYPES:
+            strides = op.input_strides[i] if i < len(op.input_strides) else None
+            tensors.append(repr((type_name, dims, strides)))
+    return len(tensors) != len(set(tensors))
+
+
+NON_TENSOR_TYPES = ("Scalar", "ScalarList", "GenericList", "TensorList")
+
+
 def _fill_list_dims(op: RawOp, list_dims: list[Any]) -> None:
     """Tensor-list shapes from the event tree where the Chrome trace left them out (it records
     none for a list of more than 30 tensors, such as an optimizer's parameter list)."""
     for i, dims in enumerate(list_dims):
         if dims and i < len(op.input_types) and op.input_types[i] == "TensorList" and i < len(op.input_dims) \
                 and not op.input_dims[i]:
+            op.input_dims = list(op.input_dims)  # a copy: equal ops share their input lists
             op.input_dims[i] = dims
 
 
-def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], dict[str, Any]] | None = None) -> RawTrace:
-    """Parse an exported torch.profiler Chrome trace.
-
-    tensor_info maps (op name, start time in whole microseconds since the epoch of the trace's
-    clock) to {"storages": [...], "list_dtypes": [...]} from the profiler's event tree.
-    """
-    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X"]
-    timed = [float(e["ts"]) for e in events if "ts" in e]
-    base_us = min(timed) if timed else 0.0
-    base_ns_epoch = int(trace.get("baseTimeNanoseconds", 0))
-    ops: list[RawOp] = []
-    kernels: list[RawKernel] = []
-    launches: dict[int, int] = {}
-    graph_launches: list[int] = []
-    runtime_calls: list[tuple[int, int, str, int]] = []
-    syncs: list[RawSync] = []
-    for e in events:
-        cat = e.get("cat", "")
-        args = e.get("args", {}) or {}
-        if cat in OP_CATEGORIES:
-            op = RawOp(
-                external_id=int(args.get("External id", -1)),
-                name=str(e.get("name", "")),
-                category=cat,
-                tid=_tid(e),
-                ts_ns=_ns(e["ts"], base_us),
-                dur_ns=int(round(float(e.get("dur", 0)) * 1000.0)),
-                input_dims=list(args.get("Input Dims", [])),
-                input_types=[str(t) for t in args.get("Input type", [])],
-                input_strides=list(args.get("Input Strides", [])),
-                concrete_inputs=list(args.get("Concrete Inputs", [])),
-                args={k: args[k] for k in KEPT_OP_ARGS if k in args},
-                sequence_nr=int(args.get("Sequence number", -1)),
-            )
-            if tensor_info is not None and cat == "cpu_op":
-                key_us = int(round(float(e["ts"]) + base_ns_epoch / 1000.0))
-                info = tensor_info.get((op.name, key_us)) or tensor_info.get((op.name, key_us - 1)) \
-                    or tensor_info.get((op.name, key_us + 1))
-                if info:
-                    op.input_storages = info.get("storages", [])
-                    op.list_dtypes = info.get("list_dtypes", [])
-                    _fill_list_dims(op, info.get("list_dims") or [])
-            ops.append(op)
-        elif cat in KERNEL_CATEGORIES:
-            kernels.append(RawKernel(
-                name=str(e.get("name", "")),
-                category=cat,
-                ts_ns=_ns(e["ts"], base_us),
-                dur_ns=int(round(float(e.get("dur", 0)) * 1000.0)),
-                external_id=int(args.get("External id", -1)),
-                correlation=int(args.get("correlation", -1)),
-                device=int(args.get("device", 0) or 0),
-                stream=int(args.get("stream", 0) or 0),
-                grid=_triple(args.get("grid")),
-                block=_triple(args.get("block")),
-                bytes=int(args["bytes"]) if isinstance(args.get("bytes"), (int, float)) else None,
-                shared_memory=int(args["shared memory"]) if isinstance(args.get("shared memory"), (int, float)) else None,
-                registers_per_thread=_count(args.get("registers per thread")),
-            ))
-        elif cat in LAUNCH_CATEGORIES and "correlation" in args:
-            launches[int(args["correlation"])] = _ns(e["ts"], base_us)
-            runtime_calls.append((_tid(e), launches[int(args["correlation"])], str(e.get("name", "")),
-                                  int(args.get("External id", -1))))
-            if str(e.get("name", "")).startswith(("cudaGraphLaunch", "cuGraphLaunch")):
-                graph_launches.append(int(args["correlation"]))
-            if e.get("name") in SYNC_CALLS:
-                syncs.append(RawSync(str(e["name"]), _ns(e["ts"], base_us), int(round(float(e.get("dur", 0)) * 1000.0)),
-                                     int(args.get("External id", -1)), _tid(e)))
-    ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
-    kernels.sort(key=lambda k: (k.ts_ns, k.correlation))
-    syncs.sort(key=lambda s: s.ts_ns)
-    distributed = trace.get("distributedInfo")
-    return RawTrace(ops=ops, kernels=kernels, launch_ts_ns=launches, graph_launches=graph_launches,
-                    graph_captures=_graph_captures(runtime_calls), syncs=syncs,
-                    distributed=dict(distributed) if isinstance(distributed, dict) else {})
-
+def add_tensor_info(trace: RawTrace, tensor_info: dict[tuple[str, int], dict[str, Any]]) -> None:
+    """Attach tensor identities and list dtypes (from the profiler's event tree) to the ops."""
+    for op in trace.ops:
+        if op.category != "cpu_op":
+            continue
+        key_us = int(round((trace.origin_ns + op.ts_ns) / 1000.0))
+        info = tensor_info.get((op.name, key_us)) or tensor_info.get((op.name, key_us - 1)) \
+            or tensor_info.get((op.name, key_us + 1))
+        if info:
+            op.input_storages = info.get("storages", [])
+            op.list_dtypes = info.get("list_dtypes", [])
+            _fill_list_dims(op, info.get("list_dims") or [])

@@ -1,0 +1,96 @@
+"""The streamed trace reader gives what decoding the whole file gives, in bounded chunks."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from rooflinectl.capture import chrome_json
+from rooflinectl.capture.chrome_json import TraceFormatError, read_events
+from rooflinectl.capture.trace import from_chrome_trace, identity_candidates, read_chrome_trace
+
+REAL = Path(__file__).parent / "data" / "h200_real"
+
+
+def _event(i: int, name: str) -> dict:
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 100.0 + i, "dur": 0.5,
+            "args": {"External id": i, "Input Dims": [[2, 3], []], "Input type": ["float", "Scalar"],
+                     "Input Strides": [[3, 1], []], "Concrete Inputs": ["", "1"]}}
+
+
+def _write(path: Path, events: list[dict], indent: int | None = 2) -> dict:
+    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "x"}], "baseTimeNanoseconds": 7000,
+           "traceEvents": events, "traceName": "after the events"}
+    path.write_text(json.dumps(doc, indent=indent))
+    return doc
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("decoder", ["default", "stdlib"])
+def test_chunks_are_whole_events_even_where_strings_look_like_a_cut(tmp_path, monkeypatch, indent, decoder) -> None:
+    """Names holding `}, {` and braces (as C++ lambdas do) must not split an event; the standard
+    library's decoder (used where orjson is not installed) reads the same."""
+    monkeypatch.setattr(chrome_json, "BLOCK_BYTES", 300)  # many chunks, cuts tried inside strings
+    if decoder == "stdlib":
+        monkeypatch.setattr(chrome_json, "_decode", json.loads)
+    names = ["aten::add", 'f<{lambda()#1}, {"ph": "X"}>', "g}, {h", "}\\\"}, {\\\"", "plain"]
+    events = [_event(i, names[i % len(names)]) for i in range(60)]
+    doc = _write(tmp_path / "t.json", events, indent)
+    top, chunks = read_events(tmp_path / "t.json")
+    parts = list(chunks)
+    assert len(parts) > 3
+    assert [e for part in parts for e in part] == doc["traceEvents"]
+    assert top == {k: v for k, v in doc.items() if k != "traceEvents"}  # keys after the array too
+
+
+def test_gzip_and_plain_read_alike(tmp_path) -> None:
+    doc = _write(tmp_path / "t.json", [_event(i, "aten::mul") for i in range(5)])
+    with gzip.open(tmp_path / "t.json.gz", "wt") as handle:
+        json.dump(doc, handle)
+    plain, gz = read_chrome_trace(tmp_path / "t.json"), read_chrome_trace(tmp_path / "t.json.gz")
+    assert plain.to_json() == gz.to_json()
+    assert [o.ts_ns for o in plain.ops] == [0, 1000, 2000, 3000, 4000]
+    assert plain.origin_ns == 7000 + 100_000  # baseTimeNanoseconds + the first event's ts
+
+
+def test_equal_inputs_are_stored_once(tmp_path) -> None:
+    _write(tmp_path / "t.json", [_event(i, "aten::mul") for i in range(50)])
+    ops = read_chrome_trace(tmp_path / "t.json").ops
+    assert len({id(o.input_dims) for o in ops}) == 1
+    assert ops[0].input_dims == [[2, 3], []] and ops[7].concrete_inputs == ["", "1"]
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"traceEvents": [{"ph": "X",', "[1, 2]", '{"traceEvents": 3}'])
+def test_broken_files_raise_one_error(tmp_path, text) -> None:
+    (tmp_path / "bad.json").write_text(text)
+    with pytest.raises(TraceFormatError):
+        read_chrome_trace(tmp_path / "bad.json")
+
+
+@pytest.mark.parametrize("name", ["gpt2_fwd_eager", "ddp_gpt2.rank0", "gpt2_fwd_reduce_overhead", "moe_loop"])
+def test_real_h200_traces_stream_as_they_decode_whole(name, monkeypatch) -> None:
+    """The streamed reader against the reference: the same events decoded whole by json.load."""
+    monkeypatch.setattr(chrome_json, "BLOCK_BYTES", 64 << 10)
+    path = REAL / f"{name}.trace.json.gz"
+    with gzip.open(path, "rt") as handle:
+        whole = from_chrome_trace(json.load(handle))
+    streamed = read_chrome_trace(path)
+    assert streamed.to_json() == whole.to_json()
+    assert len(streamed.kernels) > 0
+
+
+def test_identity_candidates_are_ops_that_can_share_an_input() -> None:
+    def op(i, types, dims, strides):
+        return {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "tid": 1, "ts": float(i), "dur": 0.1,
+                "args": {"Input type": types, "Input Dims": dims, "Input Strides": strides}}
+    trace = from_chrome_trace({"traceEvents": [
+        op(0, ["float", "float"], [[4, 4], [4, 4]], [[4, 1], [4, 1]]),  # x * x (or x * y of one layout)
+        op(1, ["float", "float"], [[4, 4], [4, 4]], [[1, 4], [4, 1]]),  # x * x.t(): different layouts
+        op(2, ["float", "Scalar"], [[4, 4], []], [[4, 1], []]),  # one tensor
+        op(3, ["TensorList", "Scalar"], [[[4], [4]], []], [[[1], [1]], []]),  # a list: element dtypes
+        op(4, ["Scalar", "Scalar"], [[], []], [[], []]),
+    ]})
+    assert [trace.ops[i].name for i in identity_candidates(trace)] == ["op0", "op3"]
