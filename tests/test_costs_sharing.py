@@ -27,3 +27,25 @@ def test_views_of_one_packed_tensor_are_separate_reads() -> None:
     q, k, _ = qkv.chunk(3, dim=-1)  # same storage, disjoint columns
     cost = _cost("aten::add", lambda: q + k)
     assert cost.bytes == 3 * 64 * 128 * 4  # q read + k read + out written
+
+
+def test_same_tensor_twice_is_read_once_inside_nested_scopes() -> None:
+    """Identities are read only for ops that may share an input; one nested in a module and a
+    record_function (deep in the profiler's event tree) is still found."""
+
+    class Square(torch.nn.Module):
+        def forward(self, t):
+            return t * t
+
+    x = torch.randn(128, 128)
+
+    def run():
+        with torch.profiler.record_function("outer"):
+            y = torch.randn(128, 128)
+            Square()(x + y)  # add: two inputs alike but distinct: two reads
+
+    with profiling("cpu") as capture:
+        run()
+    ops = {o.name: o for o in capture.trace.ops}
+    assert cost_of(op_call(ops["aten::mul"])).bytes == 2 * 128 * 128 * 4
+    assert cost_of(op_call(ops["aten::add"])).bytes == 3 * 128 * 128 * 4

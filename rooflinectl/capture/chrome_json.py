@@ -24,14 +24,33 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from rooflinectl.errors import RooflineError
+
 try:  # a fast C decoder; the standard library's decodes the same JSON, about 2-3x slower
     import orjson
 
     _decode: Callable[[bytes], Any] = orjson.loads
     DECODER = "orjson"
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
+    orjson = None
     _decode = json.loads
     DECODER = "json"
+
+
+def decode_json(data: bytes) -> Any:
+    """JSON bytes to Python data (orjson when installed)."""
+    return _decode(data)
+
+
+def encode_json(value: Any) -> bytes:
+    """Python data to JSON bytes (orjson when installed and it can encode the value)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # something orjson does not encode (an int beyond 64 bits, ...)
+            pass
+    return json.dumps(value).encode("utf-8")
+
 
 BLOCK_BYTES = 8 << 20  # read and decode about this much at a time
 HEADER_LIMIT_BYTES = 64 << 20  # the header (device properties, ...) is far smaller
@@ -39,8 +58,9 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _CUT = re.compile(rb"\}\s*,\s*(?=\{)")
 
 
-class TraceFormatError(ValueError):
-    """The file is not a JSON object, or not one we can read as a Chrome trace."""
+class TraceFormatError(RooflineError, ValueError):
+    """The file is not a JSON object, or not one we can read as a Chrome trace (an input error:
+    one sentence and exit code 2 from the CLI)."""
 
 
 @contextmanager

@@ -8,6 +8,7 @@ about the run that later stages need (device, math modes, library versions).
 from __future__ import annotations
 
 import atexit
+import bisect
 import json
 import os
 import platform
@@ -22,13 +23,26 @@ from typing import Any
 import torch
 
 from rooflinectl.atomic import atomic_file
+from rooflinectl.capture.chrome_json import (
+    TraceFormatError,
+    decode_json,
+    encode_json,
+    gc_paused,
+    open_trace,
+)
 from rooflinectl.capture.distributed import rank_device_index, rank_info
 from rooflinectl.capture.inductor import compiled_cpp_kernels, inductor_annotations
 from rooflinectl.capture.modules import module_scopes
 from rooflinectl.capture.nvml_sampler import nvml_sampling
+from rooflinectl.capture.progress import report
 from rooflinectl.capture.quiet import kineto_noise_filtered
 from rooflinectl.capture.region import CALIBRATION_NAME
-from rooflinectl.capture.trace import RawTrace, from_chrome_trace
+from rooflinectl.capture.trace import (
+    RawTrace,
+    add_tensor_info,
+    identity_candidates,
+    read_chrome_trace,
+)
 from rooflinectl.capture.triton_hook import triton_launches
 from rooflinectl.capture.user_profiler import cooperating, deliver_exports
 from rooflinectl.capture.workers import counting_workers
@@ -67,15 +81,20 @@ def run_metadata(device_kind: str) -> dict[str, Any]:
     return meta
 
 
-def _tensor_info(prof: torch.profiler.profile) -> dict[tuple[str, int], dict[str, Any]]:
+def _tensor_info(prof: torch.profiler.profile, trace: RawTrace) -> dict[tuple[str, int], dict[str, Any]]:
     """Tensor identities (TensorImpl pointers) and tensor-list dtypes from the profiler's event
-    tree (private API: when it is missing, a tensor passed twice is simply counted twice).
+    tree (private API: when it is missing, a tensor passed twice is simply counted twice), read
+    only for the ops that need them (capture.trace.identity_candidates): walking the whole tree
+    costs more than the rest of the capture on a long run, and most ops cannot share an input.
 
     We key on the TensorImpl, not the storage pointer: q, k and v split from one packed qkv
     tensor share a storage but are disjoint reads; the same tensor passed twice (x * x, the
     self of an in-place op) is one read. The profiler records no storage offset, so two
     overlapping views of one storage (x @ x.t()) still count twice: an over-count we accept."""
     info: dict[tuple[str, int], dict[str, Any]] = {}
+    wanted = sorted({(trace.origin_ns + trace.ops[i].ts_ns) // 1000 for i in identity_candidates(trace)})
+    if not wanted:
+        return info
     try:
         roots = prof.profiler.kineto_results.experimental_event_tree()
     except Exception:  # noqa: BLE001 - optional, private API
@@ -83,9 +102,13 @@ def _tensor_info(prof: torch.profiler.profile) -> dict[tuple[str, int], dict[str
     stack = list(roots)
     while stack:
         node = stack.pop()
+        start_us = node.start_time_ns / 1000
+        first = bisect.bisect_left(wanted, start_us - 1.5)  # times are matched within a microsecond or so
+        if first == len(wanted) or wanted[first] > node.end_time_ns / 1000 + 1.5:
+            continue  # no op that needs identities started inside this node: skip its subtree
         stack.extend(node.children)
         inputs = getattr(node.extra_fields, "inputs", None)
-        if inputs is None:
+        if inputs is None or wanted[first] > start_us + 1.5:
             continue
         storages: list[Any] = []
         list_dtypes: list[Any] = []
@@ -103,8 +126,8 @@ def _tensor_info(prof: torch.profiler.profile) -> dict[tuple[str, int], dict[str
                 storages.append(None)
                 list_dtypes.append(None)
                 list_dims.append(None)
-        info[(node.name, int(round(node.start_time_ns / 1000)))] = {"storages": storages, "list_dtypes": list_dtypes,
-                                                                   "list_dims": list_dims}
+        info[(node.name, int(node.start_time_ns))] = {"storages": storages, "list_dtypes": list_dtypes,
+                                                      "list_dims": list_dims}
     return info
 
 
@@ -120,7 +143,19 @@ def export_trace_file(prof: torch.profiler.profile) -> str:
     return path
 
 
+def read_trace(prof: torch.profiler.profile, path: str) -> RawTrace:
+    """The stopped profiler's events as a RawTrace: its exported trace (at path) streamed back in
+    chunks, and the tensor identities that the cost model needs read from its event tree."""
+    report(f"reading the trace ({os.path.getsize(path) / 1e6:,.0f} MB)")
+    trace = read_chrome_trace(path)
+    report(f"reading tensor identities ({len(trace.ops):,} ops)")
+    with gc_paused():
+        add_tensor_info(trace, _tensor_info(prof, trace))
+    return trace
+
+
 def export_trace(prof: torch.profiler.profile) -> dict[str, Any]:
+    """The profiler's Chrome trace as a dict (whole in memory: for small runs and tests)."""
     path = export_trace_file(prof)
     try:
         with open(path, encoding="utf-8") as handle:
@@ -205,10 +240,10 @@ def profiling(device_kind: str) -> Iterator[Capture]:
     if device_kind == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     triton_sink: list[dict[str, Any]] = []
-    try:  # acc_events keeps every event of a start/stop session (and silences a warning)
-        prof = torch.profiler.profile(activities=activities, record_shapes=True, acc_events=True)
-    except TypeError:  # torch < 2.5
-        prof = torch.profiler.profile(activities=activities, record_shapes=True)
+    # One start/stop cycle, and no acc_events: with it, stop() builds the profiler's Python
+    # FunctionEvent list, which costs more time and memory than the whole run on a long trace;
+    # we read the exported trace instead.
+    prof = torch.profiler.profile(activities=activities, record_shapes=True)
     with ExitStack() as stack:
         stack.enter_context(module_scopes())
         stack.enter_context(inductor_annotations())
@@ -229,14 +264,15 @@ def profiling(device_kind: str) -> Iterator[Capture]:
             if capture not in _ACTIVE:
                 return
             _ACTIVE.remove(capture)
+            report("stopping the profiler")
             if device_kind == "cuda":
                 with suppress(RuntimeError):  # a failed script may leave the device in an error state
                     torch.cuda.synchronize()
             with kineto_noise_filtered():
                 prof.stop()
+            report("exporting the trace")
             path = export_trace_file(prof)
-            with open(path, encoding="utf-8") as handle:
-                trace = from_chrome_trace(json.load(handle), _tensor_info(prof))
+            trace = read_trace(prof, path)
             trace.triton_launches = triton_sink
             trace.compiled_kernels = compiled_cpp_kernels()
             capture.trace = trace
@@ -260,20 +296,23 @@ def profiling(device_kind: str) -> Iterator[Capture]:
 
 
 def save_capture(capture: Capture, path: str) -> None:
-    """Raw events plus run metadata, gzipped JSON: what tests/data holds (regenerable)."""
+    """Raw events plus run metadata, gzipped JSON: what tests/data holds (regenerable), and what
+    attribution can be re-run on without the GPU."""
     import gzip
 
     assert capture.trace is not None
     payload = {"format": "rooflinectl-capture", "device_kind": capture.device_kind, "metadata": capture.metadata,
                "trace": capture.trace.to_json()}
-    with atomic_file(path, binary=True) as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
-        json.dump(payload, handle)
+    with atomic_file(path, binary=True) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) as handle:
+        handle.write(encode_json(payload))
 
 
 def load_capture(path: str) -> Capture:
-    import gzip
-
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        payload = json.load(handle)
+    """A capture file back (data only: JSON, never code)."""
+    with open_trace(path) as handle, gc_paused():
+        try:
+            payload = decode_json(handle.read())
+        except (ValueError, OSError) as exc:  # not JSON, or not gzip
+            raise TraceFormatError(f"{path} is not a capture file ({exc}).") from None
     return Capture(device_kind=payload["device_kind"], trace=RawTrace.from_json(payload["trace"]),
                    metadata=payload.get("metadata", {}))

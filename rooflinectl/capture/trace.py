@@ -391,8 +391,8 @@ def share_input_lists(ops: list[RawOp]) -> None:
 def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], dict[str, Any]] | None = None) -> RawTrace:
     """Parse an exported torch.profiler Chrome trace already decoded into a dict.
 
-    tensor_info maps (op name, start time in whole microseconds of the profiler's clock) to
-    {"storages": [...], "list_dtypes": [...]} from the profiler's event tree (add_tensor_info).
+    tensor_info maps (op name, start time in ns of the profiler's clock) to {"storages": [...],
+    "list_dtypes": [...], "list_dims": [...]} from the profiler's event tree (add_tensor_info).
     """
     builder = TraceBuilder()
     builder.add(trace.get("traceEvents", []) or [])
@@ -456,14 +456,25 @@ def _fill_list_dims(op: RawOp, list_dims: list[Any]) -> None:
 
 
 def add_tensor_info(trace: RawTrace, tensor_info: dict[tuple[str, int], dict[str, Any]]) -> None:
-    """Attach tensor identities and list dtypes (from the profiler's event tree) to the ops."""
+    """Attach tensor identities and list dtypes (from the profiler's event tree) to the ops.
+
+    tensor_info is keyed by (op name, start in ns of the profiler's clock): the trace's own start
+    times agree with the tree's to a nanosecond or two (the trace writes microseconds with three
+    decimals), while two ops of one name on one thread start microseconds apart, so the nearest
+    key within TREE_MATCH_NS is the op's own (rounding both to whole microseconds was not: x * x
+    and x * y a microsecond apart swapped their identities)."""
     for op in trace.ops:
         if op.category != "cpu_op":
             continue
-        key_us = int(round((trace.origin_ns + op.ts_ns) / 1000.0))
-        info = tensor_info.get((op.name, key_us)) or tensor_info.get((op.name, key_us - 1)) \
-            or tensor_info.get((op.name, key_us + 1))
-        if info:
-            op.input_storages = info.get("storages", [])
-            op.list_dtypes = info.get("list_dtypes", [])
-            _fill_list_dims(op, info.get("list_dims") or [])
+        start_ns = trace.origin_ns + op.ts_ns
+        for delta in _NEAREST_FIRST:
+            info = tensor_info.get((op.name, start_ns + delta))
+            if info:
+                op.input_storages = info.get("storages", [])
+                op.list_dtypes = info.get("list_dtypes", [])
+                _fill_list_dims(op, info.get("list_dims") or [])
+                break
+
+
+TREE_MATCH_NS = 3
+_NEAREST_FIRST = sorted(range(-TREE_MATCH_NS, TREE_MATCH_NS + 1), key=abs)
