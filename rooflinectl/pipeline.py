@@ -28,6 +28,7 @@ from rooflinectl.attribution.iterations import Iterations, find_iterations
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.steady import SteadyState, setup_figures, split_steady
+from rooflinectl.capture.chrome_json import gc_paused
 from rooflinectl.capture.ncu.sampling import LaunchKey
 from rooflinectl.capture.region import REGION_PREFIX
 from rooflinectl.capture.session import Capture
@@ -88,6 +89,7 @@ def _steady_state(trace: RawTrace, launches: pd.DataFrame, window_s: float, regi
     return state, iterations, len(state.iteration_times_s) or 1
 
 
+@gc_paused()  # a long trace makes millions of small objects: collections would cost more than the work
 def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
                   iterations: int | None = None, iterations_mode: str = "auto",
                   ) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame]:

@@ -49,3 +49,18 @@ def test_same_tensor_twice_is_read_once_inside_nested_scopes() -> None:
     ops = {o.name: o for o in capture.trace.ops}
     assert cost_of(op_call(ops["aten::mul"])).bytes == 2 * 128 * 128 * 4
     assert cost_of(op_call(ops["aten::add"])).bytes == 3 * 128 * 128 * 4
+
+
+def test_attribution_costs_each_distinct_call_once_but_keeps_aliasing_apart() -> None:
+    """x * x and x * y record the same shapes; attribution caches costs per distinct call, and the
+    cache must still tell the same tensor twice (one read) from two tensors (two reads)."""
+    from rooflinectl.attribution.join import attribute
+
+    x, y = torch.randn(64, 64), torch.randn(64, 64)
+    with profiling("cpu") as capture:
+        for _ in range(3):
+            x * x
+            x * y
+    launches = attribute(capture.trace, "cpu", capture.metadata).launches
+    muls = launches[launches["op"] == "aten::mul"]
+    assert sorted(muls["bytes"]) == [2 * 64 * 64 * 4] * 3 + [3 * 64 * 64 * 4] * 3

@@ -97,3 +97,29 @@ def shapes_text(call: OpCall) -> str:
             inner = ", ".join(str(list(t.shape)) for t in a[:4]) + (", ..." if len(a) > 4 else "")
             parts.append(f"({inner})")
     return " x ".join(parts)
+
+
+def cost_key(op: RawOp, children: list[RawOp] | None = None) -> tuple[Any, ...]:
+    """What an op's call (op_call) depends on: its name, its recorded inputs, which inputs are the
+    same tensor (the pattern, not the pointers) and the hints its children give. Ops that share
+    input lists (capture.trace stores equal lists once) share a key by the lists' identity, so a
+    million launches of a few distinct calls are costed a few times; the lists live as long as
+    the trace, so an identity is not reused."""
+    storages = _alias_pattern(op.input_storages) if op.input_storages else ()
+    dtypes = tuple(tuple(d) if isinstance(d, list) else d for d in op.list_dtypes) if op.list_dtypes else ()
+    return (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs),
+            storages, dtypes, _hints(op, children or []))
+
+
+def _alias_pattern(storages: list[Any]) -> tuple[Any, ...]:
+    """Each tensor identity replaced by the position where it first appears (0 or None: unknown)."""
+    first: dict[int, int] = {}
+
+    def mark(value: Any) -> Any:
+        if isinstance(value, list):
+            return tuple(mark(v) for v in value)
+        if isinstance(value, int) and value:
+            return first.setdefault(value, len(first))
+        return None
+
+    return tuple(mark(v) for v in storages)

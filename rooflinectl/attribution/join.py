@@ -31,6 +31,7 @@ Rules (the README repeats them):
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections import defaultdict, deque
 from dataclasses import dataclass
@@ -39,9 +40,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooflinectl.attribution.calls import op_call, shapes_text
+from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
 from rooflinectl.attribution.graphs import replay_sources
-from rooflinectl.attribution.precision import unit_and_precision
+from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
 from rooflinectl.attribution.spans import merge_spans
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
@@ -62,11 +63,6 @@ from rooflinectl.costs.inductor import (
 COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
-LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
-                  "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block",
-                  "registers_per_thread", "shared_bytes_per_block", "unit",
-                  "precision", "start_ns", "end_ns", "launch_ns", "correlation"]
-
 
 @dataclass
 class Attributed:
@@ -107,7 +103,10 @@ class _OpIndex:
                                             if o.category == "user_annotation" and o.name in (CALIBRATION_NAME, WARMUP_NAME)])
         self._region_starts = [a for a, _ in self.region_spans]
         self._excluded_starts = [a for a, _ in self.excluded_spans]
-        self._costs: dict[int, tuple[OpCost | None, str, str]] = {}
+        # per-op memos as lists (a dict of a million int keys costs ~70 MB more)
+        self._costs: list[tuple[OpCost | None, str, str] | None] = [None] * len(self.ops)
+        self._by_call: dict[tuple[Any, ...], tuple[OpCost | None, str, str]] = {}
+        self._modules: list[str | None] = [None] * len(self.ops)
         self.compiled_kernels = trace.compiled_kernels
         self.compile_work = [False] * len(self.ops)  # inside a (dynamo_timed) scope; parents come first
         for i, op in enumerate(self.ops):
@@ -136,7 +135,15 @@ class _OpIndex:
     def module(self, i: int) -> str:
         """The nn.Module path active at op i; for backward work, the forward op's module with
         ' (backward)' (autograd's sequence number links the two); for an optimizer's work,
-        'optimizer AdamW.step' (its own annotation); '' when none applies."""
+        'optimizer AdamW.step' (its own annotation); '' when none applies. Remembered per op."""
+        if i < 0:
+            return ""
+        found = self._modules[i]
+        if found is None:
+            found = self._modules[i] = self._find_module(i)
+        return found
+
+    def _find_module(self, i: int) -> str:
         backward_seq, optimizer = -1, ""
         while i >= 0:
             op = self.ops[i]
@@ -158,32 +165,42 @@ class _OpIndex:
         return self._explained(i)[:2]
 
     def _explained(self, i: int) -> tuple[OpCost | None, str, str]:
-        if i not in self._costs:
+        """(cost, shapes text, why unknown) of op i, computed once per distinct call (cost_key)."""
+        cached = self._costs[i]
+        if cached is None:
             op = self.ops[i]
             if op.category == "user_annotation" and op.name.startswith(GLOO_PREFIX) and self.device_kind == "cpu":
                 gloo = collective_from_gloo(op.name, op.input_dims, op.input_types, self.world_size)
-                self._costs[i] = (collective_cost(gloo), gloo.shapes(), "") if gloo else \
+                cached = (collective_cost(gloo), gloo.shapes(), "") if gloo else \
                     (None, "", "gloo annotation without the buffer's dims and type")
             elif op.category != "cpu_op":
-                self._costs[i] = (None, "", "")
+                cached = (None, "", "")
             elif "Collective name" in op.args:  # record_param_comms: on GPU its kernels do the work
                 nccl = collective_from_args(op.args) if self.device_kind == "cuda" else None
                 why = "collective of a kind, size or dtype not modelled" if self.device_kind == "cuda" else ""
-                self._costs[i] = (collective_cost(nccl), nccl.shapes(), "") if nccl else (None, "", why)
-            elif "kernel_num_gb" in op.args:
-                call = op_call(op)
-                self._costs[i] = (triton_kernel_cost(op.name, op.args, call), shapes_text(call), "")
-            elif op.name in self.compiled_kernels:
-                buffers = self.compiled_kernels[op.name].get("buffers")
-                shapes = " x ".join(str(b["shape"]) for b in buffers or [])
-                self._costs[i] = (cpp_kernel_cost(op.name, buffers), shapes, "")
-            elif not has_formula(op.name):
-                self._costs[i] = (None, "", "")
+                cached = (collective_cost(nccl), nccl.shapes(), "") if nccl else (None, "", why)
+            elif not ("kernel_num_gb" in op.args or op.name in self.compiled_kernels or has_formula(op.name)):
+                cached = (None, "", "")
             else:
-                call = op_call(op, [self.ops[c] for c in self.children[i]])
-                cost, why = explain_cost(call)
-                self._costs[i] = (cost, shapes_text(call), why)
-        return self._costs[i]
+                children = [self.ops[c] for c in self.children[i]]
+                key = (cost_key(op, children), repr(sorted(op.args.items())) if op.args else "")
+                cached = self._by_call.get(key)
+                if cached is None:
+                    cached = self._by_call[key] = self._compute_cost(op, children)
+            self._costs[i] = cached
+        return cached
+
+    def _compute_cost(self, op: RawOp, children: list[RawOp]) -> tuple[OpCost | None, str, str]:
+        if "kernel_num_gb" in op.args:
+            call = op_call(op)
+            return (triton_kernel_cost(op.name, op.args, call), shapes_text(call), "")
+        if op.name in self.compiled_kernels:
+            buffers = self.compiled_kernels[op.name].get("buffers")
+            shapes = " x ".join(str(b["shape"]) for b in buffers or [])
+            return (cpp_kernel_cost(op.name, buffers), shapes, "")
+        call = op_call(op, children)
+        cost, why = explain_cost(call)
+        return (cost, shapes_text(call), why)
 
     def label(self, i: int) -> str:
         """The op column: the op's name, the aten ops a generated kernel fused, or for a
@@ -236,6 +253,7 @@ def _inside(ts_ns: int, starts: list[int], spans: list[tuple[int, int]]) -> bool
     return i >= 0 and ts_ns <= spans[i][1]
 
 
+@functools.lru_cache(maxsize=8192)  # a long run launches the same few hundred kernels over and over
 def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
     """Who wrote the kernel: triton (user Triton), inductor (torch.compile), library, aten, other."""
     lowered = name.lower()
@@ -251,70 +269,15 @@ def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
     return "aten" if has_aten_op else "other"
 
 
-@dataclass(frozen=True)
-class _Launch:
-    """What one kernel launch (GPU) or one unit of CPU work brings to its record, whatever its cost."""
-
-    kernel: str
-    module: str
-    device: str
-    time_s: float
-    start_ns: int
-    end_ns: int
-    launch_ns: int
-    blocks: float = math.nan
-    threads_per_block: float = math.nan
-    registers_per_thread: float = math.nan
-    shared_bytes_per_block: float = math.nan
-    correlation: int = -1  # the trace's id of the launch (GPU), -1 on CPU
-
-
-@dataclass(frozen=True)
-class _Attribution:
-    """The op a launch's cost comes from, and how: cost None means unknown (cost_source none)."""
-
-    op: str
-    cost: OpCost | None
-    share: float  # the part of the op's cost this launch carries
-    shapes: str
-    origin: str
-    source: str  # cost_source when the cost is known
-    note: str = ""  # cost_note when the cost is unknown; appended to a known cost's own note
-
-
-def _record(launch: _Launch, how: _Attribution, metadata: dict[str, Any]) -> dict[str, Any]:
-    """One LAUNCH_COLUMNS row."""
-    cost = how.cost
-    if cost is not None:
-        family, dtype, note = cost.family, cost.dtype, f"{cost.note}; {how.note}" if how.note else cost.note
-    else:
-        family, dtype, note = "other", "", how.note
-    if cost is not None and cost.unit:  # declared by the kernel itself
-        unit, precision = cost.unit, dtype
-    else:
-        unit, precision = unit_and_precision(family, dtype, launch.device, metadata) if dtype else ("simt", "")
-    return {
-        "kernel": launch.kernel, "op": how.op, "op_family": family, "module": launch.module, "shapes": how.shapes,
-        "dtype": dtype, "device": launch.device, "origin": how.origin, "time_s": launch.time_s,
-        "flops": cost.flops * how.share if cost is not None else math.nan,
-        "bytes": cost.bytes * how.share if cost is not None else math.nan,
-        "cost_source": how.source if cost is not None else "none", "cost_note": note,
-        "blocks": launch.blocks, "threads_per_block": launch.threads_per_block,
-        "registers_per_thread": launch.registers_per_thread, "shared_bytes_per_block": launch.shared_bytes_per_block,
-        "unit": unit, "precision": precision,
-        "start_ns": launch.start_ns, "end_ns": launch.end_ns, "launch_ns": launch.launch_ns,
-        "correlation": launch.correlation,
-    }
-
-
 def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> Attributed:
     world = metadata.get("world_size") or trace.distributed.get("world_size") or 1
     index = _OpIndex(trace, device_kind, int(world))
+    records = Records(metadata)
     if device_kind == "cuda":
-        records = _gpu_records(trace, index, metadata)
+        _gpu_records(trace, index, records)
     else:
-        records = _cpu_records(index, metadata)
-    launches = pd.DataFrame(records, columns=LAUNCH_COLUMNS)
+        _cpu_records(index, records)
+    launches = records.frame()
     host_events = sum(1 for o in index.ops if index.in_window(o.ts_ns) and not o.name.startswith(REGION_PREFIX))
     region_runs = sum(1 for o in index.ops if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX))
     return Attributed(launches=launches, window_s=_window_ns(launches, index) / 1e9, regions=index.region_names,
@@ -351,7 +314,7 @@ def _window_ns(launches: pd.DataFrame, index: _OpIndex) -> int:
     return int((spans["last"] - spans["first"]).sum())
 
 
-def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
     triton_queue: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
     for launch in trace.triton_launches:
         triton_queue[launch["name"]].append(launch)
@@ -371,52 +334,54 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, metadata: dict[str, Any]) -> 
     for k, _, costed, _, _, instance in pending:
         if costed >= 0:
             time_by_op[(costed, instance)] += k.dur_ns
-    records = []
     graph_correlations = set(trace.graph_launches)
     for k, op_i, costed, declared, ts, instance in pending:
         inner = index.innermost_cpu_op(op_i)
         module = index.module(op_i) or index.module(index.by_external.get(k.external_id, -1))
-        blocks = float(math.prod(k.grid)) if k.grid else math.nan
-        threads = float(math.prod(k.block)) if k.block else math.nan
+        blocks, threads = _product(k.grid), _product(k.block)
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
-        launch = _Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
-                         _known(k.registers_per_thread), _known(k.shared_memory), k.correlation)
+        launch = Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
+                        _known(k.registers_per_thread), _known(k.shared_memory), k.correlation)
         replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
         if k.category != "kernel":
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
         elif declared is not None:
-            how = _Attribution(k.name, _declared_cost(declared), 1.0, "", origin, "triton")
+            how = Attribution(k.name, _declared_cost(declared), 1.0, "", origin, "triton")
         elif costed >= 0:
             cost, shapes = index.cost(costed)
             total = time_by_op[(costed, instance)]
             share = k.dur_ns / total if total > 0 else 1.0
-            how = _Attribution(index.label(costed), cost, share, shapes, origin, index.source(costed), replay_note)
+            how = Attribution(index.label(costed), cost, share, shapes, origin, index.source(costed), replay_note)
         else:
             op_name = index.label(inner)
             note = ("replayed from a CUDA graph whose capture the trace does not hold (captured before profiling?): "
                     "no op, so no cost" if k.correlation in graph_correlations and instance < 0
                     else "Inductor kernel compiled without its cost annotations (benchmark_kernel off)"
                     if is_generated_kernel(k.name) else index.why_unknown(op_i))
-            how = _Attribution(op_name, None, 0.0, "", origin, "none", note)
-        records.append(_record(launch, how, metadata))
-    return records
+            how = Attribution(op_name, None, 0.0, "", origin, "none", note)
+        records.add(launch, how)
 
 
 def _known(count: int | None) -> float:
     return math.nan if count is None else float(count)
 
 
-def _transfer_attribution(k: RawKernel, op_name: str) -> _Attribution:
+@functools.lru_cache(maxsize=4096)  # one float per distinct grid, not one per launch
+def _product(dims: tuple[int, int, int] | None) -> float:
+    return float(math.prod(dims)) if dims else math.nan
+
+
+def _transfer_attribution(k: RawKernel, op_name: str) -> Attribution:
     """A memset or memcpy carries its own size from the trace, never a share of its op's FLOPs
     (cuBLAS clears a workspace with a memset inside a GEMM op, for example)."""
     if k.bytes is None:
-        return _Attribution(op_name, None, 0.0, "", "aten", "none", "memset/memcpy size not recorded in the trace")
+        return Attribution(op_name, None, 0.0, "", "aten", "none", "memset/memcpy size not recorded in the trace")
     device_to_device = k.category == "gpu_memcpy" and "DtoD" in k.name
     moved = 2 * k.bytes if device_to_device else k.bytes
     what = "memset: bytes written" if k.category == "gpu_memset" else (
         "device copy: bytes read and written" if device_to_device else "host-device copy: bytes transferred (PCIe/C2C bound, not DRAM)")
     cost = OpCost(0.0, float(moved), "copy", "", f"{what}, size from the trace")
-    return _Attribution(op_name, cost, 1.0, "", "aten", "analytic")
+    return Attribution(op_name, cost, 1.0, "", "aten", "analytic")
 
 
 def _may_do_work(op: RawOp) -> bool:
@@ -448,9 +413,7 @@ def _declared_cost(declared: dict[str, Any]) -> OpCost | None:
                   unit="tensor" if tensor else "simt")
 
 
-def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-
+def _cpu_records(index: _OpIndex, records: Records) -> None:
     def units(i: int) -> list[int]:
         op = index.ops[i]
         if index.is_work_unit(i):
@@ -467,15 +430,14 @@ def _cpu_records(index: _OpIndex, metadata: dict[str, Any]) -> list[dict[str, An
         if not index.in_window(op.ts_ns) or index.compile_work[i]:
             continue
         cost, shapes = index.cost(i)
-        launch = _Launch(op.name, index.module(i), "cpu", op.dur_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
+        launch = Launch(op.name, index.module(i), "cpu", op.dur_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
         generated = is_generated_kernel(op.name)
         origin = "inductor" if generated else "library" if op.name.startswith(GLOO_PREFIX) else "aten"
         if cost is not None:
-            how = _Attribution(index.label(i), cost, 1.0, shapes, origin, index.source(i))
+            how = Attribution(index.label(i), cost, 1.0, shapes, origin, index.source(i))
         elif generated:
-            how = _Attribution(index.label(i), None, 0.0, shapes, origin, "none",
+            how = Attribution(index.label(i), None, 0.0, shapes, origin, "none",
                                "Inductor C++ kernel whose buffers its generated wrapper does not let us read")
         else:
-            how = _Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", index.why_unknown(i))
-        records.append(_record(launch, how, metadata))
-    return records
+            how = Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", index.why_unknown(i))
+        records.add(launch, how)
