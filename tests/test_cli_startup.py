@@ -1,0 +1,57 @@
+"""`rooflinectl --help`, `--version` and Tab completion start fast: they import no torch, pandas
+or matplotlib (seconds); each subcommand imports what it needs when it runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import click
+import pytest
+
+from rooflinectl.cli.main import COMMANDS, main
+
+HEAVY = ("torch", "pandas", "matplotlib", "numpy")
+
+PROBE = """
+import json, sys
+from rooflinectl.cli.main import main
+try:
+    main({args!r}, prog_name="rooflinectl")
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def _heavy_modules_after(args: list[str], env: dict[str, str] | None = None) -> list[str]:
+    code = PROBE.format(args=args, heavy=HEAVY)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], []])
+def test_group_options_import_nothing_heavy(args) -> None:
+    assert _heavy_modules_after(args) == []
+
+
+def test_completion_imports_nothing_heavy(monkeypatch) -> None:
+    import os
+
+    env = {**os.environ, "_ROOFLINECTL_COMPLETE": "bash_complete", "COMP_WORDS": "rooflinectl pro", "COMP_CWORD": "1"}
+    assert _heavy_modules_after([], env) == []
+
+
+def test_registry_lines_are_each_commands_own_help() -> None:
+    ctx = click.Context(main)
+    for name, (_, line) in COMMANDS.items():
+        command = main.get_command(ctx, name)
+        assert command is not None and command.name == name
+        assert (command.help or "").strip().splitlines()[0] == line, name
+
+
+def test_completion_lists_the_commands() -> None:
+    ctx = click.Context(main)
+    assert [item.value for item in main.shell_complete(ctx, "p")] == ["plot", "profile"]
+    assert "--version" in [item.value for item in main.shell_complete(ctx, "--")]
