@@ -7,6 +7,7 @@ so a column is added here once, documented, and never renamed without a schema b
 from __future__ import annotations
 
 SCHEMA_VERSION = 1
+DEFAULT_PROFILE_PATH = "rooflinectl.profile.json"  # what `profile` writes and show/plot/advise read by default
 
 # name -> (dtype, meaning). Order is the order of the columns in files and tables.
 KERNEL_COLUMNS: dict[str, tuple[str, str]] = {

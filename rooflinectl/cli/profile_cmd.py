@@ -11,32 +11,26 @@ import json
 import sys
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from rooflinectl.analysis.regroup import regroup
-from rooflinectl.attribution.join import attribute
 from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
-from rooflinectl.capture.runner import run_function, run_script, split_target
-from rooflinectl.capture.session import Capture, keeping_chrome_traces, save_capture
-from rooflinectl.ceilings import resolve_device_kind
-from rooflinectl.cli.common import console, terminal_width
 from rooflinectl.cli.output_paths import STDOUT, checked_output, holds_marker
-from rooflinectl.cli.profile_counters import (
-    COUNTER_MODES,
-    CounterOptions,
-    Target,
-    counters_line,
-    counters_phase,
-)
-from rooflinectl.cli.profile_output import ProfileWriter
 from rooflinectl.errors import UsageError
-from rooflinectl.outputs.chrome_trace import annotate, write_trace
-from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, FORMAT_NAME
-from rooflinectl.outputs.table import render_profile
-from rooflinectl.profile_model import ProfileData
+from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
-CAPTURE_MARKERS = ('"format": "rooflinectl-capture"', '{"device_kind": ')  # the second: captures before the format key
+# What runs the profile (torch through capture, pandas) is imported in the functions below:
+# `rooflinectl --help`, `profile --help` and Tab completion must not pay seconds for it.
+# cli/profile_counters.py's COUNTER_MODES (a test keeps them equal), for the same reason.
+COUNTER_MODES = ("none", "ncu", "auto")
+
+if TYPE_CHECKING:
+    from rooflinectl.capture.session import Capture
+    from rooflinectl.profile_model import ProfileData
+
+# a capture as json writes it, as orjson writes it (no spaces), and captures before the format key
+CAPTURE_MARKERS = ('"format": "rooflinectl-capture"', '"format":"rooflinectl-capture"', '{"device_kind": ')
 TRACE_MARKER = '{"rooflinectl": {"tool": "rooflinectl"'
 
 
@@ -46,6 +40,9 @@ def _is_capture(path: Path) -> bool:
 
 def _save_annotated_trace(capture: Capture, data: ProfileData, target: Path) -> None:
     """torch.profiler's trace of the session with our numbers on each counted kernel."""
+    from rooflinectl.attribution.join import attribute
+    from rooflinectl.outputs.chrome_trace import annotate, write_trace
+
     if capture.chrome_trace_path is None or capture.trace is None:
         return
     with open(capture.chrome_trace_path, encoding="utf-8") as handle:
@@ -127,6 +124,23 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     partial profile written, and rooflinectl exits with the script's own exit code. With --counters the program runs a
     second time, under Nsight Compute, after the profile is written.
     """
+    from rooflinectl.analysis.regroup import regroup
+    from rooflinectl.capture.progress import report
+    from rooflinectl.capture.runner import run_function, run_script, split_target
+    from rooflinectl.capture.session import keeping_chrome_traces, save_capture
+    from rooflinectl.ceilings import resolve_device_kind
+    from rooflinectl.cli.common import console, terminal_width
+    from rooflinectl.cli.profile_counters import (
+        CounterOptions,
+        Target,
+        counters_line,
+        counters_phase,
+    )
+    from rooflinectl.cli.profile_output import ProfileWriter
+    from rooflinectl.cli.status import status_line
+    from rooflinectl.outputs.profile_file import FORMAT_NAME
+    from rooflinectl.outputs.table import render_profile
+
     path, function = split_target(target)
     if function is not None and script_args:
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")
@@ -153,24 +167,30 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
                                   force=force) if trace_path else None
     device_kind = resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3
-    with keeping_chrome_traces() if trace_target is not None else nullcontext():
-        if function is None:
-            outcome = run_script(path, list(script_args), device_kind, on_hard_exit=writer.save_on_hard_exit)
-        else:
-            outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind,
-                                   on_hard_exit=writer.save_on_hard_exit)
-    built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
-    if built is None:  # nothing recorded: said, and no profile written
-        ctx.exit(outcome.exit_code)
-        return
-    data, launches = built
-    status, message = 0, ""
-    if not (to_stdout and counters != "none"):  # standard output gets one profile: the final one
-        status, message = writer.save(data, completed=outcome.completed)  # saved before anything can fail
-    if capture_target is not None:
-        save_capture(outcome.capture, str(capture_target))
-    if trace_target is not None:
-        _save_annotated_trace(outcome.capture, data, trace_target)
+    # a status line on this terminal (not for -q, -o -, or the ranks of a distributed job)
+    with status_line(enabled=not quiet and not to_stdout and ranks is None) as line:
+        line.workload(f"profiling {target} ({device_kind}); the table follows when it ends")
+        with keeping_chrome_traces() if trace_target is not None else nullcontext():
+            if function is None:
+                outcome = run_script(path, list(script_args), device_kind, on_hard_exit=writer.save_on_hard_exit)
+            else:
+                outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind,
+                                       on_hard_exit=writer.save_on_hard_exit)
+        built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
+        if built is None:  # nothing recorded: said, and no profile written
+            ctx.exit(outcome.exit_code)
+            return
+        data, launches = built
+        status, message = 0, ""
+        if not (to_stdout and counters != "none"):  # standard output gets one profile: the final one
+            report(f"writing {output}")
+            status, message = writer.save(data, completed=outcome.completed)  # saved before anything can fail
+        if capture_target is not None:
+            report(f"writing {capture_target}")
+            save_capture(outcome.capture, str(capture_target))
+        if trace_target is not None:
+            report(f"writing {trace_target}")
+            _save_annotated_trace(outcome.capture, data, trace_target)
     problem = None
     if counters != "none":
         options = CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report)

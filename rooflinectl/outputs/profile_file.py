@@ -30,10 +30,10 @@ from rooflinectl.outputs.profile_checks import (
     check_summary,
 )
 from rooflinectl.profile_model import ProfileData
-from rooflinectl.schema import KERNEL_COLUMNS, SCHEMA_VERSION
+from rooflinectl.schema import DEFAULT_PROFILE_PATH, KERNEL_COLUMNS, SCHEMA_VERSION
 
 FORMAT_NAME = "rooflinectl-profile"
-DEFAULT_PROFILE_PATH = "rooflinectl.profile.json"
+__all__ = ["DEFAULT_PROFILE_PATH", "FORMAT_NAME", "load_profile", "save_profile", "to_json_dict"]
 
 
 def _jsonable(value: Any) -> Any:
