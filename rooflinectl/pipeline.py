@@ -30,6 +30,7 @@ from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.steady import SteadyState, setup_figures, split_steady
 from rooflinectl.capture.chrome_json import gc_paused
 from rooflinectl.capture.ncu.sampling import LaunchKey
+from rooflinectl.capture.progress import report
 from rooflinectl.capture.region import REGION_PREFIX
 from rooflinectl.capture.session import Capture
 from rooflinectl.capture.trace import RawTrace
@@ -89,7 +90,6 @@ def _steady_state(trace: RawTrace, launches: pd.DataFrame, window_s: float, regi
     return state, iterations, len(state.iteration_times_s) or 1
 
 
-@gc_paused()  # a long trace makes millions of small objects: collections would cost more than the work
 def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
                   iterations: int | None = None, iterations_mode: str = "auto",
                   ) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame]:
@@ -102,12 +102,15 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
     return _analyse(trace, device_kind, metadata, ceilings, iterations, iterations_mode)[:3]
 
 
+@gc_paused()  # a long trace makes millions of small objects: collections would cost more than the work
 def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
              iterations: int | None, iterations_mode: str,
              ) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """analyse_trace, plus every attributed launch (steady state and setup) in launch order with
     its kernel-table row ("row"; -1 for a setup launch, which is in no row of the table)."""
+    report(f"attributing {len(trace.kernels) if device_kind == 'cuda' else len(trace.ops):,} events")
     attributed = attribute(trace, device_kind, metadata)
+    report(f"analysing {len(attributed.launches):,} launches")
     samples = device_samples(metadata)
     launches = with_sm_clock(attributed.launches, samples).reset_index(drop=True)  # compute roofs follow the clock sampled
     state, found, count = _steady_state(trace, launches, attributed.window_s, attributed.regions,
