@@ -94,3 +94,30 @@ def test_identity_candidates_are_ops_that_can_share_an_input() -> None:
         op(4, ["Scalar", "Scalar"], [[], []], [[], []]),
     ]})
     assert [trace.ops[i].name for i in identity_candidates(trace)] == ["op0", "op3"]
+
+
+def test_capture_file_round_trips_column_by_column(tmp_path) -> None:
+    from rooflinectl.capture.session import Capture, load_capture, save_capture
+
+    with gzip.open(REAL / "gpt2_fwd_eager.trace.json.gz", "rt") as handle:
+        trace = from_chrome_trace(json.load(handle))
+    trace.ops[3].input_storages = [140000, [140000, 0], None]
+    save_capture(Capture("cuda", trace, {"device_name": "NVIDIA H200"}), str(tmp_path / "c.json.gz"))
+    again = load_capture(str(tmp_path / "c.json.gz"))
+    assert again.trace.ops == trace.ops and again.trace.kernels == trace.kernels
+    assert again.trace.launch_ts_ns == trace.launch_ts_ns and again.trace.origin_ns == trace.origin_ns
+    assert again.metadata == {"device_name": "NVIDIA H200"}
+    assert len({id(k.name) for k in again.trace.kernels}) == len({k.name for k in trace.kernels})  # stored once
+
+
+def test_capture_columns_missing_from_a_file_get_their_defaults() -> None:
+    from rooflinectl.capture.trace import RawTrace
+
+    data = {"layout": "columns", "ops": {"external_id": [5], "name": {"table": ["aten::mm"], "index": [0]},
+                                        "category": {"table": ["cpu_op"], "index": [0]}, "tid": [1], "ts_ns": [0],
+                                        "dur_ns": [10]},
+            "kernels": {"name": {"table": ["k"], "index": [0]}, "category": {"table": ["kernel"], "index": [0]},
+                        "ts_ns": [3], "dur_ns": [2], "external_id": [5], "correlation": [9]}}
+    trace = RawTrace.from_json(data)
+    assert trace.ops[0].name == "aten::mm" and trace.ops[0].input_dims == [] and trace.ops[0].input_storages == []
+    assert trace.kernels[0].grid is None and trace.kernels[0].stream == 0 and trace.launch_ts_ns == {}

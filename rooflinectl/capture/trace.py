@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -121,13 +121,14 @@ class RawTrace:
     origin_ns: int = 0  # the profiler clock's time (ns since the epoch) of ts_ns == 0
 
     def to_json(self) -> dict[str, Any]:
-        """Plain data for the capture file (lists are shared with the trace, not copied)."""
-        op_fields = [f.name for f in fields(RawOp)]
-        kernel_fields = [f.name for f in fields(RawKernel)]
+        """Plain data for the capture file, column by column: each field of the records as one
+        list, and text and list fields as a table of distinct values plus one index per record
+        (a million launches of a few kernels store each name once, and load back sharing it)."""
         return {
-            "ops": [{name: getattr(o, name) for name in op_fields} for o in self.ops],
-            "kernels": [{name: getattr(k, name) for name in kernel_fields} for k in self.kernels],
-            "launch_ts_ns": {str(k): v for k, v in self.launch_ts_ns.items()},
+            "layout": "columns",
+            "ops": _to_columns(self.ops, RawOp),
+            "kernels": _to_columns(self.kernels, RawKernel),
+            "launch_ts_ns": {"correlation": list(self.launch_ts_ns), "ts_ns": list(self.launch_ts_ns.values())},
             "graph_launches": self.graph_launches,
             "triton_launches": self.triton_launches,
             "compiled_kernels": self.compiled_kernels,
@@ -139,18 +140,24 @@ class RawTrace:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RawTrace:
-        kernels = []
-        for k in data["kernels"]:
-            k = dict(k)
-            k["grid"] = tuple(k["grid"]) if k.get("grid") else None
-            k["block"] = tuple(k["block"]) if k.get("block") else None
-            kernels.append(RawKernel(**k))
-        ops = [RawOp(**o) for o in data["ops"]]
-        share_input_lists(ops)
+        """Read to_json's data (and the earlier layout: one dict per record)."""
+        if data.get("layout") == "columns":
+            ops = _from_columns(data["ops"], RawOp)
+            kernels = _from_columns(data["kernels"], RawKernel)
+            launches = data.get("launch_ts_ns") or {"correlation": [], "ts_ns": []}
+            launch_ts_ns = dict(zip(launches["correlation"], launches["ts_ns"]))
+        else:
+            ops = [RawOp(**o) for o in data["ops"]]
+            share_input_lists(ops)
+            kernels = [RawKernel(**k) for k in data["kernels"]]
+            launch_ts_ns = {int(k): int(v) for k, v in data.get("launch_ts_ns", {}).items()}
+        for k in kernels:  # JSON has no tuples
+            k.grid = tuple(k.grid) if k.grid else None
+            k.block = tuple(k.block) if k.block else None
         return cls(
             ops=ops,
             kernels=kernels,
-            launch_ts_ns={int(k): int(v) for k, v in data.get("launch_ts_ns", {}).items()},
+            launch_ts_ns=launch_ts_ns,
             graph_launches=[int(c) for c in data.get("graph_launches", [])],
             triton_launches=list(data.get("triton_launches", [])),
             compiled_kernels=dict(data.get("compiled_kernels", {})),
@@ -159,6 +166,45 @@ class RawTrace:
             distributed=dict(data.get("distributed") or {}),
             origin_ns=int(data.get("origin_ns", 0)),
         )
+
+
+def _to_columns(records: list[Any], cls: type) -> dict[str, Any]:
+    """{field: [value per record]}, or for text and lists {"table": [distinct], "index": [...]}."""
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        values = [getattr(r, f.name) for r in records]
+        if not any(isinstance(v, (str, list, tuple)) for v in values[:1000]):
+            out[f.name] = values
+            continue
+        positions: dict[Any, int] = {}
+        table: list[Any] = []
+        index = []
+        for v in values:
+            key = (id(v) if v else ()) if isinstance(v, list) else v  # lists shared by the parser: by identity
+            at = positions.get(key)
+            if at is None:
+                at = positions[key] = len(table)
+                table.append(v)
+            index.append(at)
+        out[f.name] = {"table": table, "index": index}
+    return out
+
+
+def _from_columns(columns: dict[str, Any], cls: type) -> list[Any]:
+    """Records from _to_columns's data; a field the file lacks gets its default."""
+    n = max((len(c["index"]) if isinstance(c, dict) else len(c) for c in columns.values()), default=0)
+    lists = []
+    for f in fields(cls):
+        column = columns.get(f.name)
+        if column is None:
+            default = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
+            lists.append([default] * n)  # a default list is shared: records never mutate their lists
+        elif isinstance(column, dict):
+            table = column["table"]
+            lists.append([table[i] for i in column["index"]])
+        else:
+            lists.append(column)
+    return list(map(cls, *lists))
 
 
 # The declarative spec: which events become which records, and each record field's source in an
@@ -226,6 +272,17 @@ def _triple(value: Any) -> tuple[int, int, int] | None:
     return None
 
 
+class _Triples(dict):
+    """grid/block lists as shared tuples: a million launches use a few hundred distinct ones."""
+
+    def get(self, value: list[Any]) -> tuple[int, int, int] | None:  # type: ignore[override]
+        key = tuple(value)
+        found = dict.get(self, key, False)
+        if found is False:
+            found = self[key] = _triple(value)
+        return found
+
+
 try:
     from orjson import dumps as _dumps
 except ImportError:  # pragma: no cover - where orjson is not installed
@@ -291,6 +348,7 @@ class TraceBuilder:
         self._kernel_names = [name for name, _, _ in KERNEL_FIELDS]
         self._inputs: dict[Any, tuple[list[Any], ...]] = {}
         self._names: dict[str, str] = {}
+        self._triples = _Triples()
 
     def _intern(self, values: list[Any]) -> None:
         """values[6:10] (the input lists) replaced by the shared copy of equal lists."""
@@ -303,7 +361,7 @@ class TraceBuilder:
 
     def add(self, events: list[dict[str, Any]]) -> None:
         ops, kernels, launch_us = self.ops, self.kernels, self.launch_us
-        names = self._names
+        names, triples = self._names, self._triples
         first = self.first_us
         for e in events:
             if e.get("ph") != "X":
@@ -333,8 +391,8 @@ class TraceBuilder:
                 values[2] = ts
                 values[6] = values[6] or 0
                 values[7] = values[7] or 0
-                values[8] = _triple(values[8])
-                values[9] = _triple(values[9])
+                values[8] = triples.get(values[8]) if isinstance(values[8], list) else None
+                values[9] = triples.get(values[9]) if isinstance(values[9], list) else None
                 values[10] = int(values[10]) if isinstance(values[10], (int, float)) else None
                 values[11] = int(values[11]) if isinstance(values[11], (int, float)) else None
                 values[12] = _count(values[12])
