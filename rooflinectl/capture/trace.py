@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rooflinectl.capture.chrome_json import gc_paused, read_events
+from rooflinectl.capture.columns import from_columns, to_columns
 
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 OP_CATEGORIES = ("cpu_op", "user_annotation")
@@ -126,8 +127,8 @@ class RawTrace:
         (a million launches of a few kernels store each name once, and load back sharing it)."""
         return {
             "layout": "columns",
-            "ops": _to_columns(self.ops, RawOp),
-            "kernels": _to_columns(self.kernels, RawKernel),
+            "ops": to_columns(self.ops, RawOp),
+            "kernels": to_columns(self.kernels, RawKernel),
             "launch_ts_ns": {"correlation": list(self.launch_ts_ns), "ts_ns": list(self.launch_ts_ns.values())},
             "graph_launches": self.graph_launches,
             "triton_launches": self.triton_launches,
@@ -142,8 +143,8 @@ class RawTrace:
     def from_json(cls, data: dict[str, Any]) -> RawTrace:
         """Read to_json's data (and the earlier layout: one dict per record)."""
         if data.get("layout") == "columns":
-            ops = _from_columns(data["ops"], RawOp)
-            kernels = _from_columns(data["kernels"], RawKernel)
+            ops = from_columns(data["ops"], RawOp)
+            kernels = from_columns(data["kernels"], RawKernel)
             launches = data.get("launch_ts_ns") or {"correlation": [], "ts_ns": []}
             launch_ts_ns = dict(zip(launches["correlation"], launches["ts_ns"]))
         else:
@@ -166,45 +167,6 @@ class RawTrace:
             distributed=dict(data.get("distributed") or {}),
             origin_ns=int(data.get("origin_ns", 0)),
         )
-
-
-def _to_columns(records: list[Any], cls: type) -> dict[str, Any]:
-    """{field: [value per record]}, or for text and lists {"table": [distinct], "index": [...]}."""
-    out: dict[str, Any] = {}
-    for f in fields(cls):
-        values = [getattr(r, f.name) for r in records]
-        if not any(isinstance(v, (str, list, tuple)) for v in values[:1000]):
-            out[f.name] = values
-            continue
-        positions: dict[Any, int] = {}
-        table: list[Any] = []
-        index = []
-        for v in values:
-            key = (id(v) if v else ()) if isinstance(v, list) else v  # lists shared by the parser: by identity
-            at = positions.get(key)
-            if at is None:
-                at = positions[key] = len(table)
-                table.append(v)
-            index.append(at)
-        out[f.name] = {"table": table, "index": index}
-    return out
-
-
-def _from_columns(columns: dict[str, Any], cls: type) -> list[Any]:
-    """Records from _to_columns's data; a field the file lacks gets its default."""
-    n = max((len(c["index"]) if isinstance(c, dict) else len(c) for c in columns.values()), default=0)
-    lists = []
-    for f in fields(cls):
-        column = columns.get(f.name)
-        if column is None:
-            default = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
-            lists.append([default] * n)  # a default list is shared: records never mutate their lists
-        elif isinstance(column, dict):
-            table = column["table"]
-            lists.append([table[i] for i in column["index"]])
-        else:
-            lists.append(column)
-    return list(map(cls, *lists))
 
 
 # The declarative spec: which events become which records, and each record field's source in an
