@@ -47,5 +47,17 @@ def from_columns(columns: dict[str, Any], cls: type) -> list[Any]:
             table = column["table"]
             lists.append([table[i] for i in column["index"]])
         else:
-            lists.append(column)
+            lists.append(_shared_if_few(column))
     return list(map(cls, *lists))
+
+
+def _shared_if_few(values: list[Any]) -> list[Any]:
+    """A column of a few distinct numbers (thread ids, devices) made to share one object per
+    value: JSON decoding makes a new integer object for every entry."""
+    try:
+        if len(set(values[:4096])) > 64:
+            return values
+    except TypeError:  # unhashable values
+        return values
+    shared: dict[Any, Any] = {}
+    return [shared.setdefault(v, v) for v in values]
