@@ -57,6 +57,15 @@ def test_profile_counter_modes_match_the_counters_module() -> None:
     assert profile_cmd.COUNTER_MODES == profile_counters.COUNTER_MODES
 
 
+def test_every_command_module_is_registered() -> None:
+    from pathlib import Path
+
+    import rooflinectl.cli
+
+    modules = {p.stem for p in Path(rooflinectl.cli.__file__).parent.glob("*_cmd.py")}
+    assert modules == {module for module, _ in COMMANDS.values()}
+
+
 def test_completion_lists_the_commands() -> None:
     ctx = click.Context(main)
     assert [item.value for item in main.shell_complete(ctx, "p")] == ["plot", "profile"]

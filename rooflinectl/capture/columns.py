@@ -13,18 +13,18 @@ from typing import Any
 
 
 def to_columns(records: list[Any], cls: type) -> dict[str, Any]:
-    """{field: [value per record]}, or for text and lists {"table": [distinct], "index": [...]}."""
+    """{field: [value per record]}, or for text, lists and dicts {"table": [distinct], "index": [...]}."""
     out: dict[str, Any] = {}
     for f in fields(cls):
         values = [getattr(r, f.name) for r in records]
-        if not any(isinstance(v, (str, list, tuple)) for v in values[:1000]):
+        if not any(isinstance(v, (str, list, tuple, dict)) for v in values[:1000]):
             out[f.name] = values
             continue
         positions: dict[Any, int] = {}
         table: list[Any] = []
         index = []
         for v in values:
-            key = (id(v) if v else ()) if isinstance(v, list) else v  # lists shared by the parser: by identity
+            key = (id(v) if v else ()) if isinstance(v, (list, dict)) else v  # shared by the parser: by identity
             at = positions.get(key)
             if at is None:
                 at = positions[key] = len(table)
