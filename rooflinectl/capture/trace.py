@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +204,11 @@ KERNEL_FIELDS: tuple[Source, ...] = (
 )
 GRAPH_LAUNCH_CALLS = ("cudaGraphLaunch", "cuGraphLaunch")
 
+# Records are built positionally from the spec (fast): its fields must lead the dataclass, in order.
+for _spec, _record in ((OP_FIELDS, RawOp), (KERNEL_FIELDS, RawKernel)):
+    if [name for name, _, _ in _spec] != [f.name for f in fields(_record)][: len(_spec)]:
+        raise TypeError(f"the spec of {_record.__name__} must list its first fields in order")
+
 
 def _getter(fields: tuple[Source, ...]) -> Callable[[dict[str, Any], dict[str, Any]], list[Any]]:
     """A function (event, args) -> the fields' raw values in order: the spec compiled once."""
@@ -232,17 +237,6 @@ def _triple(value: Any) -> tuple[int, int, int] | None:
     if isinstance(value, (list, tuple)) and len(value) == 3:
         return (int(value[0]), int(value[1]), int(value[2]))
     return None
-
-
-class _Triples(dict):
-    """grid/block lists as shared tuples: a million launches use a few hundred distinct ones."""
-
-    def get(self, value: list[Any]) -> tuple[int, int, int] | None:  # type: ignore[override]
-        key = tuple(value)
-        found = dict.get(self, key, False)
-        if found is False:
-            found = self[key] = _triple(value)
-        return found
 
 
 try:
@@ -291,8 +285,10 @@ _NO_ARGS: dict[str, Any] = {}
 class TraceBuilder:
     """Builds a RawTrace from events fed in chunks (chunk after chunk of a streamed file).
 
-    Identical input lists are stored once: a run of a million launches of a few distinct ops
-    then holds a few lists, not four million (and attribution costs each distinct call once).
+    Records are made from the spec (OP_FIELDS, KERNEL_FIELDS), then the fields that need more
+    than a lookup are fixed by name. Names, grid/block tuples and equal input lists are stored
+    once: a million launches of a few distinct ops hold a few of each, not millions (and
+    attribution costs each distinct call once).
     """
 
     def __init__(self) -> None:
@@ -306,24 +302,26 @@ class TraceBuilder:
         self.first_us = math.inf
         self._op_values = _getter(OP_FIELDS)
         self._kernel_values = _getter(KERNEL_FIELDS)
-        self._op_names = [name for name, _, _ in OP_FIELDS]
-        self._kernel_names = [name for name, _, _ in KERNEL_FIELDS]
         self._inputs: dict[Any, tuple[list[Any], ...]] = {}
         self._names: dict[str, str] = {}
-        self._triples = _Triples()
+        self._triples: dict[tuple[Any, ...], tuple[int, int, int] | None] = {}
 
-    def _intern(self, values: list[Any]) -> None:
-        """values[6:10] (the input lists) replaced by the shared copy of equal lists."""
-        key = _signature_bytes(values[6:10])
-        shared = self._inputs.get(key)
-        if shared is None:
-            shared = self._inputs[key] = tuple(values[6:10])
-        values[6:10] = shared
+    def _share_inputs(self, op: RawOp) -> None:
+        """The op's input lists replaced by the shared copy of equal lists."""
+        lists = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+        lists = self._inputs.setdefault(_signature_bytes(lists), lists)
+        op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = lists
 
+    def _triple(self, value: Any) -> tuple[int, int, int] | None:
+        if not isinstance(value, list):
+            return None
+        key = tuple(value)
+        if key not in self._triples:
+            self._triples[key] = _triple(value)
+        return self._triples[key]
 
     def add(self, events: list[dict[str, Any]]) -> None:
-        ops, kernels, launch_us = self.ops, self.kernels, self.launch_us
-        names, triples = self._names, self._triples
+        ops, kernels, launch_us, names = self.ops, self.kernels, self.launch_us, self._names
         first = self.first_us
         for e in events:
             if e.get("ph") != "X":
@@ -337,28 +335,26 @@ class TraceBuilder:
                 first = ts
             args = e.get("args") or {}
             if cat in OP_CATEGORIES:
-                values = self._op_values(e, args)
-                values[1] = names.setdefault(values[1], values[1])
-                values[2] = names.setdefault(values[2], values[2])
-                values[3] = _int(values[3])
-                values[4] = ts
-                self._intern(values)
-                values += [_NO_LIST, _NO_LIST, {k: args[k] for k in KEPT_OP_ARGS if k in args} or _NO_ARGS,
-                           _int(args.get("Sequence number", -1), -1)]
-                ops.append(RawOp(*values))
+                op = RawOp(*self._op_values(e, args), input_storages=_NO_LIST, list_dtypes=_NO_LIST,
+                           args={k: args[k] for k in KEPT_OP_ARGS if k in args} or _NO_ARGS,
+                           sequence_nr=_int(args.get("Sequence number", -1), -1))
+                op.name = names.setdefault(op.name, op.name)
+                op.category = names.setdefault(op.category, op.category)
+                op.tid = _int(op.tid)
+                op.ts_ns = ts  # type: ignore[assignment] - microseconds until finish()
+                self._share_inputs(op)
+                ops.append(op)
             elif cat in KERNEL_CATEGORIES:
-                values = self._kernel_values(e, args)
-                values[0] = names.setdefault(values[0], values[0])
-                values[1] = names.setdefault(values[1], values[1])
-                values[2] = ts
-                values[6] = values[6] or 0
-                values[7] = values[7] or 0
-                values[8] = triples.get(values[8]) if isinstance(values[8], list) else None
-                values[9] = triples.get(values[9]) if isinstance(values[9], list) else None
-                values[10] = int(values[10]) if isinstance(values[10], (int, float)) else None
-                values[11] = int(values[11]) if isinstance(values[11], (int, float)) else None
-                values[12] = _count(values[12])
-                kernels.append(RawKernel(*values))
+                k = RawKernel(*self._kernel_values(e, args))
+                k.name = names.setdefault(k.name, k.name)
+                k.category = names.setdefault(k.category, k.category)
+                k.ts_ns = ts  # type: ignore[assignment]
+                k.device, k.stream = k.device or 0, k.stream or 0
+                k.grid, k.block = self._triple(k.grid), self._triple(k.block)
+                k.bytes = int(k.bytes) if isinstance(k.bytes, (int, float)) else None
+                k.shared_memory = int(k.shared_memory) if isinstance(k.shared_memory, (int, float)) else None
+                k.registers_per_thread = _count(k.registers_per_thread)
+                kernels.append(k)
             elif cat in LAUNCH_CATEGORIES and "correlation" in args:
                 correlation = int(args["correlation"])
                 launch_us[correlation] = ts
@@ -401,11 +397,9 @@ def _distributed(top: dict[str, Any] | None) -> dict[str, Any]:
 def share_input_lists(ops: list[RawOp]) -> None:
     """Ops recorded with equal inputs made to share one copy of the input lists (as read_chrome_trace
     makes them): memory, and attribution costs each distinct call once."""
-    shared: dict[Any, tuple[list[Any], ...]] = {}
+    builder = TraceBuilder()
     for op in ops:
-        lists = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-        lists = shared.setdefault(_signature_bytes(lists), lists)
-        op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = lists
+        builder._share_inputs(op)
 
 
 def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], dict[str, Any]] | None = None) -> RawTrace:
