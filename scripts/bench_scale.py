@@ -206,7 +206,7 @@ def analyse_child(trace_path: str, plot_path: str) -> None:
              else read_chrome_trace(trace_path))
     lap("load")
     metadata = {"device_kind": "cuda"}
-    table, summary = analyse_trace(trace, "cuda", metadata, h200)
+    table, summary = analyse_trace(trace, "cuda", metadata, h200)[:2]  # (table, summary[, setup table])
     lap("attribute_analyse")
     data = ProfileData(kernels=table, ceilings=h200, metadata=metadata, summary=summary)
     report = advise(data)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +134,7 @@ class RawTrace:
             "triton_launches": self.triton_launches,
             "compiled_kernels": self.compiled_kernels,
             "graph_captures": [[list(item) for item in capture] for capture in self.graph_captures],
-            "syncs": [asdict(s) for s in self.syncs],
+            "syncs": to_columns(self.syncs, RawSync),
             "distributed": self.distributed,
             "origin_ns": self.origin_ns,
         }
@@ -163,7 +163,8 @@ class RawTrace:
             triton_launches=list(data.get("triton_launches", [])),
             compiled_kernels=dict(data.get("compiled_kernels", {})),
             graph_captures=[[(str(kind), int(ext)) for kind, ext in capture] for capture in data.get("graph_captures", [])],
-            syncs=[RawSync(**s) for s in data.get("syncs", [])],
+            syncs=(from_columns(data["syncs"], RawSync) if isinstance(data.get("syncs"), dict)
+                   else [RawSync(**s) for s in data.get("syncs", [])]),
             distributed=dict(data.get("distributed") or {}),
             origin_ns=int(data.get("origin_ns", 0)),
         )
