@@ -261,8 +261,9 @@ def markdown(result: dict[str, Any]) -> str:
             phases = b.get("reported", {})
             split = f" (run {phases['run_s']:.1f} s, stop {phases['stop_s']:.1f} s, export {phases['export_s']:.1f} s)" if "stop_s" in phases else ""
             failed = "" if t["exit_code"] == 0 else f" (exit {t['exit_code']}{', timed out' if t['timed_out'] else ''})"
-            lines.append(f"| {r['launches']:,} | {b['wall_s']:.1f} s{split} | {b['peak_rss_bytes'] / gb:.2f} GB | "
-                         f"{t['wall_s']:.1f} s{failed} | {t['peak_rss_bytes'] / gb:.2f} GB | {r.get('wall_ratio', 'n/a')} | "
+            lines.append(f"| {r['launches']:,} | {b['wall_s']:.1f} s{split}, {b['cpu_s']:.1f} s CPU | "
+                         f"{b['peak_rss_bytes'] / gb:.2f} GB | {t['wall_s']:.1f} s{failed}, {t['cpu_s']:.1f} s CPU | "
+                         f"{t['peak_rss_bytes'] / gb:.2f} GB | {r.get('wall_ratio', 'n/a')} | "
                          f"{(r['bare_trace_bytes'] or 0) / 1e6:.0f} MB |")
     if "analyse" in result:
         a = result["analyse"]
