@@ -121,3 +121,31 @@ def test_capture_columns_missing_from_a_file_get_their_defaults() -> None:
     trace = RawTrace.from_json(data)
     assert trace.ops[0].name == "aten::mm" and trace.ops[0].input_dims == [] and trace.ops[0].input_storages == []
     assert trace.kernels[0].grid is None and trace.kernels[0].stream == 0 and trace.launch_ts_ns == {}
+
+
+def test_without_orjson_the_standard_library_reads_and_writes_the_same(tmp_path) -> None:
+    """The GPU machine may lack orjson (installed --no-deps): every path falls back to json."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys, json
+sys.modules["orjson"] = None  # import orjson now fails
+from rooflinectl.capture import chrome_json
+from rooflinectl.capture.session import Capture, load_capture, save_capture
+from rooflinectl.capture.trace import read_chrome_trace
+assert chrome_json.DECODER == "json"
+chrome_json.BLOCK_BYTES = 1 << 16
+trace = read_chrome_trace({str(REAL / "gpt2_fwd_eager.trace.json.gz")!r})
+save_capture(Capture("cuda", trace, {{}}), {str(tmp_path / "c.json.gz")!r})
+again = load_capture({str(tmp_path / "c.json.gz")!r}).trace
+print(json.dumps([len(trace.ops), len(trace.kernels), again.ops == trace.ops, again.kernels == trace.kernels,
+                  len({{id(o.input_dims) for o in trace.ops}})]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    ops, kernels, same_ops, same_kernels, distinct_inputs = json.loads(done.stdout.strip().splitlines()[-1])
+    with gzip.open(REAL / "gpt2_fwd_eager.trace.json.gz", "rt") as handle:
+        reference = from_chrome_trace(json.load(handle))
+    assert (ops, kernels) == (len(reference.ops), len(reference.kernels))
+    assert same_ops and same_kernels and distinct_inputs < ops
