@@ -149,3 +149,21 @@ print(json.dumps([len(trace.ops), len(trace.kernels), again.ops == trace.ops, ag
         reference = from_chrome_trace(json.load(handle))
     assert (ops, kernels) == (len(reference.ops), len(reference.kernels))
     assert same_ops and same_kernels and distinct_inputs < ops
+
+
+def test_tensor_identities_go_to_the_op_that_started_nearest() -> None:
+    """Two aten::mul a microsecond apart; the event tree's start times differ from the trace's by
+    a nanosecond (three decimals of microseconds), across a microsecond boundary: each op must
+    get its own identities, never its neighbour's."""
+    from rooflinectl.capture.trace import add_tensor_info
+
+    def mul(ts_us: float) -> dict:
+        return {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "tid": 1, "ts": ts_us, "dur": 0.5,
+                "args": {"Input type": ["float", "float"], "Input Dims": [[4], [4]], "Input Strides": [[1], [1]]}}
+
+    trace = from_chrome_trace({"baseTimeNanoseconds": 1_000_000_000, "traceEvents": [mul(10.0), mul(11.499)]})
+    first, second = (trace.origin_ns + op.ts_ns for op in trace.ops)
+    assert second - first == 1499
+    add_tensor_info(trace, {("aten::mul", first + 1): {"storages": [7, 7]},  # x * x
+                            ("aten::mul", second + 2): {"storages": [7, 8]}})  # x * y, past the microsecond
+    assert [op.input_storages for op in trace.ops] == [[7, 7], [7, 8]]
