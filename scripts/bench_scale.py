@@ -9,7 +9,7 @@ python scripts/bench_scale.py synth TRACE.json --launches 1000000
     (tests/data/h200_real/gpt2_fwd_eager.trace.json.gz), each event as recorded, replayed
     one after the other with new ids and times until there are N kernels.
 python scripts/bench_scale.py to-capture TRACE.json OUT.capture.json.gz
-    the same events saved as a capture file (what `profile --save-trace` writes).
+    the same events saved as a capture file (what `profile --save-capture` writes).
 python scripts/bench_scale.py analyse OUT_DIR TRACE.json|OUT.capture.json.gz
     load, attribute, analyse, advise and plot a saved trace in a child process: seconds (wall
     and CPU) of each step and the child's peak RSS.
@@ -177,7 +177,7 @@ def cmd_synth(path: Path, launches: int, source: Path) -> dict[str, Any]:
 def analyse_child(trace_path: str, plot_path: str) -> None:
     """In the child: each step timed (wall and this process's CPU seconds); one BENCH line.
 
-    A `.capture.json.gz` is read with load_capture (the file `profile --save-trace` writes),
+    A `.capture.json.gz` is read with load_capture (the file `profile --save-capture` writes),
     anything else as torch.profiler's Chrome trace (what `profile` reads after the export)."""
     times: dict[str, float] = {}
     clock = [time.perf_counter(), time.process_time()]
@@ -220,7 +220,7 @@ def analyse_child(trace_path: str, plot_path: str) -> None:
 
 
 def cmd_to_capture(trace: Path, out: Path) -> dict[str, Any]:
-    """A Chrome trace saved as a capture file (what `profile --save-trace` writes)."""
+    """A Chrome trace saved as a capture file (what `profile --save-capture` writes)."""
     from rooflinectl.capture.session import Capture, save_capture
     from rooflinectl.capture.trace import read_chrome_trace
 

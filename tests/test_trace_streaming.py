@@ -167,3 +167,15 @@ def test_tensor_identities_go_to_the_op_that_started_nearest() -> None:
     add_tensor_info(trace, {("aten::mul", first + 1): {"storages": [7, 7]},  # x * x
                             ("aten::mul", second + 2): {"storages": [7, 8]}})  # x * y, past the microsecond
     assert [op.input_storages for op in trace.ops] == [[7, 7], [7, 8]]
+
+
+def test_a_saved_capture_is_recognised_as_ours(tmp_path) -> None:
+    """profile --save-capture replaces an earlier capture of ours without --force: the marker it
+    looks for must be in the file as save_capture writes it (orjson writes no spaces)."""
+    from rooflinectl.capture.session import Capture, save_capture
+    from rooflinectl.cli.profile_cmd import _is_capture
+
+    with gzip.open(REAL / "mlp_small.trace.json.gz", "rt") as handle:
+        trace = from_chrome_trace(json.load(handle))
+    save_capture(Capture("cuda", trace, {}), str(tmp_path / "c.json.gz"))
+    assert _is_capture(tmp_path / "c.json.gz")
