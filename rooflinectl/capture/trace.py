@@ -306,12 +306,17 @@ class TraceBuilder:
         self._inputs: dict[Any, tuple[list[Any], ...]] = {}
         self._names: dict[str, str] = {}
         self._triples: dict[tuple[Any, ...], tuple[int, int, int] | None] = {}
+        self._numbers: dict[int, int] = {}
 
     def _share_inputs(self, op: RawOp) -> None:
         """The op's input lists replaced by the shared copy of equal lists."""
         lists = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
         lists = self._inputs.setdefault(_signature_bytes(lists), lists)
         op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = lists
+
+    def _number(self, value: int) -> int:
+        """One int object per distinct value (a few hundred kernels' shared-memory sizes)."""
+        return self._numbers.setdefault(value, value)
 
     def _triple(self, value: Any) -> tuple[int, int, int] | None:
         if not isinstance(value, list):
@@ -353,7 +358,8 @@ class TraceBuilder:
                 k.device, k.stream = k.device or 0, k.stream or 0
                 k.grid, k.block = self._triple(k.grid), self._triple(k.block)
                 k.bytes = int(k.bytes) if isinstance(k.bytes, (int, float)) else None
-                k.shared_memory = int(k.shared_memory) if isinstance(k.shared_memory, (int, float)) else None
+                k.shared_memory = self._number(int(k.shared_memory)) if isinstance(k.shared_memory, (int, float)) \
+                    else None
                 k.registers_per_thread = _count(k.registers_per_thread)
                 kernels.append(k)
             elif cat in LAUNCH_CATEGORIES and "correlation" in args:
