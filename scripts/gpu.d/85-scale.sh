@@ -42,7 +42,7 @@ else:
     print(why)
 EOF
 {
-  echo "## Capture at scale (scripts/gpu.d/80-scale.sh)"
+  echo "## Capture at scale (scripts/gpu.d/85-scale.sh)"
   echo
   cat "$out/small/capture.md" 2>/dev/null
   if [ -f "$out/big/capture.md" ]; then tail -n +5 "$out/big/capture.md"; else echo; cat "$out/big/skipped.txt" 2>/dev/null; fi
