@@ -168,6 +168,8 @@ for _causal in (False, True):
                     note="F.scaled_dot_product_attention, flash backend"),
         ),
         uses_dot=True,
-        atol_scale=0.1,  # outputs well below 1
+        # outputs well below 1; a bf16 output of ~0.01 rounds by up to ~2e-3 after a 4096-key softmax:
+        # on the H200, 8 of 67M outputs of torch's own SDPA missed a 1.6e-3 floor (0.1x), none 4e-3
+        atol_scale=0.25,
         target=Target("library", 0.8, "FlashAttention forward >= 0.8x SDPA (flash), bf16, N=4096, D=128"),
     ))

@@ -5,8 +5,9 @@ the behaviour: ok (run the child program when FAKE_NCU_RUN_CHILD=1, else only wr
 file, then print the recorded H200 CSV rows that ncu would have measured), warn (the same with a warning), stdout (results on stdout, not the log),
 program-fails (the child's status says exit code 3), perm, unsupported, hang, crash, mismatch,
 nohelp-kernel-id. The selection of rows
-follows ncu's documented --kernel-id rule, written here independently of rooflinectl: the N'th
-invocation of each (kernel name, grid, block).
+follows what ncu 2025.3.1 did on the H200 (2026-11-30), written here independently of
+rooflinectl: `--kernel-id :::N` took the N'th invocation of each kernel name, whatever its grid
+and block (its documentation describes a per-launch-configuration count).
 """
 
 from __future__ import annotations
@@ -52,12 +53,12 @@ def recorded_rows() -> tuple[list[str], list[list[str]], list[str]]:
 
 
 def select(header: list[str], rows: list[list[str]], kernel_id: str | None, count: int | None) -> list[list[str]]:
-    name, grid, block = header.index("Kernel Name"), header.index("Grid Size"), header.index("Block Size")
+    name = header.index("Kernel Name")
     wanted = re.compile(kernel_id.split(":")[-1]) if kernel_id else None
-    seen: dict[tuple[str, str, str], int] = {}
+    seen: dict[str, int] = {}
     out = []
     for row in rows:
-        key = (row[name], row[grid], row[block])
+        key = row[name]
         seen[key] = seen.get(key, 0) + 1
         if wanted is None or wanted.fullmatch(str(seen[key])):
             out.append(row)

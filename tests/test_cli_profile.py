@@ -146,3 +146,18 @@ def test_device_cuda_without_cuda_is_one_sentence() -> None:
     result = _invoke("profile", str(EXAMPLES / "mlp.py"), "--device", "cuda", "-q")
     assert result.exit_code == 3  # EXIT_ENVIRONMENT
     assert "CUDA is not available" in result.output and "Traceback" not in result.output
+
+
+def test_function_mode_file_with_a_dataclass(tmp_path: Path) -> None:
+    # @dataclass with string annotations looks its module up in sys.modules: a file imported for
+    # FILE.py:FUNCTION must be registered there first (the counters suite failed so on the H200)
+    target = tmp_path / "with_dataclass.py"
+    target.write_text(
+        "from __future__ import annotations\nfrom dataclasses import dataclass\nimport torch\n\n"
+        "@dataclass\nclass Problem:\n    n: int\n\n"
+        "def step():\n    x = torch.randn(Problem(64).n, 64)\n    return x @ x\n")
+    out = tmp_path / "dc.json"
+    result = _invoke("profile", f"{target}:step", "--warmup", "0", "--iters", "1", "-o", str(out), "-q",
+                     "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert (load_profile(out).kernels["op"] == "aten::mm").any()

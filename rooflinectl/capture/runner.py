@@ -162,7 +162,14 @@ def load_function(path: Path, name: str) -> tuple[Callable[..., Any], tuple[Any,
         raise UsageError(f"Cannot import {path} as a Python file.")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.resolve().parent))
-    spec.loader.exec_module(module)
+    # Registered before it runs, as `import` does: @dataclass, pickle and typing look the module
+    # up in sys.modules by name while its body executes.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(spec.name, None)
+        raise
     fn = getattr(module, name, None)
     if not callable(fn):
         raise UsageError(f"{path} has no function named '{name}'.")

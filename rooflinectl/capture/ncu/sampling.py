@@ -4,10 +4,11 @@ Most kernels repeat: a transformer's layers launch the same kernels with the sam
 configuration again and again. Replaying one launch of each group is enough, and `ncu
 --kernel-id :::N` selects "the N'th invocation" of each kernel. How ncu numbers invocations is
 the crux: its documentation (2026.1) counts per (context, stream, kernel name, grid, block,
-shared memory) when, as here, context and stream are not given; older versions are documented
-as counting per kernel function. We plan with the first rule and, after the run, predict the
-measured launches under each rule (NUMBERING_RULES) and keep the one that matches what ncu
-printed, so a different numbering costs coverage, never correctness.
+shared memory) when, as here, context and stream are not given, but ncu 2025.3.1 on the H200
+(2026-11-30) counted per kernel name: planned by launch configuration, two rows of one kernel
+name went unmeasured. We plan with the name rule and, after the run, predict the measured
+launches under each rule (NUMBERING_RULES) and keep the one that matches what ncu printed, so a
+different numbering costs coverage, never correctness.
 
 A launch is a LaunchKey: kernel name, grid, block, shared memory (from the profiler's trace)
 and the kernel-table row (group) it belongs to, -1 for a setup launch (outside the steady
@@ -56,7 +57,7 @@ NUMBERING_RULES: dict[str, Callable[[LaunchKey], Hashable]] = {
     "name": lambda k: k.name,
     "function": lambda k: function_name(k.name),
 }
-PLAN_RULE = "config"
+PLAN_RULE = "name"  # what ncu 2025.3.1 did on the H200
 
 
 def invocation_numbers(keys: list[LaunchKey], rule: str = PLAN_RULE) -> list[int]:
