@@ -240,6 +240,16 @@ def test_small_grid():
     assert findings(profile(rows(528)), "grid.small") == []
 
 
+def test_small_grid_leaves_persistent_library_gemms_alone():
+    # cuBLAS's nvjet GEMMs on the H200 launch 128 (or 112) blocks on 132 SMs and loop over tiles
+    def rows(blocks, origin):
+        return [gemm("aten::mm", 128, 65536, 128, efficiency=0.1, blocks=blocks, calls=2, origin=origin,
+                     kernel="nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")]
+    assert findings(profile(rows(128, "library")), "grid.small") == []
+    assert len(findings(profile(rows(128, "triton")), "grid.small")) == 1  # a custom kernel's grid is its own
+    assert len(findings(profile(rows(16, "library")), "grid.small")) == 1  # far fewer blocks than SMs: still said
+
+
 def test_above_roof_is_flagged_and_ignored_by_other_rules():
     rows = [triton_row("matmul_kernel", flops=2.0 * 4096**3, bytes_=3.0 * 4096**2 * 2, efficiency=1.5)]
     report = advise(profile(rows))

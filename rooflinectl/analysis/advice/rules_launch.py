@@ -96,11 +96,16 @@ def _host_causes(ctx: AdviceContext) -> str:
     return "; " + "; ".join(parts) if parts else ""
 
 
+PERSISTENT_GRID_SHARE = 0.8  # blocks / SMs from which a library kernel is taken as persistent
+
+
 @rule(id="grid.small", title="Launch more blocks than SMs", severity="warning")
 def small_grid(ctx: AdviceContext) -> list[Finding]:
     """A long kernel (>= 20 us per call, >= 1% of kernel time) launched with fewer thread blocks
     than the GPU has SMs: part of the chip does nothing. Collectives are left out (NCCL runs
-    one block per channel by design; the link bounds them).
+    one block per channel by design; the link bounds them), and so are library GEMMs whose grid
+    is nearly one block per SM (cuBLAS's persistent nvjet kernels launch 112 or 128 blocks on
+    the H200's 132 SMs and loop over their tiles: the grid says nothing of the work split).
 
     Estimate: with enough blocks the kernel would run blocks/SMs of its time, but never below
     its roof: saving = min(time x (1 - blocks / SMs), headroom_s).
@@ -117,6 +122,8 @@ def small_grid(ctx: AdviceContext) -> list[Finding]:
             continue  # NCCL sizes its grid by channels on purpose: a collective is held against the link
         if time_per_call_s(row) < LONG_KERNEL_S or not total_s or time_s / total_s < MIN_GRID_SHARE:
             continue
+        if cell_text(row, "origin") == "library" and blocks >= PERSISTENT_GRID_SHARE * sms:
+            continue  # a persistent library kernel: one block per SM (cluster-rounded), looping over tiles
         headroom_s = cell_float(row, "headroom_s", time_s)
         saving_s = min(time_s * (1.0 - blocks / sms), headroom_s)
         family = cell_text(row, "op_family")
