@@ -18,9 +18,14 @@ same dict:
                              once, each tensor it writes written once. A kernel that re-reads
                              (a strided copy, a naive matmul) still declares the minimum: the
                              gap to the roof is the lesson.
-  tensor_core         bool   our addition (Proton has no such key): True when the FLOPs run on
+  tensor_cores        bool   our addition (Proton has no such key): True when the FLOPs run on
                              tensor cores (`tl.dot`), so the roof is the tensor roof of that
-                             width. Absent or False: CUDA cores.
+                             width; False: CUDA cores. Absent: `rooflinectl profile` takes 8- and
+                             16-bit FLOPs to run on tensor cores, 32- and 64-bit on CUDA cores
+                             (rooflinectl/capture/triton_hook.py reads the same key).
+  family              str    our addition: what op the kernel is ("gemm", "attention", ... as
+                             rooflinectl/costs/registry.FAMILIES), so advice can hold a custom
+                             GEMM against the library's (library.fallback). Absent: "other".
 
 `args` holds the launch's arguments by parameter name (tensors, ints, and the constexprs,
 autotuned ones included). Cost functions read only shapes, dtypes and integer arguments, never
@@ -32,11 +37,12 @@ from __future__ import annotations
 from typing import Any
 
 WIDTH_KEYS = {8: "flops8", 16: "flops16", 32: "flops32", 64: "flops64"}
-TENSOR_CORE_KEY = "tensor_core"
+TENSOR_CORE_KEY = "tensor_cores"  # the key rooflinectl/capture/triton_hook.py reads
+FAMILY_KEY = "family"
 
 
 def declare(name: str, *, nbytes: float, flops: float | dict[int, float] = 0.0, bits: int = 32,
-            tensor_core: bool = False) -> dict[str, Any]:
+            tensor_core: bool = False, family: str | None = None) -> dict[str, Any]:
     """The launch_metadata dict of one launch (see the module docstring for the keys).
 
     `flops` at width `bits`, or a dict {bits: flops} for a kernel that computes at two widths
@@ -49,6 +55,8 @@ def declare(name: str, *, nbytes: float, flops: float | dict[int, float] = 0.0, 
                            "bytes": float(nbytes)}
     if tensor_core:
         out[TENSOR_CORE_KEY] = True
+    if family:
+        out[FAMILY_KEY] = family
     return out
 
 

@@ -35,12 +35,13 @@ def _gemm_bytes(args) -> int:
 
 def _tiled_cost(grid, metadata, args):
     flops = 2 * args["M"] * args["N"] * args["K"]
-    return declare("matmul_tiled_kernel", nbytes=_gemm_bytes(args), flops=flops, bits=16, tensor_core=True)
+    return declare("matmul_tiled_kernel", nbytes=_gemm_bytes(args), flops=flops, bits=16, tensor_core=True,
+                   family="gemm")
 
 
 def _naive_cost(grid, metadata, args):
     flops = 2 * args["M"] * args["N"] * args["K"]
-    return declare("matmul_naive_kernel", nbytes=_gemm_bytes(args), flops=flops, bits=32)
+    return declare("matmul_naive_kernel", nbytes=_gemm_bytes(args), flops=flops, bits=32, family="gemm")
 
 
 @triton.autotune(configs=tuned(MATMUL_CONFIGS), key=["M", "N", "K"])

@@ -34,13 +34,13 @@ GEMM_CONFIGS = [
 
 def _gemv_cost(grid, metadata, args):
     n, k = args["N"], args["K"]
-    return declare("int8_gemv_kernel", flops=2 * n * k + n, bits=32,
+    return declare("int8_gemv_kernel", family="gemm", flops=2 * n * k + n, bits=32,
                    nbytes=tensor_bytes(args["x"], args["w"], args["scale"], args["y"]))
 
 
 def _gemm_cost(grid, metadata, args):
     m, n, k = args["M"], args["N"], args["K"]
-    return declare("int8_gemm_kernel", flops={16: 2 * m * n * k, 32: m * n}, tensor_core=True,
+    return declare("int8_gemm_kernel", family="gemm", flops={16: 2 * m * n * k, 32: m * n}, tensor_core=True,
                    nbytes=tensor_bytes(args["x"], args["w"], args["scale"], args["y"]))
 
 

@@ -124,7 +124,7 @@ def profile(rows: list[dict[str, Any]], *, ceilings: Ceilings | None = None, seq
 def triton_row(name: str, *, flops: float, bytes_: float, flops_key: str = "flops16", time_s: float | None = None,
                efficiency: float | None = None, calls: int = 1, grid: tuple[int, int, int] = (132, 1, 1),
                block: tuple[int, int, int] = (128, 1, 1), registers: int | None = None,
-               shared: int | None = None) -> dict[str, Any]:
+               shared: int | None = None, declared_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """A row for a user Triton kernel that declares its cost through launch_metadata, made the
     way `rooflinectl profile` makes it: the capture's summary of the declared dict, then the
     attribution stage (join and grouping) on a trace holding the kernel's launches."""
@@ -133,7 +133,7 @@ def triton_row(name: str, *, flops: float, bytes_: float, flops_key: str = "flop
     from rooflinectl.capture.trace import RawKernel, RawTrace
     from rooflinectl.capture.triton_hook import _summarise
 
-    declared = _summarise({"name": name, flops_key: flops / calls, "bytes": bytes_ / calls})
+    declared = _summarise({"name": name, flops_key: flops / calls, "bytes": bytes_ / calls, **(declared_extra or {})})
     dur_ns = 1000
     kernels = [RawKernel(name=name, category="kernel", ts_ns=10_000 * i, dur_ns=dur_ns, external_id=-1,
                          correlation=i + 1, grid=grid, block=block, registers_per_thread=registers,

@@ -59,6 +59,7 @@ from rooflinectl.costs.inductor import (
     is_generated_kernel,
     triton_kernel_cost,
 )
+from rooflinectl.costs.registry import FAMILIES
 
 COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
@@ -408,7 +409,8 @@ def _declared_cost(declared: dict[str, Any]) -> OpCost | None:
         precision = "tf32"
     widths = declared.get("flops_by_width") or {}
     mixed = f"; mixed widths {sorted(widths)}, held to {precision}" if len(widths) > 1 else ""
-    return OpCost(float(declared.get("flops") or 0.0), float(declared["bytes"]), "other", precision,
+    family = declared.get("family") if declared.get("family") in FAMILIES else "other"
+    return OpCost(float(declared.get("flops") or 0.0), float(declared["bytes"]), family, precision,
                   f"declared by the kernel's launch_metadata ({'tensor cores' if tensor else 'CUDA cores'}{mixed})",
                   unit="tensor" if tensor else "simt")
 

@@ -27,7 +27,8 @@ def _summarise(data: dict[str, Any]) -> dict[str, Any] | None:
     tensor cores (Triton does 8/16-bit arithmetic in tl.dot; its element-wise math upcasts to
     fp32) and 32/64-bit ones on CUDA cores. Proton holds every width against the tensor-core peak;
     we hold fp32 element-wise kernels to the CUDA-core roof unless they say otherwise. An
-    optional `dtype` ("bf16") names the 16-bit format."""
+    optional `dtype` ("bf16") names the 16-bit format, and an optional `family` ("gemm",
+    "attention", ...) what op the kernel is (kernels/cost.py documents both additions)."""
     flops = {k: float(data[k]) for k in FLOP_KEYS if k in data and data[k] is not None}
     if not flops and "bytes" not in data:
         return None
@@ -47,6 +48,7 @@ def _summarise(data: dict[str, Any]) -> dict[str, Any] | None:
         "bytes": float(data["bytes"]) if "bytes" in data else None,
         "precision": precision,
         "tensor_cores": tensor_cores,
+        "family": str(data["family"]) if isinstance(data.get("family"), str) else "",
     }
 
 
