@@ -78,3 +78,17 @@ def test_profile_reads_a_lesson_kernels_declared_cost(gpu_lessons) -> None:
     row = rows.iloc[0]
     assert row["cost_source"] == "triton"
     assert (row["calls"], row["flops"], row["bytes"]) == (5, 5 * n, 5 * 12 * n)
+
+
+def test_profile_holds_a_lesson_gemm_to_the_tensor_roof_as_a_gemm(gpu_lessons) -> None:
+    # the declaration's tensor_cores and family keys reach the profile: a bf16 tl.dot GEMM is a
+    # gemm held to the bf16 tensor roof (not above it), so library.fallback can compare it
+    import rooflinectl
+    from rooflinectl_kernels.matmul import matmul_tiled
+
+    a, b = (torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    profile = rooflinectl.profile(lambda: matmul_tiled(a, b), warmup=3, iters=5)
+    (row,) = profile.kernels[profile.kernels["kernel"] == "matmul_tiled_kernel"].to_dict("records")
+    assert (row["op_family"], row["unit"], row["precision"]) == ("gemm", "tensor", "bf16")
+    assert row["flops"] == 5 * 2 * 4096**3
+    assert 0 < row["efficiency"] <= 1.05, row
