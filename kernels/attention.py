@@ -35,7 +35,7 @@ def _flash_cost(grid, metadata, args):
     batch, heads, n, d = q.shape
     flops = 4 * batch * heads * n * n * d // (2 if args["CAUSAL"] else 1)
     return declare("flash_attention_fwd_kernel", flops=flops, bits=16, tensor_core=True, family="attention",
-                   nbytes=tensor_bytes(q, args["k"], args["v"], args["o"]))
+                   dtype=q.dtype, nbytes=tensor_bytes(q, args["k"], args["v"], args["o"]))
 
 
 @triton.jit

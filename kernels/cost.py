@@ -23,6 +23,8 @@ same dict:
                              width; False: CUDA cores. Absent: `rooflinectl profile` takes 8- and
                              16-bit FLOPs to run on tensor cores, 32- and 64-bit on CUDA cores
                              (rooflinectl/capture/triton_hook.py reads the same key).
+  dtype               str    "bf16" or "fp16": which 16-bit format the flops16 are in (read by
+                             rooflinectl/capture/triton_hook.py; absent: fp16).
   family              str    our addition: what op the kernel is ("gemm", "attention", ... as
                              rooflinectl/costs/registry.FAMILIES), so advice can hold a custom
                              GEMM against the library's (library.fallback). Absent: "other".
@@ -42,7 +44,7 @@ FAMILY_KEY = "family"
 
 
 def declare(name: str, *, nbytes: float, flops: float | dict[int, float] = 0.0, bits: int = 32,
-            tensor_core: bool = False, family: str | None = None) -> dict[str, Any]:
+            tensor_core: bool = False, family: str | None = None, dtype: Any = None) -> dict[str, Any]:
     """The launch_metadata dict of one launch (see the module docstring for the keys).
 
     `flops` at width `bits`, or a dict {bits: flops} for a kernel that computes at two widths
@@ -57,6 +59,8 @@ def declare(name: str, *, nbytes: float, flops: float | dict[int, float] = 0.0, 
         out[TENSOR_CORE_KEY] = True
     if family:
         out[FAMILY_KEY] = family
+    if dtype is not None:  # a torch dtype or its name: "bfloat16" and "float16" name the 16-bit format
+        out["dtype"] = str(dtype).replace("torch.", "")
     return out
 
 

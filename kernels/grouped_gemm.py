@@ -30,7 +30,7 @@ GROUPED_CONFIGS = [
 def _grouped_cost(grid, metadata, args):
     x = args["x"]
     return declare("grouped_gemm_kernel", family="gemm", flops=2 * x.shape[0] * args["N"] * args["K"], bits=16, tensor_core=True,
-                   nbytes=tensor_bytes(x, args["w"], args["y"], args["counts"], args["offsets"]))
+                   dtype=x.dtype, nbytes=tensor_bytes(x, args["w"], args["y"], args["counts"], args["offsets"]))
 
 
 @triton.autotune(configs=tuned(GROUPED_CONFIGS), key=["n_tokens", "n_experts", "N", "K"])

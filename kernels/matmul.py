@@ -36,7 +36,7 @@ def _gemm_bytes(args) -> int:
 def _tiled_cost(grid, metadata, args):
     flops = 2 * args["M"] * args["N"] * args["K"]
     return declare("matmul_tiled_kernel", nbytes=_gemm_bytes(args), flops=flops, bits=16, tensor_core=True,
-                   family="gemm")
+                   family="gemm", dtype=args["a"].dtype)
 
 
 def _naive_cost(grid, metadata, args):

@@ -41,7 +41,7 @@ def _gemv_cost(grid, metadata, args):
 def _gemm_cost(grid, metadata, args):
     m, n, k = args["M"], args["N"], args["K"]
     return declare("int8_gemm_kernel", family="gemm", flops={16: 2 * m * n * k, 32: m * n}, tensor_core=True,
-                   nbytes=tensor_bytes(args["x"], args["w"], args["scale"], args["y"]))
+                   dtype=args["x"].dtype, nbytes=tensor_bytes(args["x"], args["w"], args["scale"], args["y"]))
 
 
 @triton.autotune(configs=tuned(GEMV_CONFIGS), key=["N", "K"])

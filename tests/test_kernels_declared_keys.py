@@ -1,0 +1,24 @@
+"""The reference kernels declare their cost under the keys `rooflinectl profile` reads: a GEMM
+lesson's declaration, passed through the capture's reading of launch_metadata, is a bf16
+tensor-core gemm (on the H200 the keys once differed: tensor_core vs tensor_cores, no dtype)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+
+@pytest.mark.parametrize("dtype, precision", [(torch.bfloat16, "bf16"), (torch.float16, "fp16")])
+def test_matmul_lesson_declaration_reads_as_a_tensor_core_gemm(dtype, precision) -> None:
+    from rooflinectl.attribution.join import _declared_cost
+    from rooflinectl.capture.triton_hook import _summarise
+    from rooflinectl_kernels.matmul import _tiled_cost
+
+    a, b, c = (torch.empty(64, 32, dtype=dtype), torch.empty(32, 48, dtype=dtype), torch.empty(64, 48, dtype=dtype))
+    declared = _summarise(_tiled_cost(None, None, {"a": a, "b": b, "c": c, "M": 64, "N": 48, "K": 32}))
+    cost = _declared_cost(declared)
+    assert (cost.family, cost.unit, cost.dtype) == ("gemm", "tensor", precision)
+    assert cost.flops == 2 * 64 * 48 * 32
+    assert cost.bytes == (64 * 32 + 32 * 48 + 64 * 48) * 2
