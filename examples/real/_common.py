@@ -37,6 +37,21 @@ def maybe_compile(fn: Callable, mode: str) -> Callable:
     return torch.compile(fn, mode=None if mode == "default" else mode)
 
 
+def training_step(fwd_bwd: Callable[[], torch.Tensor], optimizer: torch.optim.Optimizer,
+                  compile_mode: str) -> Callable[[], torch.Tensor]:
+    """One training step: zero the gradients, the (maybe compiled) forward and backward, the
+    optimizer's step; returns the loss. The optimizer stays eager, as in most training scripts."""
+    compiled = maybe_compile(fwd_bwd, compile_mode)
+
+    def step() -> torch.Tensor:
+        optimizer.zero_grad(set_to_none=True)
+        loss = compiled()
+        optimizer.step()
+        return loss
+
+    return step
+
+
 def run_loop(name: str, step: Callable[[], object], warmup: int, steps: int, device: str,
              extra: dict | None = None) -> object:
     """Warm up, then time each step (CUDA events on a GPU, host clock on CPU); print TIMING."""

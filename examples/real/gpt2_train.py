@@ -11,7 +11,7 @@ import json
 import sys
 
 import torch
-from _common import maybe_compile, parser, pick_device, run_loop
+from _common import parser, pick_device, run_loop, training_step
 
 
 def main() -> None:
@@ -38,13 +38,7 @@ def main() -> None:
         loss.backward()
         return loss
 
-    compiled = maybe_compile(fwd_bwd, args.compile)
-
-    def step() -> torch.Tensor:
-        optimizer.zero_grad(set_to_none=True)
-        loss = compiled()
-        optimizer.step()
-        return loss
+    step = training_step(fwd_bwd, optimizer, args.compile)
 
     out = run_loop("gpt2_train", step, args.warmup, args.steps, device,
                    {"compile": args.compile, "layers": args.layers, "batch": args.batch, "seq": args.seq})

@@ -12,7 +12,7 @@ import json
 import sys
 
 import torch
-from _common import maybe_compile, parser, pick_device, run_loop
+from _common import parser, pick_device, run_loop, training_step
 
 
 def main() -> None:
@@ -40,13 +40,7 @@ def main() -> None:
         loss.backward()
         return loss
 
-    compiled = maybe_compile(fwd_bwd, args.compile)
-
-    def step() -> torch.Tensor:
-        optimizer.zero_grad(set_to_none=True)
-        loss = compiled()
-        optimizer.step()
-        return loss
+    step = training_step(fwd_bwd, optimizer, args.compile)
 
     out = run_loop("resnet_train", step, args.warmup, args.steps, device,
                    {"compile": args.compile, "arch": args.arch, "batch": args.batch})
