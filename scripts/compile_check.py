@@ -1,17 +1,20 @@
 """torch.compile under rooflinectl on the GPU: outputs, cost coverage, owners, distortion.
 
-python3 scripts/compile_check.py OUT_DIR NAME MODE -- SCRIPT [ARGS...]
+python3 scripts/compile_check.py OUT_DIR NAME MODE [--repeats N] -- SCRIPT [ARGS...]
 
-Runs SCRIPT three ways with --compile MODE: plain, under `rooflinectl profile`, and under a bare
-torch.profiler (scripts/record_trace.py); all three with Inductor's cost annotations on, so they
-share Inductor's compile cache and compile the same kernels (the annotations change no math).
+Runs SCRIPT with --compile MODE: plain, then N pairs (default 1) of `rooflinectl profile` and a
+bare torch.profiler (scripts/record_trace.py), alternating; all with Inductor's cost annotations
+on, so they share Inductor's compile cache and compile the same kernels (the annotations change
+no math).
 Prints one COMPILE line (JSON) and appends a row to OUT_DIR/compile.md:
 - digest_equal: the script's OUTPUT line is the same plain and profiled;
 - known_cost_share: GPU time with a known cost; owner_share: known cost and a named owner
   (a module, or the aten ops a generated kernel fused / the op that launched the kernel);
-- distortion: counted kernel time under rooflinectl / the same count on the bare trace - 1
-  (the bare trace goes through the same attribution, so both count the same launches; the
-  profile counts the whole run, `--iterations none`, as the bare trace's attribution does).
+- distortion: median counted kernel time under rooflinectl / the median of the same count on
+  the bare traces - 1 (the bare trace goes through the same attribution, so both count the same
+  launches; the profile counts the whole run, `--iterations none`, as the bare trace's
+  attribution does); spread: (max - min) / median of the bare runs' counts, the noise the
+  distortion is read against.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import datetime as dt
 import gzip
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -40,17 +44,29 @@ def _digest(out: str) -> str | None:
 
 def main() -> int:
     out_dir, name, mode = sys.argv[1:4]
+    options = sys.argv[4:sys.argv.index("--")]
+    repeats = int(options[options.index("--repeats") + 1]) if "--repeats" in options else 1
     script = sys.argv[sys.argv.index("--") + 1:] + ["--compile", mode]
     prefix = os.path.join(out_dir, f"{name}-{mode}")
     plain = _digest(_run([sys.executable, *script]))
-    profiled = _digest(_run([sys.executable, "-m", "rooflinectl", "profile", script[0], "-o", f"{prefix}.profile.json",
-                             "-q", "--iterations", "none", "--save-capture", f"{prefix}.capture.json.gz", "--",
-                             *script[1:]]))
-    _run([sys.executable, "scripts/record_trace.py", f"{prefix}.bare.trace.json.gz", "--inductor-costs", "--", *script])
 
     from rooflinectl.attribution.join import attribute
     from rooflinectl.capture.trace import from_chrome_trace
     from rooflinectl.outputs.profile_file import load_profile
+
+    profiled, ours_s, bare_s = None, [], []
+    for i in range(repeats):
+        tag = "" if i == 0 else f".{i}"
+        out = _digest(_run([sys.executable, "-m", "rooflinectl", "profile", script[0], "-o",
+                            f"{prefix}{tag}.profile.json", "-q", "--iterations", "none",
+                            *(["--save-capture", f"{prefix}.capture.json.gz"] if i == 0 else []), "--", *script[1:]]))
+        profiled = profiled if i else out
+        ours_s.append(float(load_profile(f"{prefix}{tag}.profile.json").kernels["time_s"].sum()))
+        _run([sys.executable, "scripts/record_trace.py", f"{prefix}.bare.trace.json.gz", "--inductor-costs", "--",
+              *script])
+        with gzip.open(f"{prefix}.bare.trace.json.gz", "rt") as handle:
+            metadata = dict(load_profile(f"{prefix}.profile.json").metadata)
+            bare_s.append(float(attribute(from_chrome_trace(json.load(handle)), "cuda", metadata).launches["time_s"].sum()))
 
     profile = load_profile(f"{prefix}.profile.json")
     kernels = profile.kernels
@@ -58,8 +74,6 @@ def main() -> int:
     known = kernels["cost_source"] != "none"
     owned = known & ((kernels["module"].fillna("") != "") | (kernels["op"].fillna("") != ""))
     with_module = known & (kernels["module"].fillna("") != "")
-    with gzip.open(f"{prefix}.bare.trace.json.gz", "rt") as handle:
-        bare = attribute(from_chrome_trace(json.load(handle)), "cuda", dict(profile.metadata)).launches
     record = {
         "name": name, "mode": mode, "digest_equal": plain is not None and plain == profiled,
         "plain_output": plain, "profiled_output": profiled,
@@ -67,16 +81,20 @@ def main() -> int:
         "owner_share": float(kernels.loc[owned, "time_s"].sum() / total) if total else None,
         "module_share": float(kernels.loc[with_module, "time_s"].sum() / total) if total else None,
         "inductor_share": float(kernels.loc[kernels["cost_source"] == "inductor", "time_s"].sum() / total) if total else None,
-        "kernel_time_s": total, "bare_kernel_time_s": float(bare["time_s"].sum()),
+        "kernel_time_s": statistics.median(ours_s), "bare_kernel_time_s": statistics.median(bare_s),
+        "kernel_times_s": ours_s, "bare_kernel_times_s": bare_s, "repeats": repeats,
         "compile_work_s": profile.summary.get("compile_work_s"),
     }
-    record["distortion"] = record["kernel_time_s"] / record["bare_kernel_time_s"] - 1 if record["bare_kernel_time_s"] else None
+    bare_median = record["bare_kernel_time_s"]
+    record["distortion"] = record["kernel_time_s"] / bare_median - 1 if bare_median else None
+    record["bare_spread"] = (max(bare_s) - min(bare_s)) / bare_median if bare_median and repeats > 1 else None
     print("COMPILE " + json.dumps(record), flush=True)
     device = profile.metadata.get("device_name", "?")
     with open(os.path.join(out_dir, "compile.md"), "a", encoding="utf-8") as handle:
         handle.write(f"| {dt.date.today()} | {device} | {name} | {mode} | {record['digest_equal']} | "
                      f"{record['known_cost_share']:.1%} | {record['owner_share']:.1%} | {record['module_share']:.1%} | "
-                     f"{record['inductor_share']:.1%} | {record['distortion']:+.2%} |\n")
+                     f"{record['inductor_share']:.1%} | {record['distortion']:+.2%} | {repeats} | "
+                     f"{'-' if record['bare_spread'] is None else format(record['bare_spread'], '.2%')} |\n")
     return 0
 
 

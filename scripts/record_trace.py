@@ -1,12 +1,14 @@
 """Record a real workload's raw torch.profiler trace (Chrome JSON, gzipped) for test data.
 
-python3 scripts/record_trace.py OUT.trace.json.gz [--inductor-costs] -- SCRIPT [ARGS...]
+python3 scripts/record_trace.py OUT.trace.json.gz [--inductor-costs] [--cuda-only | --no-shapes] -- SCRIPT [ARGS...]
 
 Runs SCRIPT as `python SCRIPT ARGS` would, under a bare torch.profiler (CPU and CUDA activities,
 record_shapes) from start to end, with nothing of rooflinectl in the way: the trace is what the
 profiler itself gives, so CPU tests can feed it to any stage. `{RANK}` in OUT is replaced by the
 RANK environment variable (torchrun). --inductor-costs sets TORCHINDUCTOR_BENCHMARK_KERNEL=1 so
-Inductor's kernels carry kernel_num_gb/kernel_flop in their event args. Also writes
+Inductor's kernels carry kernel_num_gb/kernel_flop in their event args. --cuda-only records the
+CUDA activity alone (no CPU ops) and --no-shapes leaves record_shapes off: lighter profilers, to
+measure what each part of the profiler costs a launch-bound program. Also writes
 OUT.meta.json: versions, device, math modes, and the wall seconds of run, stop and export.
 """
 
@@ -34,10 +36,11 @@ def main() -> int:
         os.environ["TORCHINDUCTOR_BENCHMARK_KERNEL"] = "1"
     import torch
 
-    acts = [torch.profiler.ProfilerActivity.CPU]
+    acts = [] if "--cuda-only" in opts else [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
         acts.append(torch.profiler.ProfilerActivity.CUDA)
-    prof = torch.profiler.profile(activities=acts, record_shapes=True, acc_events=True)
+    shapes = "--no-shapes" not in opts and "--cuda-only" not in opts
+    prof = torch.profiler.profile(activities=acts, record_shapes=shapes, acc_events=True)
     sys.argv = script[:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script[0])))
     code = 0
@@ -66,6 +69,7 @@ def main() -> int:
             "allow_tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
             "allow_tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
             "inductor_costs": "--inductor-costs" in opts,
+            "activities": [str(a).rsplit(".", 1)[-1] for a in acts], "record_shapes": shapes,
             "run_s": t1 - t0, "stop_s": t2 - t1, "export_s": t3 - t2,
             "rank": os.environ.get("RANK"), "world_size": os.environ.get("WORLD_SIZE"),
         }

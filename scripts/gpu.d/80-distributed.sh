@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Multi-GPU (issue 15), on an nvidia-h200-x2 machine, alone (GPU_PIECES=80: it needs both GPUs).
-# Expected runtime: about 150 s (the link measured once, ~15 s; four torchrun runs of GPT-2 small,
-# ~25-35 s each: one un-profiled, three profiled with DDP buckets of 1, 25 and 400 MB).
+# Expected runtime: about 180 s (the link measured once, ~15 s; four torchrun runs of GPT-2 small,
+# ~25-35 s each: one un-profiled, one under a bare torch.profiler, three profiled with DDP buckets of 1, 25 and 400 MB).
 # - `rooflinectl ceilings --measure`: NCCL all-reduce bus bandwidth between the GPUs per message size
 #   (added to a cached measurement that lacks it) and the topology, as JSON;
 # - the un-profiled DDP step (TIMING lines per rank), then `rooflinectl profile --nproc-per-node 2`
@@ -19,6 +19,12 @@ python3 -m rooflinectl ceilings --measure --format json > "$out/ceilings.json" |
 python3 -m torch.distributed.run --standalone --nproc-per-node 2 examples/real/ddp_train.py "${args[@]}" --bucket-mb 25 \
   > "$out/plain.log" 2>&1 || echo "plain run: exit $?"
 grep -a "TIMING" "$out/plain.log" | cut -c1-300
+# the same step under a bare torch.profiler (CPU + CUDA, shapes: what rooflinectl records), to split
+# the profiled step's overhead into the profiler's part and rooflinectl's
+python3 -m torch.distributed.run --standalone --nproc-per-node 2 scripts/record_trace.py "$out/bare.rank{RANK}.trace.json.gz" \
+  -- examples/real/ddp_train.py "${args[@]}" --bucket-mb 25 > "$out/bare.log" 2>&1 || echo "bare profiler run: exit $?"
+grep -a "TIMING" "$out/bare.log" | cut -c1-300
+rm -f "$out"/bare.rank*.trace.json.gz
 for mb in 25 1 400; do
   python3 -m rooflinectl profile --nproc-per-node 2 -o "$out/b$mb.rank{rank}.json" --top 8 \
     examples/real/ddp_train.py -- "${args[@]}" --bucket-mb "$mb" > "$out/b$mb.log" 2>&1 || echo "profile bucket $mb: exit $?"
