@@ -1,0 +1,30 @@
+"""`rooflinectl profile` with one part of the capture switched off, to measure what that part
+costs a launch-bound program (scripts/gpu.d/68-overhead.sh). Measurement only: not a user option.
+
+python3 scripts/profile_variant.py no-modules PROFILE-ARGS...   (no nn.Module scopes)
+
+NVML sampling is switched off the documented way (ROOFLINECTL_NVML_PERIOD_S=0), not here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+
+def main() -> int:
+    variant, args = sys.argv[1], sys.argv[2:]
+    if variant != "no-modules":
+        print(__doc__, file=sys.stderr)
+        return 2
+    import rooflinectl.capture.session as session
+
+    session.module_scopes = contextlib.nullcontext  # the session enters module_scopes() by this name
+    from rooflinectl.cli.main import main as cli
+
+    cli(["profile", *args], prog_name="rooflinectl")  # exits with the profile's own exit code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
