@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.analysis.links import latency_bound_size, message_bytes
-from rooflinectl.analysis.transfers import level_roof, memory_level
+from rooflinectl.attribution.transfers import memory_level
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.schema import COUNTER_COLUMNS
 
@@ -70,7 +70,10 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     for name, empty in COUNTER_COLUMNS.items():
         if name not in out.columns:
             out[name] = empty
-    roofs = {level: level_roof(ceilings, level)[1].value for level in {memory_level(k) for k in out["kernel"]}}
+    roofs = {}
+    for level in {memory_level(k) for k in out["kernel"]}:
+        roof = ceilings.memory_roof(level, fall_back=True)  # a copy over a link never measured: its upper bound
+        roofs[level] = roof.value if roof is not None else math.nan
     bandwidth = np.array([roofs[memory_level(k)] for k in out["kernel"]], dtype=float)
     link = ceilings.link()
     on_link = (out["unit"] == "link").to_numpy(dtype=bool)

@@ -156,7 +156,7 @@ def poor_reuse(ctx: AdviceContext) -> list[Finding]:
         time_s = cell_float(row, "time_s", 0.0)
         best: tuple[float, str, float, float] | None = None  # saving, level, ratio, level time
         for level, column, below in (("l2", "l2_bytes", "dram_bytes"), ("l1", "l1_bytes", "l2_bytes")):
-            roof = ctx.ceilings.memory_roof(level)
+            roof = ctx.ceilings.memory_roof(level, fall_back=False)
             moved, under = cell_float(row, column, 0.0), max(cell_float(row, below, 0.0), 1.0)
             if roof is None or roof.value <= 0 or moved < REUSE_RATIO * under:
                 continue
@@ -203,7 +203,7 @@ def l2_resident(ctx: AdviceContext) -> list[Finding]:
     l2_size, bw = _l2_size_bytes(ctx), dram_bytes_per_s(ctx)
     if not (l2_size > 0 and bw > 0):
         return []
-    l2_roof = ctx.ceilings.memory_roof("l2")
+    l2_roof = ctx.ceilings.memory_roof("l2", fall_back=False)
     findings = []
     for i, row in _measured(ctx):
         minimum, time_s = cell_float(row, "bytes", 0.0), cell_float(row, "time_s", 0.0)
