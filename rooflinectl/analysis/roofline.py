@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.analysis.links import latency_bound_size, message_bytes
+from rooflinectl.attribution.spans import union_length
 from rooflinectl.attribution.transfers import memory_level
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.schema import COUNTER_COLUMNS
@@ -116,16 +117,7 @@ def summarise(table: pd.DataFrame, launches: pd.DataFrame, window_s: float, sequ
     """Whole-run figures (schema.SUMMARY_KEYS): known-cost share, device busy and idle time."""
     total = float(table["time_s"].sum()) if len(table) else 0.0
     known = float(table.loc[table["cost_source"] != "none", "time_s"].sum()) if len(table) else 0.0
-    busy_ns = 0
-    end = -1
-    for a, b in sorted(zip(launches["start_ns"], launches["end_ns"])):
-        if a >= end:
-            busy_ns += b - a
-            end = b
-        elif b > end:
-            busy_ns += b - end
-            end = b
-    busy_s = busy_ns / 1e9
+    busy_s = union_length(launches["start_ns"].to_numpy(), launches["end_ns"].to_numpy()) / 1e9
     return {
         "total_kernel_time_s": total,
         "known_cost_time_share": known / total if total > 0 else None,
