@@ -31,7 +31,7 @@ from rooflinectl.analysis.links import latency_bound_size, message_bytes
 from rooflinectl.attribution.spans import union_length
 from rooflinectl.attribution.transfers import memory_level
 from rooflinectl.ceilings.model import Ceilings, Roof
-from rooflinectl.schema import COUNTER_COLUMNS
+from rooflinectl.schema import COUNTER_COLUMNS, SHORT_LAUNCH_S
 
 ABOVE_ROOF = 1.05
 LAUNCH_CONFIG_COLUMNS = ("registers_per_thread", "shared_bytes_per_block")
@@ -126,7 +126,7 @@ def summarise(table: pd.DataFrame, launches: pd.DataFrame, window_s: float, sequ
         "device_busy_s": busy_s,
         "device_idle_s": max(window_s - busy_s, 0.0),
         "launches": int(len(launches)),
-        "short_launches": int((launches["time_s"] < 5e-6).sum()) if len(launches) else 0,
+        "short_launches": int((launches["time_s"] < SHORT_LAUNCH_S).sum()) if len(launches) else 0,
         "launch_sequence": sequence,
         "iterations": iterations,
     }

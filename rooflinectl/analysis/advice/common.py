@@ -9,10 +9,14 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.analysis.advice.registry import AdviceContext
+from rooflinectl.schema import SHORT_LAUNCH_S
 
 CUSTOM_ORIGINS: frozenset[str] = frozenset({"triton", "other"})
 MATH_FAMILIES: frozenset[str] = frozenset({"gemm", "conv", "attention"})
 FUSIBLE_FAMILIES: frozenset[str] = frozenset({"elementwise", "norm", "softmax", "reduction", "copy"})
+# Per call: kernels this long are where the grid's shape (waves, a tail, too few blocks for the SMs)
+# costs time worth a finding; in shorter ones launch latency and ramp-up dominate.
+LONG_KERNEL_S = 20.0e-6
 
 # Bytes per element of each precision name (the table's `precision` and `dtype` vocabularies).
 ELEMENT_BYTES: dict[str, float] = {
@@ -87,6 +91,11 @@ def summary_float(ctx: AdviceContext, key: str) -> float | None:
 def time_per_call_s(row: pd.Series) -> float:
     calls = max(1.0, cell_float(row, "calls", 1.0))
     return cell_float(row, "time_s", 0.0) / calls
+
+
+def is_short_launch(row: pd.Series) -> bool:
+    """Shorter per call than SHORT_LAUNCH_S: latency-bound, the launch rules' concern, not a kernel rule's."""
+    return time_per_call_s(row) < SHORT_LAUNCH_S
 
 
 def is_custom(row: pd.Series) -> bool:
