@@ -6,7 +6,6 @@ Renderers return strings, dicts or rich renderables; they never print and comput
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from typing import Any
 
@@ -16,6 +15,7 @@ from rich.text import Text
 
 from rooflinectl.analysis.diff import DiffReport, GroupChange
 from rooflinectl.outputs.escape import github_data, markdown, plain, rich_text
+from rooflinectl.outputs.junit import JUnitSuite
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 
 
@@ -121,17 +121,13 @@ def render_diff_github(report: DiffReport, pct: float | None = None, top: int = 
 def render_diff_junit(report: DiffReport, pct: float | None = None, top: int = 20) -> str:
     """One test case for the total and one per matched group (largest changes first, `top` of
     them): failed when it regressed more than pct percent (none fail without --fail-on-regression)."""
-    suite = ET.Element("testsuite", name="rooflinectl.diff")
-    failures = 0
+    suite = JUnitSuite("rooflinectl.diff")
 
     def case(name: str, failed: bool, message: str) -> None:
-        nonlocal failures
-        element = ET.SubElement(suite, "testcase", classname="rooflinectl.diff", name=plain(name), time="0")
         if failed:
-            failures += 1
-            ET.SubElement(element, "failure", type="regression", message=plain(message))
+            suite.case(name, failure=("regression", message))
         else:
-            ET.SubElement(element, "system-out").text = plain(message)
+            suite.case(name, output=plain(message))
 
     if report.incomplete:
         case("profiles.complete", pct is not None, "incomplete profile: " + "; ".join(report.incomplete))
@@ -140,10 +136,4 @@ def render_diff_junit(report: DiffReport, pct: float | None = None, top: int = 2
     for g in report.changed if top == 0 else report.changed[:top]:
         case(g.label, pct is not None and report.group_regressed(g, pct),
              f"{_ms(g.base_time_s)} -> {_ms(g.new_time_s)} ({_pct(g.delta_pct)}); {movement(g)}")
-    tests = len(suite)
-    suite.set("tests", str(tests))
-    suite.set("failures", str(failures))
-    root = ET.Element("testsuites", name="rooflinectl", tests=str(tests), failures=str(failures))
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return suite.xml()
