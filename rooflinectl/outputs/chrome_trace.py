@@ -13,7 +13,6 @@ Renders only: the numbers come from attribution (per launch) and analysis (per r
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -22,9 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from rooflinectl.atomic import atomic_file
 from rooflinectl.attribution.group import GROUP_KEY
 from rooflinectl.capture.trace import KERNEL_CATEGORIES
+from rooflinectl.gzip_file import write_packed_text
 from rooflinectl.profile_model import ProfileData
 
 PREFIX = "rooflinectl."
@@ -101,10 +100,4 @@ def annotate(trace: dict[str, Any], launches: pd.DataFrame, data: ProfileData) -
 
 def write_trace(trace: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """JSON, gzipped when the name ends in .gz (Perfetto and TensorBoard open both)."""
-    text = json.dumps(trace, allow_nan=False)
-    if str(path).endswith(".gz"):
-        with atomic_file(path, binary=True) as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        with atomic_file(path) as handle:
-            handle.write(text)
+    write_packed_text(path, json.dumps(trace, allow_nan=False))
