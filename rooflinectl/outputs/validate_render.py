@@ -34,10 +34,6 @@ def _ratio(value: Any) -> str:
     return "-" if math.isnan(value) else f"{value:.3g}"
 
 
-def _agree(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else ("yes" if value else "NO")
-
-
 def headline(summary: dict[str, Any], agreement: dict[str, Any]) -> list[str]:
     """What was compared: counters coverage and bound agreement, one line each."""
     c = summary.get("counters") or {}
