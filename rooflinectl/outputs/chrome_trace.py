@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.attribution.group import GROUP_KEY
 from rooflinectl.capture.trace import KERNEL_CATEGORIES
 from rooflinectl.gzip_file import write_packed_text
@@ -28,12 +29,6 @@ from rooflinectl.profile_model import ProfileData
 
 PREFIX = "rooflinectl."
 MARKER_KEY = "rooflinectl"
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
 
 
 def _launch_args(launch: Any, row: pd.Series, data: ProfileData) -> dict[str, Any]:
@@ -45,14 +40,14 @@ def _launch_args(launch: Any, row: pd.Series, data: ProfileData) -> dict[str, An
     known = math.isfinite(flops) and math.isfinite(nbytes)
     roof_s = max(flops / peak, nbytes / bandwidth) if known else math.nan
     intensity = flops / nbytes if known and nbytes > 0 else math.nan
-    return {f"{PREFIX}{k}": _finite(v) for k, v in {
+    return {f"{PREFIX}{k}": v for k, v in json_ready({
         "flops": flops, "bytes": nbytes, "intensity_flop_per_byte": intensity,
         "attainable_flops_per_s": min(peak, intensity * bandwidth) if known and nbytes > 0 else math.nan,
         "roof_time_s": roof_s, "efficiency": roof_s / duration_s if known and duration_s > 0 else math.nan,
         "bound": row["bound"], "op": launch.op, "module": launch.module, "shapes": launch.shapes,
         "precision": f"{row['precision']}{'.tc' if row['unit'] == 'tensor' else ''}",
         "cost_source": launch.cost_source,
-    }.items()}
+    }).items()}
 
 
 def _ns(us: float, base_us: float) -> int:
@@ -88,7 +83,7 @@ def annotate(trace: dict[str, Any], launches: pd.DataFrame, data: ProfileData) -
             continue
         matches.popleft().setdefault("args", {}).update(_launch_args(launch, row, data))
         done += 1
-    summary = {k: _finite(v) for k, v in data.summary.items() if k != "launch_sequence"}
+    summary = json_ready({k: v for k, v in data.summary.items() if k != "launch_sequence"})
     marker = {"tool": "rooflinectl", "tool_version": data.metadata.get("tool_version"),
               "device": data.ceilings.device_name, "annotated_events": done, "summary": summary,
               "args": "kernel events carry rooflinectl.flops, .bytes, .efficiency, .bound, ... in their args"}

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.diff import DiffReport, GroupChange
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.outputs.escape import github_data, markdown, plain, rich_text
 from rooflinectl.outputs.junit import JUnitSuite
 from rooflinectl.outputs.plot_names import shorten_kernel_name
@@ -34,26 +35,22 @@ def movement(change: GroupChange) -> str:
     return ", ".join(parts) or "-"
 
 
-def _finite_or_none(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in values.items()}
-
-
 def change_dict(change: GroupChange) -> dict[str, Any]:
     out = asdict(change)
     out.update(delta_s=change.delta_s, delta_pct=change.delta_pct, movement=movement(change))
-    return _finite_or_none(out)
+    return out
 
 
 def diff_dict(report: DiffReport, fail_on_regression: float | None = None) -> dict[str, Any]:
     """The JSON document of `rooflinectl diff --format json`."""
-    return {
+    return json_ready({
         "measure": report.measure, "base_total_s": report.base_total_s, "new_total_s": report.new_total_s,
         "total_delta_pct": report.total_delta_pct, "base_kernel_s": report.base_kernel_s,
         "new_kernel_s": report.new_kernel_s, "notes": report.notes, "incomplete": report.incomplete,
         "changed": [change_dict(g) for g in report.changed], "new": report.new, "vanished": report.vanished,
         "fail_on_regression": fail_on_regression,
         "regressions": report.regressions(fail_on_regression) if fail_on_regression is not None else [],
-    }
+    })
 
 
 def _ms(seconds: float) -> str:
