@@ -19,6 +19,7 @@ FUSIBLE_FAMILIES: frozenset[str] = frozenset({"elementwise", "norm", "softmax", 
 # costs time worth a finding; in shorter ones launch latency and ramp-up dominate.
 LONG_KERNEL_S = 20.0e-6
 
+
 def numel(shape: tuple[int, ...]) -> int:
     return math.prod(shape) if shape else 1
 
