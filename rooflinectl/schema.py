@@ -8,6 +8,9 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 1
 DEFAULT_PROFILE_PATH = "rooflinectl.profile.json"  # what `profile` writes and show/plot/advise read by default
+# A launch shorter than this is a short launch (summary short_launches): launch latency, not the
+# kernel's work, holds it; the launch rules speak for such kernels, the kernel rules skip them.
+SHORT_LAUNCH_S = 5e-6
 
 # name -> (dtype, meaning). Order is the order of the columns in files and tables.
 KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
@@ -85,7 +88,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "regions": "names of the rooflinectl.region blocks that limited the count",
     "region_runs": "how many times those blocks ran (0 without regions)",
     "launches": "number of kernel launches counted",
-    "short_launches": "launches shorter than 5 microseconds",
+    "short_launches": f"launches shorter than {SHORT_LAUNCH_S * 1e6:g} microseconds",
     "launch_sequence": "row indices (position in the kernel table) in launch order, first 100000",
     "iterations": "iterations the kernel table covers: function mode's --iters, the steady-state iterations of a script, else 1",
     "iterations_method": "how the counted work was chosen: function, regions, profiler_step, optimizer_step, module_forward, compiled_call, kernel_sequence (attribution/iterations.py), none (no iteration found: the whole run) or off (--iterations none)",

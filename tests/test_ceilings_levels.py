@@ -17,18 +17,19 @@ def h200() -> Ceilings:
 
 def test_l1_is_an_estimate_named_as_such_until_measured():
     ceilings = h200()
-    l1 = ceilings.memory_roof("l1")
+    l1 = ceilings.memory_roof("l1", fall_back=False)
     assert l1.value == pytest.approx(132 * 128 * 1.98e9)  # 33.4 TB/s
     assert l1.source == "estimate" and "--measure" in l1.note
     assert "l1" not in ceilings.memory_bytes_per_s  # not drawn on the ordinary chart
-    assert ceilings.memory_roof("l2") is None  # no honest figure without measuring
+    assert ceilings.memory_roof("l2", fall_back=False) is None  # no honest figure without measuring
     measured = apply_measurements(ceilings, [Measurement("l1.read", 25e12, "bytes/s", "triton re-read"),
                                              Measurement("l2.read", 9e12, "bytes/s", "triton .cg read")])
-    assert measured.memory_roof("l1").value == 25e12 and measured.memory_roof("l1").source == "measured"
-    assert measured.memory_roof("l2").value == 9e12
+    l1 = measured.memory_roof("l1", fall_back=False)
+    assert l1.value == 25e12 and l1.source == "measured"
+    assert measured.memory_roof("l2", fall_back=False).value == 9e12
 
 
 def test_ceilings_round_trip_keeps_the_estimate():
     ceilings = h200()
     again = Ceilings.from_dict(ceilings.to_dict())
-    assert again.memory_roof("l1") == ceilings.memory_roof("l1")
+    assert again.memory_roof("l1", fall_back=False) == ceilings.memory_roof("l1", fall_back=False)

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from real_traces import attributed
 
-from rooflinectl.analysis.communication import communication_summary, covered_ns, union
+from rooflinectl.analysis.communication import communication_summary, covered_ns
 from rooflinectl.attribution.iterations import find_iterations
+from rooflinectl.attribution.spans import union
 from rooflinectl.attribution.steady import split_steady
 from rooflinectl.capture.distributed import (
     rank_device_index,

@@ -3,10 +3,13 @@ measured pinned / pageable / peer copies, and which roof a memcpy meets."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from test_ceilings_build import H200_NVML, H200_TORCH
 
-from rooflinectl.analysis.transfers import level_roof, memory_level
+from rooflinectl.attribution.iterations import Iterations
+from rooflinectl.attribution.steady import setup_figures
+from rooflinectl.attribution.transfers import copy_link, crosses_link, memory_level
 from rooflinectl.ceilings.build import apply_measurements, gpu_spec_ceilings
 from rooflinectl.ceilings.detect import merge_gpu_info
 from rooflinectl.ceilings.measurement import Measurement
@@ -62,7 +65,53 @@ def test_which_link_a_copy_crosses(kernel: str, level: str) -> None:
 
 def test_missing_roofs_fall_back_to_what_a_copy_can_do_at_best() -> None:
     c = Ceilings("x", "cuda", memory_bytes_per_s={"dram": Roof(4e12, "spec"), "host_pinned": Roof(50e9, "spec")})
-    assert level_roof(c, "host_pageable") == ("host_pinned", Roof(50e9, "spec"))
-    assert level_roof(c, "peer") == ("host_pinned", Roof(50e9, "spec"))
+    assert c.memory_roof("host_pageable", fall_back=True) == Roof(50e9, "spec")
+    assert c.memory_roof("peer", fall_back=True) == Roof(50e9, "spec")
+    assert c.memory_roof("host_pageable", fall_back=False) is None  # asked for the level itself: not there
     old = Ceilings("x", "cuda", memory_bytes_per_s={"dram": Roof(4e12, "spec")})  # a profile from before host roofs
-    assert level_roof(old, "host_pageable") == ("dram", Roof(4e12, "spec"))
+    assert old.memory_roof("host_pageable", fall_back=True) == Roof(4e12, "spec")
+    assert old.memory_roof("host_pinned", fall_back=False) is None
+
+
+def test_one_lookup_where_the_two_used_to_disagree() -> None:
+    """The estimate of a level counts with or without fall-back (the old placement lookup skipped
+    it and gave DRAM), and a cache level never falls back to DRAM (a slower roof is no bound on it)."""
+    c = Ceilings("x", "cuda", memory_bytes_per_s={"dram": Roof(4e12, "spec")},
+                 details={"level_estimates": {"l1": {"value": 30e12, "source": "estimate"},
+                                              "host_pinned": {"value": 60e9, "source": "estimate"}}})
+    for fall_back in (True, False):
+        assert c.memory_roof("l1", fall_back=fall_back) == Roof(30e12, "estimate")
+        assert c.memory_roof("l2", fall_back=fall_back) is None
+        assert c.memory_roof("host_pinned", fall_back=fall_back) == Roof(60e9, "estimate")
+    assert c.memory_roof("host_pageable", fall_back=True) == Roof(60e9, "estimate")  # pinned's estimate bounds it
+    assert Ceilings("x", "cuda").memory_roof("peer", fall_back=True) is None  # no DRAM roof either: nothing to say
+
+
+# CUPTI's memcpy kinds by hand (H host, D device, A CUDA array in device memory, P peer device):
+# the link each crosses, or None where the copy stays in one device's memory.
+CUPTI_KINDS = {
+    "HtoD": ("Pinned", "Device", "host_pinned"), "DtoH": ("Device", "Pageable", "host_pageable"),
+    "HtoA": ("Pageable", "Array", "host_pageable"), "AtoH": ("Array", "Pinned", "host_pinned"),
+    "HtoH": ("Pinned", "Pinned", "host_pinned"), "PtoP": ("Device", "Device", "peer"),
+    "DtoD": ("Device", "Device", None), "DtoA": ("Device", "Array", None),
+    "AtoD": ("Array", "Device", None), "AtoA": ("Array", "Array", None),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CUPTI_KINDS))
+def test_one_classifier_for_attribution_and_analysis(kind: str) -> None:
+    """The setup line's transfers, the loop finder's weights and the roof a copy meets read the
+    same classifier: a copy over a link is a transfer exactly when its level is not DRAM."""
+    src, dst, link = CUPTI_KINDS[kind]
+    name = f"Memcpy {kind} ({src} -> {dst})"
+    assert copy_link(name) == link
+    assert memory_level(name) == (link or "dram")
+    assert crosses_link(pd.Series([name, "Memset (Device)", "void gemm_kernel<128>"])).tolist() == [link is not None, False, False]
+
+
+def test_setup_transfers_count_array_copies() -> None:
+    """HtoA / AtoH (copies into CUDA arrays) cross the host link: the setup line counts them."""
+    setup = pd.DataFrame({"kernel": ["Memcpy HtoA (Pageable -> Array)", "Memcpy DtoD (Device -> Device)", "k"],
+                          "time_s": [3e-3, 1e-3, 2e-3], "bytes": [4e6, 1e6, 0.0]})
+    figures = setup_figures(setup, Iterations("none"), window_s=1.0, run_wall_s=2.0)
+    assert figures["setup_transfer_time_s"] == pytest.approx(3e-3) and figures["setup_transfer_bytes"] == 4e6

@@ -17,7 +17,7 @@ import rooflinectl
 from rooflinectl._version import __version__
 
 PACKAGE = Path(rooflinectl.__file__).parent
-CORE = {"rooflinectl._version", "rooflinectl.schema", "rooflinectl.errors", "rooflinectl.atomic",
+CORE = {"rooflinectl._version", "rooflinectl.schema", "rooflinectl.errors", "rooflinectl.atomic", "rooflinectl.gzip_file",
         "rooflinectl.profile_model", "rooflinectl.aggregate", "rooflinectl.units", "rooflinectl.ceilings.model"}
 STAGES = ("core", "ceilings", "capture", "costs", "attribution", "analysis", "verify", "pipeline", "lessons", "outputs",
           "top")

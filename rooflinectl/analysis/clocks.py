@@ -11,13 +11,13 @@ A launch no non-idle sample covers has no clock (NaN) and its roofs do not move.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.analysis.roofline import clock_scale, peak_of
 from rooflinectl.attribution.group import GROUP_KEY
 from rooflinectl.ceilings.detect import THROTTLE_REASONS
@@ -214,19 +214,6 @@ def other_processes(nvml: dict[str, Any], device: dict[str, Any]) -> dict[str, A
     return {"count": count, "used_bytes": float(used), "sm_util_max_pct": float(sm)}
 
 
-def _plain(value: Any) -> Any:
-    """Plain JSON values: numpy scalars as Python numbers, NaN and inf as None (a profile file is JSON)."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def clock_summary(launches: pd.DataFrame, samples: Samples | None, metadata: dict[str, Any],
                   table: pd.DataFrame | None = None, ceilings: Ceilings | None = None) -> dict[str, Any] | None:
     """What the summary says of clocks, power and throttling while the counted kernels ran
@@ -237,7 +224,7 @@ def clock_summary(launches: pd.DataFrame, samples: Samples | None, metadata: dic
         out["roof_shifts"] = roof_clock_shifts(table, ceilings)
         if samples is not None and not launches.empty:
             out.update(capping_cost(launches, samples, table))
-    return _plain(out)
+    return json_ready(out)
 
 
 def capping_cost(launches: pd.DataFrame, samples: Samples, table: pd.DataFrame) -> dict[str, Any]:

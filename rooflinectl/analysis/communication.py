@@ -19,23 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooflinectl.attribution.spans import union
+
 MAX_COLLECTIVES = 10_000  # per-launch records kept in the summary
 COLLECTIVE_FIELDS = ("op", "shapes", "dtype", "bytes", "time_s", "exposed_s", "start_s")
-
-
-def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merged, sorted intervals covering the given ones (touching intervals merge)."""
-    if len(starts) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order].astype(np.int64), ends[order].astype(np.int64)
-    running_end = np.maximum.accumulate(e)
-    new = np.concatenate(([True], s[1:] > running_end[:-1]))
-    group = np.cumsum(new) - 1
-    out_s = s[new]
-    out_e = np.zeros(len(out_s), dtype=np.int64)
-    np.maximum.at(out_e, group, e)
-    return out_s, out_e
 
 
 def covered_ns(starts: np.ndarray, ends: np.ndarray, cover: tuple[np.ndarray, np.ndarray]) -> np.ndarray:

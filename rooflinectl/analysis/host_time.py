@@ -15,22 +15,10 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from rooflinectl.attribution.spans import span_index
+from rooflinectl.attribution.spans import span_index, union_length
 from rooflinectl.capture.trace import RawTrace
 
 TOP_SYNC_OPS = 5
-
-
-def _union_ns(intervals: list[tuple[int, int]]) -> int:
-    total, end = 0, None
-    for a, b in sorted(intervals):
-        if end is None or a > end:
-            total += b - a
-            end = b
-        elif b > end:
-            total += b - end
-            end = b
-    return total
 
 
 def _clip(intervals: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -73,8 +61,9 @@ def host_figures(trace: RawTrace, launches: pd.DataFrame, spans_ns: list[tuple[i
             continue
         idle = max(int(start_ns[nxt] - end_so_far[before]), 0)
         idle_after[nxt] = max(idle_after.get(nxt, 0), min(idle, s.dur_ns))
-    busy_host = _union_ns(_clip([(o.ts_ns, o.end_ns) for o in trace.ops if o.category == "cpu_op"]
-                                + [(s.ts_ns, s.ts_ns + s.dur_ns) for s in trace.syncs], spans_ns))
+    busy = _clip([(o.ts_ns, o.end_ns) for o in trace.ops if o.category == "cpu_op"]
+                 + [(s.ts_ns, s.ts_ns + s.dur_ns) for s in trace.syncs], spans_ns)
+    busy_host = union_length(np.array([a for a, _ in busy], dtype=np.int64), np.array([b for _, b in busy], dtype=np.int64))
     return {
         "host_sync_calls": len(syncs),
         "host_sync_s": sum(s.dur_ns for s in syncs) / 1e9,

@@ -9,24 +9,21 @@ row's message size, the row is latency-bound: bucket the messages (bigger, fewer
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
+from rooflinectl.attribution.calls import parse_shapes
 from rooflinectl.ceilings.model import Ceilings
-from rooflinectl.costs.tensors import TORCH_DTYPES
+from rooflinectl.costs.tensors import ELEMENT_BYTES
 
-ITEMSIZE = {**{short: size for short, size in TORCH_DTYPES.values()},  # the dtype column's short names (fp32)
-            **{name: size for name, (_, size) in TORCH_DTYPES.items()}}  # and torch's (float32)
 LATENCY_SHARE = 0.5  # below half the link's peak at this size: latency-bound
-_SHAPE = re.compile(r"\[([\d,\s]*)\]")
 
 
 def message_bytes(shapes: str, dtype: str) -> float:
     """A collective row's size per call (nccl-tests' S): its larger buffer's elements x element
     size; the shapes column reads "[n]" or "[in] -> [out]" (costs/collectives.py). NaN if unknown."""
-    counts = [math.prod(int(p) for p in body.split(",") if p.strip()) for body in _SHAPE.findall(str(shapes or ""))]
-    size = ITEMSIZE.get(str(dtype or ""))
+    counts = [math.prod(shape) for shape in parse_shapes(shapes)]
+    size = ELEMENT_BYTES.get(str(dtype or ""))
     if not counts or size is None:
         return math.nan
     return float(max(counts) * size)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.aggregate import combined_cost_source, common_module, sum_known
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.analysis.links import link_at_size, message_bytes
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.profile_model import ProfileData, iterations_of
@@ -242,7 +243,7 @@ def merge_ranks(profiles: list[ProfileData], paths: list[str] | None = None) -> 
     summary["iteration_time_s"] = statistics.median(steps) if steps else None
     world = int(profiles[0].metadata.get("world_size") or len(profiles))
     found = set(ranks["rank"])
-    summary["distributed"] = _none_for_nan({
+    summary["distributed"] = json_ready({
         "world_size": world, "ranks_found": sorted(int(r) for r in found),
         "missing_ranks": [r for r in range(world) if r not in found],
         "files": dict(zip([rank_of(p) for p in profiles], paths or [])),
@@ -254,17 +255,6 @@ def merge_ranks(profiles: list[ProfileData], paths: list[str] | None = None) -> 
     })
     metadata = {**profiles[0].metadata, "rank": -1, "merged_ranks": sorted(int(r) for r in found)}
     return ProfileData(kernels=table, ceilings=profiles[0].ceilings, metadata=metadata, summary=summary)
-
-
-def _none_for_nan(value: Any) -> Any:
-    """NaN (a figure not known) as None, all the way down: the summary is written as JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _none_for_nan(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_none_for_nan(v) for v in value]
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _sequence(first: ProfileData, table: pd.DataFrame) -> list[int]:

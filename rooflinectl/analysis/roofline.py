@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.analysis.links import latency_bound_size, message_bytes
-from rooflinectl.analysis.transfers import level_roof, memory_level
+from rooflinectl.attribution.spans import union_length
+from rooflinectl.attribution.transfers import memory_level
 from rooflinectl.ceilings.model import Ceilings, Roof
-from rooflinectl.schema import COUNTER_COLUMNS
+from rooflinectl.schema import COUNTER_COLUMNS, SHORT_LAUNCH_S
 
 ABOVE_ROOF = 1.05
 LAUNCH_CONFIG_COLUMNS = ("registers_per_thread", "shared_bytes_per_block")
@@ -70,7 +71,10 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     for name, empty in COUNTER_COLUMNS.items():
         if name not in out.columns:
             out[name] = empty
-    roofs = {level: level_roof(ceilings, level)[1].value for level in {memory_level(k) for k in out["kernel"]}}
+    roofs = {}
+    for level in {memory_level(k) for k in out["kernel"]}:
+        roof = ceilings.memory_roof(level, fall_back=True)  # a copy over a link never measured: its upper bound
+        roofs[level] = roof.value if roof is not None else math.nan
     bandwidth = np.array([roofs[memory_level(k)] for k in out["kernel"]], dtype=float)
     link = ceilings.link()
     on_link = (out["unit"] == "link").to_numpy(dtype=bool)
@@ -113,16 +117,7 @@ def summarise(table: pd.DataFrame, launches: pd.DataFrame, window_s: float, sequ
     """Whole-run figures (schema.SUMMARY_KEYS): known-cost share, device busy and idle time."""
     total = float(table["time_s"].sum()) if len(table) else 0.0
     known = float(table.loc[table["cost_source"] != "none", "time_s"].sum()) if len(table) else 0.0
-    busy_ns = 0
-    end = -1
-    for a, b in sorted(zip(launches["start_ns"], launches["end_ns"])):
-        if a >= end:
-            busy_ns += b - a
-            end = b
-        elif b > end:
-            busy_ns += b - end
-            end = b
-    busy_s = busy_ns / 1e9
+    busy_s = union_length(launches["start_ns"].to_numpy(), launches["end_ns"].to_numpy()) / 1e9
     return {
         "total_kernel_time_s": total,
         "known_cost_time_share": known / total if total > 0 else None,
@@ -131,7 +126,7 @@ def summarise(table: pd.DataFrame, launches: pd.DataFrame, window_s: float, sequ
         "device_busy_s": busy_s,
         "device_idle_s": max(window_s - busy_s, 0.0),
         "launches": int(len(launches)),
-        "short_launches": int((launches["time_s"] < 5e-6).sum()) if len(launches) else 0,
+        "short_launches": int((launches["time_s"] < SHORT_LAUNCH_S).sum()) if len(launches) else 0,
         "launch_sequence": sequence,
         "iterations": iterations,
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 from rooflinectl.capture.trace import RawOp
@@ -97,6 +98,21 @@ def shapes_text(call: OpCall) -> str:
             inner = ", ".join(str(list(t.shape)) for t in a[:4]) + (", ..." if len(a) > 4 else "")
             parts.append(f"({inner})")
     return " x ".join(parts)
+
+
+_SHAPE = re.compile(r"\[([^\[\]]*)\]")
+
+
+def parse_shapes(text: Any) -> list[tuple[int, ...]]:
+    """shapes_text read back: '[64, 128] x [128, 256]' -> [(64, 128), (128, 256)]; the shapes of
+    a list input ('([2, 3], [4])') each on their own; unparsable pieces are skipped."""
+    shapes: list[tuple[int, ...]] = []
+    for body in _SHAPE.findall(str(text or "")):
+        try:
+            shapes.append(tuple(int(p) for p in body.replace(" ", "").split(",") if p != ""))
+        except ValueError:
+            continue
+    return shapes
 
 
 def cost_key(op: RawOp, children: list[RawOp] | None = None) -> tuple[Any, ...]:

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.attribution.spans import merge_spans, span_index
+from rooflinectl.attribution.transfers import crosses_link
 from rooflinectl.capture.region import MODULE_PREFIX
 from rooflinectl.capture.trace import RawOp, RawTrace
 
@@ -43,7 +44,6 @@ OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#.+\.step$")
 COMPILED_CALL = re.compile(r"^## Call CompiledFxGraph \S+ ##$")
 COMPILE_MARK = re.compile(r"compile_id=(\S+)")
 AUTOTUNE_MARK = "CachingAutotuner.benchmark_all_configs"
-TRANSFER_PREFIXES = ("Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoH", "Memcpy PtoP")
 
 MIN_ITERATIONS = 2  # fewer found is no loop: the whole run is counted
 MIN_SEQUENCE_REPEATS = 3  # unmarked repetitions: two identical layers of one forward are not a loop
@@ -206,7 +206,7 @@ def _root_calls(ops: list[RawOp]) -> list[RawOp]:
 
 
 def _kernel_sequence(order: pd.DataFrame, tokens: np.ndarray, inside_calls: list[tuple[int, int]]) -> Iterations | None:
-    weights = np.where(order["kernel"].str.startswith(TRANSFER_PREFIXES), 0.0, order["time_s"].to_numpy(dtype=float))
+    weights = np.where(crosses_link(order["kernel"]), 0.0, order["time_s"].to_numpy(dtype=float))
     cumulative = np.concatenate(([0.0], np.cumsum(weights)))
     best: tuple[float, int, int, int] | None = None  # covered time, -period, start, end
     for period in _candidate_periods(tokens):

@@ -6,15 +6,34 @@ from __future__ import annotations
 import numpy as np
 
 
+def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merged, sorted intervals covering the given ones (touching intervals merge), as (starts,
+    ends) arrays: the one interval union every stage uses (spans, device busy time, host time,
+    communication against compute), vectorised for a million launches."""
+    starts, ends = np.asarray(starts), np.asarray(ends)
+    if len(starts) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    running_end = np.maximum.accumulate(e)
+    new = np.concatenate(([True], s[1:] > running_end[:-1]))
+    group = np.cumsum(new) - 1
+    out_s = s[new]
+    out_e = np.full(len(out_s), e.min(), dtype=e.dtype)
+    np.maximum.at(out_e, group, e)
+    return out_s, out_e
+
+
+def union_length(starts: np.ndarray, ends: np.ndarray) -> int | float:
+    """The length the intervals cover together (overlaps counted once)."""
+    lo, hi = union(starts, ends)
+    return (hi - lo).sum().item() if len(lo) else 0
+
+
 def merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted union of [start, end] spans."""
-    merged: list[tuple[int, int]] = []
-    for a, b in sorted(spans):
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged
+    """Sorted union of [start, end] spans, as a list of (start, end) in Python ints."""
+    lo, hi = union(np.array([a for a, _ in spans], dtype=np.int64), np.array([b for _, b in spans], dtype=np.int64))
+    return list(zip(lo.tolist(), hi.tolist()))
 
 
 def span_index(times_ns: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:

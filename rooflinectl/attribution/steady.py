@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from rooflinectl.attribution.iterations import TRANSFER_PREFIXES, Iterations
+from rooflinectl.attribution.iterations import Iterations
 from rooflinectl.attribution.spans import span_index
+from rooflinectl.attribution.transfers import crosses_link
 
 SLOW_WARMUP = 1.10
 
@@ -82,15 +83,10 @@ def split_steady(launches: pd.DataFrame, iterations: Iterations, wanted: int | N
                        steady_times, [iterations.spans_ns[i] for i in kept])
 
 
-def is_host_transfer(kernels: pd.Series) -> pd.Series:
-    """Memcpy between host and device (or between devices): the host link's work, not DRAM's."""
-    return kernels.astype(str).str.startswith(TRANSFER_PREFIXES)
-
-
 def setup_figures(setup: pd.DataFrame, iterations: Iterations, window_s: float, run_wall_s: float) -> dict[str, object]:
     """What the setup line says: kernel time and launches outside the steady state, host
     transfers among them, warm-up iterations, compilation (host) and wall time."""
-    transfers = setup[is_host_transfer(setup["kernel"])] if len(setup) else setup
+    transfers = setup[crosses_link(setup["kernel"])] if len(setup) else setup
     compile_s = sum(b - a for a, b in iterations.compile_spans_ns) / 1e9
     return {
         "setup_kernel_time_s": float(setup["time_s"].sum()) if len(setup) else 0.0,

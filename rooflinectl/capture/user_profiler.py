@@ -31,8 +31,9 @@ from typing import Any
 import torch.autograd.profiler as autograd_profiler
 from torch.autograd.profiler_util import EventList
 
-from rooflinectl.atomic import atomic_file
+from rooflinectl.atomic import write_atomic
 from rooflinectl.errors import UsageError
+from rooflinectl.gzip_file import atomic_packed, is_gzip_name, write_packed_text
 
 REAL_AUTOGRAD_PROFILE = autograd_profiler.profile
 NOTE = ("This run was profiled by rooflinectl, which stood in for the script's torch.profiler (two "
@@ -48,19 +49,13 @@ def _note_trace() -> str:
 
 
 def _write_note(path: str) -> None:
-    text = _note_trace()
-    if path.endswith(".gz"):
-        with atomic_file(path, binary=True) as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        with atomic_file(path) as handle:
-            handle.write(text)
+    write_packed_text(path, _note_trace())
     _state["exports"].append(str(Path(path).resolve()))
 
 
 def _still_our_note(path: Path) -> bool:
     try:
-        opener = gzip.open if path.suffix == ".gz" else open
+        opener = gzip.open if is_gzip_name(path) else open
         with opener(path, "rt", encoding="utf-8") as handle:
             return handle.read(len(NOTE) * 2 + 200) == _note_trace()
     except (OSError, UnicodeDecodeError, EOFError):
@@ -76,12 +71,8 @@ def deliver_exports(chrome_trace_path: str | None) -> list[str]:
     for target in map(Path, targets):
         if not _still_our_note(target):
             continue  # the script wrote it over since: its file now, not ours
-        with open(chrome_trace_path, "rb") as source, atomic_file(target, binary=True) as raw:
-            if target.suffix == ".gz":
-                with gzip.open(raw, "wb") as packed:
-                    shutil.copyfileobj(source, packed)
-            else:
-                shutil.copyfileobj(source, raw)
+        with open(chrome_trace_path, "rb") as source, atomic_packed(target) as handle:
+            shutil.copyfileobj(source, handle)
         done.append(str(target))
     return done
 
@@ -119,8 +110,7 @@ class CooperatingProfile:
         _write_note(str(path))
 
     def export_stacks(self, path: str, *_args: Any, **_kwargs: Any) -> None:
-        with atomic_file(path) as handle:
-            handle.write("")
+        write_atomic(path, "")
 
     def key_averages(self, *_args: Any, **_kwargs: Any) -> EventList:
         return EventList([])

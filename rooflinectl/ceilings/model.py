@@ -16,6 +16,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The level whose roof bounds a level the ceilings lack (profiles made before host roofs, or a peer
+# link never measured): pageable copies can do no better than pinned ones, a host or peer copy no
+# better than DRAM.
+MEMORY_FALLBACK = {"host_pageable": "host_pinned", "peer": "host_pinned", "host_pinned": "dram"}
+
 
 @dataclass(frozen=True)
 class Roof:
@@ -44,13 +49,21 @@ class Ceilings:
     def dram(self) -> Roof:
         return self.memory_bytes_per_s["dram"]
 
-    def memory_roof(self, level: str) -> Roof | None:
+    def memory_roof(self, level: str, *, fall_back: bool) -> Roof | None:
         """The roof of one memory level: measured or spec, else the estimate build.py left in
-        details["level_estimates"] (L1 from SMs x bytes per clock), else None."""
-        if level in self.memory_bytes_per_s:
-            return self.memory_bytes_per_s[level]
-        estimate = self.details.get("level_estimates", {}).get(level)
-        return Roof(**estimate) if isinstance(estimate, dict) else None
+        details["level_estimates"] (L1 from SMs x bytes per clock). Without either, None, unless
+        `fall_back`: then the roof of the level MEMORY_FALLBACK names, down to DRAM, an upper bound
+        for placing work (a pageable copy is no faster than a pinned one, a host copy no faster
+        than DRAM). Levels with no such bound (l1, l2: faster than DRAM) never fall back."""
+        while True:
+            if level in self.memory_bytes_per_s:
+                return self.memory_bytes_per_s[level]
+            estimate = self.details.get("level_estimates", {}).get(level)
+            if isinstance(estimate, dict):
+                return Roof(**estimate)
+            if not fall_back or level not in MEMORY_FALLBACK:
+                return None
+            level = MEMORY_FALLBACK[level]
 
     def link(self) -> Roof | None:
         """The roof collectives are held against (bus bandwidth between this machine's GPUs)."""

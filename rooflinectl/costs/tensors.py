@@ -61,6 +61,15 @@ TORCH_DTYPES: dict[str, tuple[str, int]] = {
     "complex128": ("complex128", 16),
 }
 
+# Bytes per element of every name the table's `dtype` and `precision` columns use: the short dtype
+# names (fp32, int64), torch's (float32), and the precisions that are no dtype (tf32 computes on
+# fp32 data; "int", integer work, is taken as int64).
+ELEMENT_BYTES: dict[str, int] = {
+    **{short: size for short, size in (*PROFILER_DTYPES.values(), *TORCH_DTYPES.values())},
+    **{name: size for name, (_, size) in TORCH_DTYPES.items()},
+    "tf32": 4, "int": 8,
+}
+
 # c10::ScalarType codes as they appear in "Concrete Inputs" for dtype arguments.
 SCALAR_TYPE_CODES: dict[int, tuple[str, int]] = {
     0: ("uint8", 1), 1: ("int8", 1), 2: ("int16", 2), 3: ("int32", 4), 4: ("int64", 8),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import xml.etree.ElementTree as ET
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -17,6 +16,7 @@ from rich.text import Text
 from rooflinectl.analysis.advice.engine import AdviceReport, exit_code
 from rooflinectl.analysis.advice.registry import Finding, severity_rank
 from rooflinectl.outputs.escape import github_data, github_property, markdown, plain, rich_text
+from rooflinectl.outputs.junit import JUnitSuite
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.units import seconds
 
@@ -165,36 +165,22 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
     """One test case per rule that ran: failed when it has findings at or above fail_on
     (warning when no --fail-on is given), skipped for gates without a threshold."""
     level = severity_rank(fail_on or "warning")
-    suite = ET.Element("testsuite", name="rooflinectl.advise")
-    failures = skipped = 0
+    suite = JUnitSuite("rooflinectl.advise")
     if report.incomplete:
-        case = ET.SubElement(suite, "testcase", classname="rooflinectl.advise", name="profile.complete", time="0")
-        ET.SubElement(case, "failure", type="incomplete", message=f"incomplete profile: {report.incomplete}")
-        failures += 1
+        suite.case("profile.complete", failure=("incomplete", f"incomplete profile: {report.incomplete}"))
     for entry in report.rules:
-        case = ET.SubElement(suite, "testcase", classname="rooflinectl.advise", name=entry.id, time="0")
         found: list[Finding] = report.findings_of(entry.id)
         bad = [f for f in found if severity_rank(f.severity) >= level]
+        output = "\n".join(plain(f.evidence) for f in found) if found and not bad else None
         if bad:
-            failures += 1
-            failure = ET.SubElement(case, "failure", type=bad[0].severity,
-                                    message=f"{plain(entry.title)}: {len(bad)} finding(s), est. saving "
-                                            f"{seconds(sum(f.est_saving_s for f in bad), decimals=2)}")
-            failure.text = "\n\n".join(f"{plain(f.evidence)}\nFix: {plain(f.recommendation)}" for f in bad)
+            suite.case(entry.id, failure=(bad[0].severity, f"{entry.title}: {len(bad)} finding(s), est. saving "
+                                                            f"{seconds(sum(f.est_saving_s for f in bad), decimals=2)}"),
+                       failure_text="\n\n".join(f"{plain(f.evidence)}\nFix: {plain(f.recommendation)}" for f in bad))
         elif entry.gate and not found and entry.id not in report.active_gates:
-            skipped += 1
-            ET.SubElement(case, "skipped", message="threshold not set")
-        if found and not bad:
-            ET.SubElement(case, "system-out").text = "\n".join(plain(f.evidence) for f in found)
-    tests = len(report.rules) + (1 if report.incomplete else 0)
-    suite.set("tests", str(tests))
-    suite.set("failures", str(failures))
-    suite.set("errors", "0")
-    suite.set("skipped", str(skipped))
-    root = ET.Element("testsuites", name="rooflinectl", tests=str(tests), failures=str(failures))
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+            suite.case(entry.id, skipped="threshold not set")
+        else:
+            suite.case(entry.id, output=output)
+    return suite.xml()
 
 
 def render_text(report: AdviceReport, fmt: str, fail_on: str | None = None, width: int = 100) -> str:

@@ -14,6 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.ceilings.build import ridge_points
 from rooflinectl.ceilings.measurement import kind_of
 from rooflinectl.ceilings.model import Ceilings, Roof
@@ -179,14 +180,4 @@ def render_ceilings(ceilings: Ceilings) -> Group:
 def ceilings_json(ceilings: Ceilings) -> str:
     """`--format json`: the Ceilings dict plus the ridge points; NaN/inf written as null."""
     payload = {"ceilings": ceilings.to_dict(), "ridge_points": ridge_points(ceilings)}
-    return json.dumps(_finite(payload), indent=2, default=str)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+    return json.dumps(json_ready(payload), indent=2, default=str)

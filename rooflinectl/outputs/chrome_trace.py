@@ -13,7 +13,6 @@ Renders only: the numbers come from attribution (per launch) and analysis (per r
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -22,19 +21,14 @@ from typing import Any
 
 import pandas as pd
 
-from rooflinectl.atomic import atomic_file
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.attribution.group import GROUP_KEY
 from rooflinectl.capture.trace import KERNEL_CATEGORIES
+from rooflinectl.gzip_file import write_packed_text
 from rooflinectl.profile_model import ProfileData
 
 PREFIX = "rooflinectl."
 MARKER_KEY = "rooflinectl"
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
 
 
 def _launch_args(launch: Any, row: pd.Series, data: ProfileData) -> dict[str, Any]:
@@ -46,14 +40,14 @@ def _launch_args(launch: Any, row: pd.Series, data: ProfileData) -> dict[str, An
     known = math.isfinite(flops) and math.isfinite(nbytes)
     roof_s = max(flops / peak, nbytes / bandwidth) if known else math.nan
     intensity = flops / nbytes if known and nbytes > 0 else math.nan
-    return {f"{PREFIX}{k}": _finite(v) for k, v in {
+    return {f"{PREFIX}{k}": v for k, v in json_ready({
         "flops": flops, "bytes": nbytes, "intensity_flop_per_byte": intensity,
         "attainable_flops_per_s": min(peak, intensity * bandwidth) if known and nbytes > 0 else math.nan,
         "roof_time_s": roof_s, "efficiency": roof_s / duration_s if known and duration_s > 0 else math.nan,
         "bound": row["bound"], "op": launch.op, "module": launch.module, "shapes": launch.shapes,
         "precision": f"{row['precision']}{'.tc' if row['unit'] == 'tensor' else ''}",
         "cost_source": launch.cost_source,
-    }.items()}
+    }).items()}
 
 
 def _ns(us: float, base_us: float) -> int:
@@ -89,7 +83,7 @@ def annotate(trace: dict[str, Any], launches: pd.DataFrame, data: ProfileData) -
             continue
         matches.popleft().setdefault("args", {}).update(_launch_args(launch, row, data))
         done += 1
-    summary = {k: _finite(v) for k, v in data.summary.items() if k != "launch_sequence"}
+    summary = json_ready({k: v for k, v in data.summary.items() if k != "launch_sequence"})
     marker = {"tool": "rooflinectl", "tool_version": data.metadata.get("tool_version"),
               "device": data.ceilings.device_name, "annotated_events": done, "summary": summary,
               "args": "kernel events carry rooflinectl.flops, .bytes, .efficiency, .bound, ... in their args"}
@@ -101,10 +95,4 @@ def annotate(trace: dict[str, Any], launches: pd.DataFrame, data: ProfileData) -
 
 def write_trace(trace: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """JSON, gzipped when the name ends in .gz (Perfetto and TensorBoard open both)."""
-    text = json.dumps(trace, allow_nan=False)
-    if str(path).endswith(".gz"):
-        with atomic_file(path, binary=True) as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        with atomic_file(path) as handle:
-            handle.write(text)
+    write_packed_text(path, json.dumps(trace, allow_nan=False))

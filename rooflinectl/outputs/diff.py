@@ -6,7 +6,6 @@ Renderers return strings, dicts or rich renderables; they never print and comput
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from typing import Any
 
@@ -15,7 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.diff import DiffReport, GroupChange
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.outputs.escape import github_data, markdown, plain, rich_text
+from rooflinectl.outputs.junit import JUnitSuite
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 
 
@@ -34,26 +35,22 @@ def movement(change: GroupChange) -> str:
     return ", ".join(parts) or "-"
 
 
-def _finite_or_none(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in values.items()}
-
-
 def change_dict(change: GroupChange) -> dict[str, Any]:
     out = asdict(change)
     out.update(delta_s=change.delta_s, delta_pct=change.delta_pct, movement=movement(change))
-    return _finite_or_none(out)
+    return out
 
 
 def diff_dict(report: DiffReport, fail_on_regression: float | None = None) -> dict[str, Any]:
     """The JSON document of `rooflinectl diff --format json`."""
-    return {
+    return json_ready({
         "measure": report.measure, "base_total_s": report.base_total_s, "new_total_s": report.new_total_s,
         "total_delta_pct": report.total_delta_pct, "base_kernel_s": report.base_kernel_s,
         "new_kernel_s": report.new_kernel_s, "notes": report.notes, "incomplete": report.incomplete,
         "changed": [change_dict(g) for g in report.changed], "new": report.new, "vanished": report.vanished,
         "fail_on_regression": fail_on_regression,
         "regressions": report.regressions(fail_on_regression) if fail_on_regression is not None else [],
-    }
+    })
 
 
 def _ms(seconds: float) -> str:
@@ -121,17 +118,13 @@ def render_diff_github(report: DiffReport, pct: float | None = None, top: int = 
 def render_diff_junit(report: DiffReport, pct: float | None = None, top: int = 20) -> str:
     """One test case for the total and one per matched group (largest changes first, `top` of
     them): failed when it regressed more than pct percent (none fail without --fail-on-regression)."""
-    suite = ET.Element("testsuite", name="rooflinectl.diff")
-    failures = 0
+    suite = JUnitSuite("rooflinectl.diff")
 
     def case(name: str, failed: bool, message: str) -> None:
-        nonlocal failures
-        element = ET.SubElement(suite, "testcase", classname="rooflinectl.diff", name=plain(name), time="0")
         if failed:
-            failures += 1
-            ET.SubElement(element, "failure", type="regression", message=plain(message))
+            suite.case(name, failure=("regression", message))
         else:
-            ET.SubElement(element, "system-out").text = plain(message)
+            suite.case(name, output=plain(message))
 
     if report.incomplete:
         case("profiles.complete", pct is not None, "incomplete profile: " + "; ".join(report.incomplete))
@@ -140,10 +133,4 @@ def render_diff_junit(report: DiffReport, pct: float | None = None, top: int = 2
     for g in report.changed if top == 0 else report.changed[:top]:
         case(g.label, pct is not None and report.group_regressed(g, pct),
              f"{_ms(g.base_time_s)} -> {_ms(g.new_time_s)} ({_pct(g.delta_pct)}); {movement(g)}")
-    tests = len(suite)
-    suite.set("tests", str(tests))
-    suite.set("failures", str(failures))
-    root = ET.Element("testsuites", name="rooflinectl", tests=str(tests), failures=str(failures))
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return suite.xml()

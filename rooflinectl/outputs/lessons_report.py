@@ -8,7 +8,6 @@ Strings from results (error messages) are shown as text, never as rich markup.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import pandas as pd
@@ -16,6 +15,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.analysis.lessons import target_status
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.units import percent, seconds, si
@@ -139,19 +139,6 @@ def render_lessons(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings
                  *lesson_notes(report, entries, with_targets=with_targets, with_verdicts=with_verdicts))
 
 
-def _jsonable(value: Any) -> Any:
-    """JSON has no NaN or inf (null instead) and no numpy scalars."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def lessons_json(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: Ceilings,
                  header: dict[str, Any]) -> str:
     """Everything the table shows, per lesson and variant, with the roofs used."""
@@ -161,7 +148,7 @@ def lessons_json(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: 
         variants = []
         for result in entry["results"]:
             row = figures.get((entry["name"], result["variant"]))
-            placed = {k: _jsonable(row[k]) for k in FIGURES} if row is not None else {}
+            placed = {k: row[k] for k in FIGURES} if row is not None else {}
             variants.append({**result, **placed})
         lessons.append({k: v for k, v in entry.items() if k != "results"} | {"variants": variants})
     payload = {
@@ -173,4 +160,4 @@ def lessons_json(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: 
                   "measurements": ceilings.details.get("measurements") or []},
         "lessons": lessons,
     }
-    return json.dumps(_jsonable(payload), indent=1, allow_nan=False)
+    return json.dumps(json_ready(payload), indent=1, allow_nan=False)

@@ -63,12 +63,6 @@ def new_figure(dpi: float) -> Figure:
     return fig
 
 
-def figure_with_strip(dpi: float) -> tuple[Figure, SubFigure, SubFigure]:
-    """The chart's figure made taller by CLOCK_STRIP_IN: (figure, chart panel of the usual size, strip)."""
-    fig, chart, strips = figure_with_strips(dpi, [CLOCK_STRIP_IN])
-    return fig, chart, strips[0]
-
-
 def figure_with_strips(dpi: float, heights_in: list[float]) -> tuple[Figure, SubFigure, list[SubFigure]]:
     """The chart's figure made taller by panels of these heights under it: (figure, chart, panels)."""
     fig = Figure(figsize=(FIGSIZE_IN[0], FIGSIZE_IN[1] + sum(heights_in)), dpi=dpi)

@@ -67,7 +67,7 @@ def level_roofs(data: ProfileData, table: pd.DataFrame) -> tuple[list[RoofLine],
     ran; plus a note for each level without a roof."""
     lines, missing = [], []
     for level in LEVELS:
-        roof = data.ceilings.memory_roof(level)
+        roof = data.ceilings.memory_roof(level, fall_back=False)
         if roof is None or roof.value <= 0:
             missing.append(MEMORY_NAMES[level])
             continue
@@ -89,7 +89,7 @@ def plot_levels(data: ProfileData, *, top: int = 10, filter_regex: str | None = 
     if "measured_launches" not in data.kernels.columns or not (data.kernels["measured_launches"] > 0).any():
         raise UsageError("This profile holds no counters, so it has no per-level bytes: profile it with "
                          "`rooflinectl profile --counters ncu`, then plot --levels.")
-    if data.ceilings.memory_roof("dram") is None:
+    if data.ceilings.memory_roof("dram", fall_back=False) is None:
         raise UsageError("The profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
     all_rows = data.kernels
     total_time_s = float(all_rows["time_s"].sum())
@@ -102,7 +102,7 @@ def plot_levels(data: ProfileData, *, top: int = 10, filter_regex: str | None = 
     fig = new_figure(dpi)
     ax = fig.add_axes(MAIN_RECT)
     frame_points = points.assign(where="roofline", bytes_per_s=float("nan"))
-    frame = compute_frame(frame_points, lines, data.ceilings.memory_roof("dram").value)
+    frame = compute_frame(frame_points, lines, data.ceilings.memory_roof("dram", fall_back=False).value)
     setup_axes(ax, frame)
     ax.set_ylabel("Performance (executed FLOP/s, measured)")
     ax.set_xlabel("Arithmetic intensity at each memory level (measured FLOP / byte)")

@@ -13,13 +13,13 @@ Loading never runs code: json.load and a DataFrame built from lists.
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.atomic import write_atomic
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import ProfileFileError
@@ -36,32 +36,23 @@ FORMAT_NAME = "rooflinectl-profile"
 __all__ = ["DEFAULT_PROFILE_PATH", "FORMAT_NAME", "load_profile", "save_profile", "to_json_dict"]
 
 
-def _jsonable(value: Any) -> Any:
-    """NaN and inf are not JSON: store them as null so any JSON reader can load the file."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):  # numpy scalars
-        return _jsonable(value.item())
-    return value
-
-
 def _table_dict(table: pd.DataFrame) -> dict[str, Any]:
-    rows = [[_jsonable(v) for v in row] for row in table.itertuples(index=False, name=None)]
-    return {"columns": list(table.columns), "rows": rows}
+    return {"columns": list(table.columns), "rows": list(table.itertuples(index=False, name=None))}
 
 
 def to_json_dict(data: ProfileData) -> dict[str, Any]:
+    """The profile file's document: plain JSON values throughout (NaN and inf as null)."""
     out = {
         "format": FORMAT_NAME,
         "schema_version": SCHEMA_VERSION,
         "metadata": data.metadata,
         "ceilings": data.ceilings.to_dict(),
-        "summary": {k: _jsonable(v) for k, v in data.summary.items()},
+        "summary": data.summary,
         "kernels": _table_dict(data.kernels),
     }
     if data.setup_kernels is not None and len(data.setup_kernels):
         out["setup_kernels"] = _table_dict(data.setup_kernels)
-    return out
+    return json_ready(out)
 
 
 def save_profile(data: ProfileData, path: str | os.PathLike[str]) -> None:

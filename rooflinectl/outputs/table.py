@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.outputs.clocks_text import clock_lines
 from rooflinectl.outputs.escape import plain, rich_text
@@ -218,19 +219,10 @@ def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:
     return Group(head, grid)
 
 
-def _records(table: pd.DataFrame) -> list[dict[str, Any]]:
-    records = table.to_dict(orient="records")
-    for r in records:
-        for k, v in r.items():
-            if isinstance(v, float) and not math.isfinite(v):
-                r[k] = None
-    return records
-
-
 def table_csv(table: pd.DataFrame) -> str:
     return table.to_csv(index=False)
 
 
 def table_json(table: pd.DataFrame, data: ProfileData) -> str:
     summary = {k: v for k, v in data.summary.items() if k != "launch_sequence"}
-    return json.dumps({"summary": summary, "kernels": _records(table)}, indent=1, allow_nan=False)
+    return json.dumps(json_ready({"summary": summary, "kernels": table.to_dict(orient="records")}), indent=1, allow_nan=False)

@@ -16,6 +16,7 @@ from rich.markup import escape as escape_markup
 from rich.table import Table
 from rich.text import Text
 
+from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.outputs.escape import markdown, plain
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.units import percent, seconds, si
@@ -32,10 +33,6 @@ def _ratio(value: Any) -> str:
     except (TypeError, ValueError):
         return "-"
     return "-" if math.isnan(value) else f"{value:.3g}"
-
-
-def _agree(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else ("yes" if value else "NO")
 
 
 def headline(summary: dict[str, Any], agreement: dict[str, Any]) -> list[str]:
@@ -107,17 +104,8 @@ def validate_markdown(summary: dict[str, Any], rows: pd.DataFrame, families: pd.
     return "\n".join(out) + "\n"
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    records = frame.to_dict(orient="records")
-    for record in records:
-        for key, value in record.items():
-            if hasattr(value, "item"):
-                value = value.item()
-            record[key] = None if isinstance(value, float) and not math.isfinite(value) else value
-    return records
-
-
 def validate_json(summary: dict[str, Any], rows: pd.DataFrame, families: pd.DataFrame, agreement: dict[str, Any]) -> str:
     counters = {k: v for k, v in (summary.get("counters") or {}).items() if k != "command"}
-    return json.dumps({"counters": counters, "agreement": agreement, "families": _records(families),
-                       "kernels": _records(rows)}, indent=1, allow_nan=False, default=str)
+    return json.dumps(json_ready({"counters": counters, "agreement": agreement,
+                                   "families": families.to_dict(orient="records"),
+                                   "kernels": rows.to_dict(orient="records")}), indent=1, allow_nan=False, default=str)

@@ -3,36 +3,21 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import pandas as pd
 
 from rooflinectl.analysis.advice.registry import AdviceContext
+from rooflinectl.attribution.calls import parse_shapes
+from rooflinectl.costs.tensors import ELEMENT_BYTES
+from rooflinectl.schema import SHORT_LAUNCH_S
 
 CUSTOM_ORIGINS: frozenset[str] = frozenset({"triton", "other"})
 MATH_FAMILIES: frozenset[str] = frozenset({"gemm", "conv", "attention"})
 FUSIBLE_FAMILIES: frozenset[str] = frozenset({"elementwise", "norm", "softmax", "reduction", "copy"})
-
-# Bytes per element of each precision name (the table's `precision` and `dtype` vocabularies).
-ELEMENT_BYTES: dict[str, float] = {
-    "fp64": 8, "float64": 8, "fp32": 4, "tf32": 4, "float32": 4, "bf16": 2, "bfloat16": 2,
-    "fp16": 2, "float16": 2, "fp8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1,
-    "int": 8, "int64": 8, "int32": 4, "bool": 1,
-}
-
-_SHAPE_RE = re.compile(r"\[([^\[\]]*)\]")
-
-
-def parse_shapes(text: Any) -> list[tuple[int, ...]]:
-    """'[64, 128] x [128, 256]' -> [(64, 128), (128, 256)]; unparsable pieces are skipped."""
-    shapes: list[tuple[int, ...]] = []
-    for body in _SHAPE_RE.findall(str(text or "")):
-        try:
-            shapes.append(tuple(int(p) for p in body.replace(" ", "").split(",") if p != ""))
-        except ValueError:
-            continue
-    return shapes
+# Per call: kernels this long are where the grid's shape (waves, a tail, too few blocks for the SMs)
+# costs time worth a finding; in shorter ones launch latency and ramp-up dominate.
+LONG_KERNEL_S = 20.0e-6
 
 
 def numel(shape: tuple[int, ...]) -> int:
@@ -87,6 +72,11 @@ def summary_float(ctx: AdviceContext, key: str) -> float | None:
 def time_per_call_s(row: pd.Series) -> float:
     calls = max(1.0, cell_float(row, "calls", 1.0))
     return cell_float(row, "time_s", 0.0) / calls
+
+
+def is_short_launch(row: pd.Series) -> bool:
+    """Shorter per call than SHORT_LAUNCH_S: latency-bound, the launch rules' concern, not a kernel rule's."""
+    return time_per_call_s(row) < SHORT_LAUNCH_S
 
 
 def is_custom(row: pd.Series) -> bool:

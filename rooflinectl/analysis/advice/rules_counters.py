@@ -17,7 +17,7 @@ from rooflinectl.analysis.advice.common import (
     cell_float,
     cell_text,
     dram_bytes_per_s,
-    time_per_call_s,
+    is_short_launch,
     where,
 )
 from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
@@ -28,7 +28,6 @@ REREAD_RATIO = 1.5  # DRAM bytes / minimum bytes above this: data read more than
 REUSE_RATIO = 4.0  # cache-level bytes / DRAM-level bytes above this: poor reuse
 LEVEL_TIME_SHARE = 0.5  # ... and that traffic at its roof takes at least half the kernel's time
 MIN_BYTES_PER_CALL = 8 * 2**20
-MIN_CALL_S = 5e-6
 L2_RESIDENT_BANDWIDTH = 0.8  # achieved minimum-traffic bandwidth / DRAM roof above this
 
 
@@ -151,12 +150,12 @@ def poor_reuse(ctx: AdviceContext) -> list[Finding]:
     """
     findings = []
     for i, row in _measured(ctx):
-        if time_per_call_s(row) < MIN_CALL_S:
+        if is_short_launch(row):
             continue
         time_s = cell_float(row, "time_s", 0.0)
         best: tuple[float, str, float, float] | None = None  # saving, level, ratio, level time
         for level, column, below in (("l2", "l2_bytes", "dram_bytes"), ("l1", "l1_bytes", "l2_bytes")):
-            roof = ctx.ceilings.memory_roof(level)
+            roof = ctx.ceilings.memory_roof(level, fall_back=False)
             moved, under = cell_float(row, column, 0.0), max(cell_float(row, below, 0.0), 1.0)
             if roof is None or roof.value <= 0 or moved < REUSE_RATIO * under:
                 continue
@@ -203,7 +202,7 @@ def l2_resident(ctx: AdviceContext) -> list[Finding]:
     l2_size, bw = _l2_size_bytes(ctx), dram_bytes_per_s(ctx)
     if not (l2_size > 0 and bw > 0):
         return []
-    l2_roof = ctx.ceilings.memory_roof("l2")
+    l2_roof = ctx.ceilings.memory_roof("l2", fall_back=False)
     findings = []
     for i, row in _measured(ctx):
         minimum, time_s = cell_float(row, "bytes", 0.0), cell_float(row, "time_s", 0.0)

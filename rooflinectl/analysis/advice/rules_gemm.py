@@ -15,7 +15,7 @@ from rooflinectl.analysis.advice.common import (
     cell_text,
     element_bytes,
     is_custom,
-    time_per_call_s,
+    is_short_launch,
     usable,
     where,
 )
@@ -37,8 +37,6 @@ ALIGN_BYTES = 16  # tensor-core kernels load operands in 16-byte vectors: 8 bf16
 TILE_MULTIPLE = 64  # the best kernels' tiles: a large dimension padded to a multiple of 64 fills them
 LARGE_DIM = 512  # from this size a dimension is padded to TILE_MULTIPLE, below it to the alignment
 MIN_GEMM_DIM = 64  # smaller GEMM dimensions make a skinny product (gemm.skinny), not an alignment case
-MIN_CALL_S = 5.0e-6
-MIN_PEER_CALL_S = 5.0e-6
 LEGACY_GAP = 0.8  # a legacy kernel under this share of its modern peers' efficiency is worth a finding
 
 
@@ -121,7 +119,7 @@ def peer_efficiency(ctx: AdviceContext, row: pd.Series, exclude: set[int]) -> tu
             continue
         if cell_text(other, "op_family") != family or cell_text(other, "precision") != precision:
             continue
-        if time_per_call_s(other) < MIN_PEER_CALL_S or misaligned(other) or not _modern(other, arch):
+        if is_short_launch(other) or misaligned(other) or not _modern(other, arch):
             continue
         time_s += cell_float(other, "time_s", 0.0)
         roof_s += cell_float(other, "roof_time_s", 0.0)
@@ -187,7 +185,7 @@ def alignment(ctx: AdviceContext) -> list[Finding]:
     groups: dict[tuple[str, tuple[int, ...]], list[tuple[int, Misaligned, float]]] = defaultdict(list)
     for i, row in ctx.kernels.iterrows():
         case = misaligned(row) if usable(row) and not is_custom(row) else None
-        if case is None or time_per_call_s(row) < MIN_CALL_S:
+        if case is None or is_short_launch(row):
             continue
         peer, _ = peer_efficiency(ctx, row, {int(i)})
         new_s = cell_float(row, "roof_time_s", 0.0) * case.work_ratio / peer
@@ -275,7 +273,7 @@ def legacy_kernel(ctx: AdviceContext) -> list[Finding]:
     for i, row in ctx.kernels.iterrows():
         if cell_text(row, "op_family") not in ("gemm", "conv") or is_custom(row) or not usable(row):
             continue
-        if cell_text(row, "unit") != "tensor" or misaligned(row) or time_per_call_s(row) < MIN_CALL_S:
+        if cell_text(row, "unit") != "tensor" or misaligned(row) or is_short_launch(row):
             continue
         reason = _legacy_reason(row, arch)
         if reason is None:

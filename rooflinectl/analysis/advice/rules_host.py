@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rooflinectl.analysis.advice.common import cell_float, cell_text, summary_float
 from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
-from rooflinectl.analysis.transfers import level_roof, memory_level
+from rooflinectl.attribution.transfers import memory_level
 from rooflinectl.units import percent, seconds, si
 
 MIN_SYNC_IDLE_SHARE = 0.05  # device idle after syncs, share of the window, from which the rule speaks
@@ -61,8 +61,8 @@ def pageable_transfer(ctx: AdviceContext) -> list[Finding]:
     """
     if not ctx.on_gpu or ctx.kernels.empty:
         return []
-    level, pinned = level_roof(ctx.ceilings, "host_pinned")
-    if level != "host_pinned" or pinned.value <= 0:
+    pinned = ctx.ceilings.memory_roof("host_pinned", fall_back=False)  # DRAM says nothing of the link
+    if pinned is None or pinned.value <= 0:
         return []
     findings: list[Finding] = []
     for i, row in ctx.kernels.iterrows():

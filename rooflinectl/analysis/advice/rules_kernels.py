@@ -10,7 +10,7 @@ from rooflinectl.analysis.advice.common import (
     cell_float,
     cell_text,
     is_custom,
-    time_per_call_s,
+    is_short_launch,
     usable,
     where,
 )
@@ -22,7 +22,6 @@ STOP_MIN_SHARE = 0.05
 FAR_EFFICIENCY = 0.5  # a custom kernel under this share of its roof is "far" from it
 TARGET_EFFICIENCY = 0.8  # what a well-tuned kernel reaches: the tiling rules' target
 LIBRARY_GAP = 0.5  # custom efficiency under this fraction of the library's: call the library
-MIN_CALL_S = 5.0e-6  # shorter kernels are latency-bound; the launch rules speak for them
 
 
 def library_efficiency(ctx: AdviceContext, row: pd.Series) -> tuple[float, str]:
@@ -115,7 +114,7 @@ def stop_here(ctx: AdviceContext) -> list[Finding]:
 def _far_custom(ctx: AdviceContext, bound: str) -> list[tuple[int, pd.Series]]:
     return [(int(i), r) for i, r in ctx.kernels.iterrows()
             if is_custom(r) and usable(r) and cell_text(r, "bound") == bound
-            and cell_float(r, "efficiency", 1.0) < FAR_EFFICIENCY and time_per_call_s(r) >= MIN_CALL_S
+            and cell_float(r, "efficiency", 1.0) < FAR_EFFICIENCY and not is_short_launch(r)
             and _library_case(ctx, r) is None]
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from rooflinectl.analysis.advice.common import (
+    LONG_KERNEL_S,
     cell_float,
     cell_text,
+    is_short_launch,
     sm_count,
     summary_float,
     time_per_call_s,
@@ -12,13 +14,12 @@ from rooflinectl.analysis.advice.common import (
     where,
 )
 from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.schema import SHORT_LAUNCH_S
 from rooflinectl.units import percent, seconds
 
 # Kernel-to-kernel gap that remains inside a CUDA-graph replay (~1 us on Hopper-class GPUs).
 GRAPH_GAP_S = 1.0e-6
-SHORT_KERNEL_S = 5.0e-6  # "short launch", as in the summary's short_launches
 MIN_IDLE_SHARE = 0.10  # idle share of the window from which the rule speaks
-LONG_KERNEL_S = 20.0e-6  # small-grid rule: only kernels long enough for the grid size to matter
 MIN_GRID_SHARE = 0.01
 
 
@@ -45,7 +46,7 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     launches = summary_float(ctx, "launches") or float(ctx.kernels["calls"].sum())
     short = summary_float(ctx, "short_launches")
     if short is None:
-        short_rows = ctx.kernels[[time_per_call_s(r) < SHORT_KERNEL_S for _, r in ctx.kernels.iterrows()]]
+        short_rows = ctx.kernels[[is_short_launch(r) for _, r in ctx.kernels.iterrows()]]
         short = float(short_rows["calls"].sum()) if len(short_rows) else 0.0
     idle_share = idle_s / window_s
     if idle_share < MIN_IDLE_SHARE:
@@ -64,7 +65,7 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
         "launch.overhead",
         evidence=(f"The GPU was idle {seconds(idle_s, decimals=2)} of a {seconds(window_s, decimals=2)} window "
                   f"({percent(idle_share)}) across {int(launches)} launches "
-                  f"({int(short)} shorter than {SHORT_KERNEL_S * 1e6:.0f} us); "
+                  f"({int(short)} shorter than {SHORT_LAUNCH_S * 1e6:.0f} us); "
                   f"one launch every {seconds(per_launch_s, decimals=2)}"
                   + ("" if unprofiled_s is None else
                      f"; without the profiler's own cost per event, about {seconds(expected_idle_s, decimals=2)} idle")

@@ -12,6 +12,7 @@ from rooflinectl.analysis.advice.common import (
     cell_float,
     cell_text,
     element_bytes,
+    is_short_launch,
     launch_sequence,
     time_per_call_s,
     usable,
@@ -24,7 +25,6 @@ from rooflinectl.units import percent, seconds, si
 
 SKINNY_MAX = 256  # a GEMM with at most this many rows (or columns) is skinny
 SMALL_K_MAX = 64
-MIN_CALL_S = 5.0e-6
 MIN_SHARE = 0.01
 FAR_EFFICIENCY = 0.5
 MEMORY_BOUND_SHARE = 0.5  # intensity under half the ridge: memory-bound whatever the kernel
@@ -75,7 +75,7 @@ def skinny(ctx: AdviceContext) -> list[Finding]:
         if not (short_k or DECODE_MAX_M < thin <= SKINNY_MAX) or min(dims.m, dims.n) <= DECODE_MAX_M:
             continue
         intensity, eff = cell_float(row, "intensity", 0.0), cell_float(row, "efficiency", 1.0)
-        if intensity >= MEMORY_BOUND_SHARE * ridge or eff >= FAR_EFFICIENCY or time_per_call_s(row) < MIN_CALL_S:
+        if intensity >= MEMORY_BOUND_SHARE * ridge or eff >= FAR_EFFICIENCY or is_short_launch(row):
             continue
         saving_s = time_s - cell_float(row, "roof_time_s", 0.0) / TARGET_EFFICIENCY
         if saving_s <= 0:

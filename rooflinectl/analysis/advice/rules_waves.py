@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rooflinectl.analysis.advice.common import (
+    LONG_KERNEL_S,
     MATH_FAMILIES,
     cell_float,
     cell_text,
@@ -20,10 +21,9 @@ from rooflinectl.analysis.advice.common import (
 from rooflinectl.analysis.advice.gemm_kernels import gemm_dims, is_helper, output_tile, output_tiles
 from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
 from rooflinectl.analysis.occupancy import Occupancy, device_limits, occupancy
+from rooflinectl.schema import SHORT_LAUNCH_S
 from rooflinectl.units import percent, seconds
 
-LONG_KERNEL_S = 20.0e-6  # a tail only costs time worth a finding in kernels this long per call
-MIN_CALL_S = 5.0e-6  # shorter kernels are latency-bound: the launch rules speak for them
 MIN_SHARE = 0.01  # of kernel time
 MAX_WAVES = 8  # past this many waves a partial last one costs at most 1/8 of the time
 MIN_TAIL_WASTE = 0.10  # share of the kernel's slot-time the last wave leaves idle
@@ -196,7 +196,7 @@ def low_occupancy(ctx: AdviceContext) -> list[Finding]:
     if not ctx.on_gpu or not sms:
         return []
     findings = []
-    for i, row in weighty_rows(ctx, MIN_CALL_S):
+    for i, row in weighty_rows(ctx, SHORT_LAUNCH_S):
         time_s = cell_float(row, "time_s", 0.0)
         if cell_text(row, "op_family") in MATH_FAMILIES or cell_text(row, "bound") == "compute":
             continue

@@ -1,0 +1,39 @@
+"""The one interval union (attribution/spans.py) against intervals worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rooflinectl.analysis.roofline import summarise
+from rooflinectl.attribution.spans import merge_spans, union, union_length
+
+# (intervals, their union by hand): overlap, containment, touching ends (merged), a gap, unsorted input
+HAND = [
+    ([], []),
+    ([(5, 9)], [(5, 9)]),
+    ([(0, 10), (5, 20)], [(0, 20)]),
+    ([(0, 100), (10, 20), (30, 40)], [(0, 100)]),
+    ([(0, 10), (10, 15)], [(0, 15)]),
+    ([(30, 40), (0, 10), (12, 14), (35, 50), (13, 20)], [(0, 10), (12, 20), (30, 50)]),
+]
+
+
+@pytest.mark.parametrize("intervals, merged", HAND)
+def test_union_by_hand(intervals: list[tuple[int, int]], merged: list[tuple[int, int]]) -> None:
+    assert merge_spans(intervals) == merged
+    starts = np.array([a for a, _ in intervals], dtype=np.int64)
+    ends = np.array([b for _, b in intervals], dtype=np.int64)
+    lo, hi = union(starts, ends)
+    assert list(zip(lo.tolist(), hi.tolist())) == merged
+    assert union_length(starts, ends) == sum(b - a for a, b in merged)
+
+
+def test_device_busy_time_counts_overlap_once() -> None:
+    """summarise's device busy time: two streams overlapping 40 ns, then a gap, over a 200 ns window."""
+    launches = pd.DataFrame({"start_ns": [0, 60, 150], "end_ns": [100, 120, 170], "time_s": [1e-7, 6e-8, 2e-8]})
+    table = pd.DataFrame({"time_s": [1.8e-7], "cost_source": ["analytic"]})
+    s = summarise(table, launches, 200e-9, [], 1)
+    assert s["device_busy_s"] == pytest.approx(140e-9)
+    assert s["device_idle_s"] == pytest.approx(60e-9)
