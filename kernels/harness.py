@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from rooflinectl_kernels.cost import TENSOR_CORE_KEY, WIDTH_KEYS, declared_bits, declared_flops
+from rooflinectl.attribution.join import declared_cost
+from rooflinectl.capture.triton_hook import summarise_declaration
 from rooflinectl_kernels.declared import recording
 from rooflinectl_kernels.registry import Lesson, Variant, dtype_name, interpreting, shape_text
 
@@ -51,12 +52,14 @@ class VariantResult:
     shapes: str
     dtype: str
     kernels: list[str] = field(default_factory=list)  # declared launch names, one per launch in one call
+    declared: list[dict[str, Any]] = field(default_factory=list)  # each launch's declaration, as the profiler reads it
     time_s: float | None = None  # median per call
     flops: float | None = None
     bytes: float | None = None
-    bits: int | None = None
-    tensor_core: bool = False
-    cost_source: str = ""  # triton: its kernels declared it; op: the lesson kernel's (minimum) cost; call: the call's own formula
+    unit: str = ""  # the roof, as the profiler decides it from a declaration (attribution.join.declared_cost)
+    precision: str = ""
+    # triton: its kernels declared it; op: the lesson kernel's (minimum) cost; call: the call's own formula
+    cost_source: str = ""
     check: Check | None = None
     autotune: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
@@ -141,12 +144,27 @@ def _config_dict(config: Any) -> dict[str, Any]:
     return {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
 
 
-def _summed(declared: list[dict[str, Any]]) -> tuple[float, float, int | None, bool]:
-    flops = sum(declared_flops(d) for d in declared)
-    nbytes = sum(float(d.get("bytes", 0.0)) for d in declared)
-    by_width = {bits: sum(float(d.get(key, 0.0)) for d in declared) for bits, key in WIDTH_KEYS.items()}
-    bits = max(by_width, key=by_width.get) if flops > 0 else declared_bits(declared[0]) if declared else None
-    return flops, nbytes, bits, any(bool(d.get(TENSOR_CORE_KEY)) for d in declared)
+def _combined(declared: list[dict[str, Any]]) -> dict[str, Any]:
+    """A variant's launches as one declaration: FLOPs (per width too) and bytes summed; the unit,
+    precision and family those of the launch with the most FLOPs (the first when none has any),
+    which is how `rooflinectl profile` holds that launch."""
+    lead = max(declared, key=lambda d: d["flops"])
+    widths: dict[str, float] = {}
+    for d in declared:
+        for width, flops in d["flops_by_width"].items():
+            widths[width] = widths.get(width, 0.0) + flops
+    known = all(d["bytes"] is not None for d in declared)
+    return {**lead, "flops": sum(d["flops"] for d in declared), "flops_by_width": widths,
+            "bytes": sum(d["bytes"] for d in declared) if known else None}
+
+
+def _hold_to(result: VariantResult, declared: list[dict[str, Any]]) -> None:
+    """Set the variant's cost and roof from declarations read the profiler's way."""
+    cost = declared_cost(_combined(declared))
+    if cost is None:
+        raise RuntimeError("its declared cost has no bytes")
+    result.flops, result.bytes = cost.flops, cost.bytes
+    result.unit, result.precision, result.family = cost.unit, cost.dtype, cost.family
 
 
 def run_variant(lesson: Lesson, variant: Variant, inputs: dict[str, Any], ref: Any, device: torch.device,
@@ -169,18 +187,19 @@ def run_variant(lesson: Lesson, variant: Variant, inputs: dict[str, Any], ref: A
                 _sync(device)
             if not declared:
                 raise RuntimeError("its kernels declared no cost (launch_metadata) during a call")
-            result.kernels = [str(d.get("name", "")) for d in declared]
-            result.flops, result.bytes, result.bits, result.tensor_core = _summed(declared)
+            result.kernels = [d["name"] for d in declared]
+            result.declared = declared
+            _hold_to(result, declared)
             result.cost_source = "triton"
-        else:
-            if variant.cost is not None:
-                own = variant.cost(inputs)
-                result.flops, result.bytes, result.bits, result.tensor_core = _summed([own])
-                result.cost_source = "call"
-            elif primary is not None and primary.bytes is not None:
-                result.flops, result.bytes = primary.flops, primary.bytes
-                result.bits, result.tensor_core = primary.bits, primary.tensor_core
-                result.cost_source = "op"
+        elif variant.cost is not None:
+            own = summarise_declaration(variant.cost(inputs))
+            result.declared = [own] if own is not None else []
+            _hold_to(result, result.declared)
+            result.cost_source = "call"
+        elif primary is not None and primary.bytes is not None:
+            result.flops, result.bytes = primary.flops, primary.bytes
+            result.unit, result.precision, result.family = primary.unit, primary.precision, primary.family
+            result.cost_source = "op"
         if timed:
             result.time_s = time_call(lambda: variant.run(inputs), device)
     except Exception as exc:  # one broken variant must not lose the others' figures

@@ -27,32 +27,33 @@ EPS = 1e-5
 
 def _ln_fwd_cost(grid, metadata, args):
     x = args["x"]
-    return declare("layernorm_fwd_kernel", flops=8 * x.numel(), bits=32,
+    return declare("layernorm_fwd_kernel", family="norm", flops=8 * x.numel(), bits=32,
                    nbytes=tensor_bytes(x, args["w"], args["b"], args["y"], args["mean"], args["rstd"]))
 
 
 def _rms_fwd_cost(grid, metadata, args):
     x = args["x"]
-    return declare("rmsnorm_fwd_kernel", flops=4 * x.numel(), bits=32,
+    return declare("rmsnorm_fwd_kernel", family="norm", flops=4 * x.numel(), bits=32,
                    nbytes=tensor_bytes(x, args["w"], args["y"], args["rstd"]))
 
 
 def _ln_bwd_cost(grid, metadata, args):
     x = args["x"]
-    return declare("layernorm_bwd_kernel", flops=13 * x.numel(), bits=32,
+    return declare("layernorm_bwd_kernel", family="norm", flops=13 * x.numel(), bits=32,
                    nbytes=tensor_bytes(args["dy"], x, args["w"], args["mean"], args["rstd"], args["dx"],
                                        args["dw_part"], args["db_part"]))
 
 
 def _rms_bwd_cost(grid, metadata, args):
     x = args["x"]
-    return declare("rmsnorm_bwd_kernel", flops=9 * x.numel(), bits=32,
+    return declare("rmsnorm_bwd_kernel", family="norm", flops=9 * x.numel(), bits=32,
                    nbytes=tensor_bytes(args["dy"], x, args["w"], args["rstd"], args["dx"], args["dw_part"]))
 
 
 def _column_sum_cost(grid, metadata, args):
+    """A reduction, but its family is the op it finishes (the norm backward's dw and db)."""
     part = args["part"]
-    return declare("column_sum_kernel", flops=part.numel(), bits=32, nbytes=tensor_bytes(part, args["out"]))
+    return declare("column_sum_kernel", family="norm", flops=part.numel(), bits=32, nbytes=tensor_bytes(part, args["out"]))
 
 
 @triton.jit(launch_metadata=_ln_fwd_cost)

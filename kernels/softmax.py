@@ -22,33 +22,33 @@ from rooflinectl_kernels.registry import Lesson, Target, Variant, register, row_
 
 def _fused_cost(grid, metadata, args):
     x = args["x"]
-    return declare("softmax_fused_kernel", nbytes=2 * tensor_bytes(x), flops=4 * x.numel(), bits=32)
+    return declare("softmax_fused_kernel", family="softmax", nbytes=2 * tensor_bytes(x), flops=4 * x.numel(), bits=32)
 
 
 def _max_cost(grid, metadata, args):
-    return declare("softmax_row_max_kernel", nbytes=tensor_bytes(args["x"], args["row_max"]))
+    return declare("softmax_row_max_kernel", family="softmax", nbytes=tensor_bytes(args["x"], args["row_max"]))
 
 
 def _exp_sum_cost(grid, metadata, args):
     x = args["x"]
-    return declare("softmax_exp_sum_kernel",
+    return declare("softmax_exp_sum_kernel", family="softmax",
                    nbytes=tensor_bytes(x, args["row_max"], args["e"], args["row_sum"]), flops=3 * x.numel(), bits=32)
 
 
 def _divide_cost(grid, metadata, args):
     e = args["e"]
-    return declare("softmax_divide_kernel", nbytes=tensor_bytes(e, args["row_sum"], args["y"]), flops=e.numel(),
+    return declare("softmax_divide_kernel", family="softmax", nbytes=tensor_bytes(e, args["row_sum"], args["y"]), flops=e.numel(),
                    bits=32)
 
 
 def _online_cost(grid, metadata, args):
     x = args["x"]
-    return declare("softmax_online_kernel", nbytes=2 * tensor_bytes(x), flops=4 * x.numel(), bits=32)
+    return declare("softmax_online_kernel", family="softmax", nbytes=2 * tensor_bytes(x), flops=4 * x.numel(), bits=32)
 
 
 def _three_pass_cost(grid, metadata, args):
     x = args["x"]
-    return declare("softmax_three_pass_kernel", nbytes=2 * tensor_bytes(x), flops=4 * x.numel(), bits=32)
+    return declare("softmax_three_pass_kernel", family="softmax", nbytes=2 * tensor_bytes(x), flops=4 * x.numel(), bits=32)
 
 
 @triton.jit(launch_metadata=_fused_cost)

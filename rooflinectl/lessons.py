@@ -84,13 +84,6 @@ def _load_from_checkout() -> ModuleType:
     return module
 
 
-def _precision(result: dict[str, Any]) -> str:
-    bits, dtype = result.get("bits"), result["dtype"]
-    if bits == 16 and dtype in ("bf16", "fp16"):
-        return dtype
-    return {8: "int8", 16: "fp16", 32: "fp32", 64: "fp64"}.get(bits, dtype)
-
-
 def _torch_label(variant: str) -> str:
     return variant if variant.startswith("torch") else f"torch: {variant}"
 
@@ -121,8 +114,9 @@ def _row(result: dict[str, Any], device_kind: str) -> dict[str, Any]:
         "cost_note": note,
         "blocks": math.nan,
         "threads_per_block": math.nan,
-        "unit": "tensor" if result.get("tensor_core") and device_kind == "cuda" else "simt",
-        "precision": _precision(result),
+        # the roof its declaration names (attribution.join.declared_cost); CPU ceilings have no tensor roofs
+        "unit": (result.get("unit") or "simt") if device_kind == "cuda" else "simt",
+        "precision": result.get("precision") or "",
         **{k: result[k] for k in ROW_KEYS},
     }
 

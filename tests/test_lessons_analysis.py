@@ -20,22 +20,24 @@ def _ceilings() -> Ceilings:
                     kernel_floor_s=Roof(1e-6, "measured"))
 
 
-def _result(lesson: str, variant: str, role: str, kind: str, time_s: float, flops: float, nbytes: float,
-            bits: int | None, tensor_core: bool = False, kernels: list[str] | None = None, **extra):
+def _result(lesson: str, variant: str, role: str, kind: str, time_s: float | None, flops: float | None,
+            nbytes: float | None, unit: str = "simt", precision: str = "fp32", kernels: list[str] | None = None,
+            **extra):
+    """A harness result as `rooflinectl kernels` passes it on (kernels/harness.VariantResult)."""
     base = {"lesson": lesson, "variant": variant, "role": role, "kind": kind, "family": "gemm",
             "shapes": "M=1", "dtype": "bf16", "kernels": kernels or ([f"{variant}_kernel"] if kind == "triton" else []),
-            "time_s": time_s, "flops": flops, "bytes": nbytes, "bits": bits, "tensor_core": tensor_core,
+            "time_s": time_s, "flops": flops, "bytes": nbytes, "unit": unit, "precision": precision,
             "cost_source": "triton" if kind == "triton" else "op", "error": None}
     return base | extra
 
 
 RESULTS = [
-    _result("mm", "tiled", "lesson", "triton", 4e-3, 2e12, 1e9, 16, True),
-    _result("mm", "naive", "twin", "triton", 1.0, 2e12, 1e9, 32),
-    _result("mm", "torch", "library", "torch", 2e-3, 2e12, 1e9, 16, True),
-    _result("copy", "coalesced", "lesson", "triton", 1e-2, 0.0, 8e9, None, family="copy"),
-    _result("copy", "passes", "twin", "triton", 3e-2, 0.0, 2.4e10, None, kernels=["a_kernel", "b_kernel", "a_kernel"]),
-    _result("copy", "broken", "twin", "triton", None, None, None, None, error="RuntimeError: boom"),
+    _result("mm", "tiled", "lesson", "triton", 4e-3, 2e12, 1e9, "tensor", "bf16"),
+    _result("mm", "naive", "twin", "triton", 1.0, 2e12, 1e9),
+    _result("mm", "torch", "library", "torch", 2e-3, 2e12, 1e9, "tensor", "bf16"),
+    _result("copy", "coalesced", "lesson", "triton", 1e-2, 0.0, 8e9, family="copy"),
+    _result("copy", "passes", "twin", "triton", 3e-2, 0.0, 2.4e10, kernels=["a_kernel", "b_kernel", "a_kernel"]),
+    _result("copy", "broken", "twin", "triton", None, None, None, error="RuntimeError: boom"),
 ]
 
 
