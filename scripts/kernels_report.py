@@ -25,7 +25,7 @@ def _figure(variant: dict[str, Any]) -> str:
 
 def _roof(variant: dict[str, Any]) -> str:
     roof = variant.get("roof")
-    if roof is None:
+    if roof in (None, "-"):
         return "-"
     value = si(variant.get("roof_value"), "B/s" if roof == "dram" else "FLOP/s")
     return f"{'DRAM' if roof == 'dram' else roof} {value} ({variant.get('roof_source', '?')})"

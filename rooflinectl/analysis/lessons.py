@@ -1,11 +1,14 @@
 """The reference-kernel lessons compared: which roof holds each variant, and how it fares
 against the library on the same shapes. Pure: DataFrame and Ceilings in, DataFrame out.
 
-Input: the placed lesson table (kernel-table columns plus lesson, variant, role), one row per
-variant. Added columns:
-  roof          "dram" when the bytes take longer than the FLOPs at the roofs, else the compute
-                roof's key ("tensor.bf16", "simt.fp32"): the roof the row is held against
-  roof_value    that roof, bytes/s or FLOP/s;  roof_source: spec, measured, ...
+Input: the placed lesson table (kernel-table columns placed by analysis.roofline, plus lesson,
+variant, role), one row per variant. Added columns:
+  roof          the roof placement held the row to: "dram" (or the memory level) when its bound
+                is memory, the compute roof's key ("tensor.bf16", "simt.fp32") when compute; for
+                a latency-bound row the one whose time placement kept (roof_time_s); "-" when
+                the cost is unknown
+  roof_value    that roof, bytes/s or FLOP/s (a compute roof at the SM clock placement used);
+  roof_source   spec, measured, ...
   vs_library    the lesson's library time / this variant's time (> 1: faster than the library);
                 NaN when the lesson has no library row
 """
@@ -17,23 +20,27 @@ import math
 import numpy as np
 import pandas as pd
 
+from rooflinectl.analysis.roofline import clock_scale
+from rooflinectl.analysis.transfers import level_roof, memory_level
 from rooflinectl.ceilings.model import Ceilings
 
 
 def _roof(row: pd.Series, ceilings: Ceilings) -> tuple[str, float, str]:
-    dram = ceilings.dram()
+    if row["bound"] == "unknown":
+        return "-", math.nan, ""
+    level, memory = level_roof(ceilings, memory_level(str(row["kernel"])))
     key = ceilings.compute_roof_key(str(row["unit"]), str(row["precision"]))
-    if key is None:
-        return "dram", dram.value, dram.source
+    on_memory = row["bound"] == "memory" or (row["bound"] != "compute" and float(row["bytes"]) / memory.value
+                                               >= float(row["roof_time_s"]))
+    if key is None or on_memory:
+        return level, memory.value, memory.source
     peak = ceilings.compute_flops_per_s[key]
-    flops, nbytes = float(row["flops"]), float(row["bytes"])
-    if nbytes / dram.value >= flops / peak.value:
-        return "dram", dram.value, dram.source
-    return key, peak.value, peak.source
+    return key, peak.value * clock_scale(peak, float(row["sm_clock_mhz"])), peak.source
 
 
 def compare_lessons(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
-    """Add roof, roof_value, roof_source and vs_library to the lesson table (see the docstring)."""
+    """Add roof, roof_value, roof_source and vs_library to the placed lesson table (see the
+    module docstring)."""
     out = table.copy()
     roofs = [_roof(row, ceilings) for _, row in out.iterrows()]
     out["roof"] = [r[0] for r in roofs]
