@@ -20,8 +20,15 @@ same dict:
                              cost model's convention, README "Cost model").
   bytes               float  the minimum DRAM traffic of this launch: each tensor it reads read
                              once, each tensor it writes written once. A kernel that re-reads
-                             (a strided copy, a naive matmul) still declares the minimum: the
-                             gap to the roof is the lesson.
+                             (a strided copy, a naive matmul, the three-pass long-row softmax)
+                             still declares that minimum: the gap to the roof is the lesson.
+                             A twin made of several kernels (softmax "separate passes") cannot
+                             declare less than its launches move between them: each launch
+                             declares its own tensors, intermediates included, because that is
+                             what a profile of such code must hold each launch to. The lesson
+                             run holds every variant to the op's minimum (what the lesson's own
+                             kernel declares) and shows the kernels' own sum beside it
+                             (rooflinectl/lessons.py).
   tensor_cores        bool   our addition (Proton has no such key): True when the FLOPs run on
                              tensor cores (`tl.dot`), so the roof is the tensor roof of that
                              width; False: CUDA cores. Absent: 8- and 16-bit FLOPs are taken to

@@ -54,11 +54,13 @@ class VariantResult:
     kernels: list[str] = field(default_factory=list)  # declared launch names, one per launch in one call
     declared: list[dict[str, Any]] = field(default_factory=list)  # each launch's declaration, as the profiler reads it
     time_s: float | None = None  # median per call
-    flops: float | None = None
+    flops: float | None = None  # the cost the variant is held to on the roofline (see cost_source)
     bytes: float | None = None
+    own_flops: float | None = None  # what its kernels declared (or its own formula), when that is not flops/bytes
+    own_bytes: float | None = None
     unit: str = ""  # the roof, as the profiler decides it from a declaration (attribution.join.declared_cost)
     precision: str = ""
-    # triton: its kernels declared it; op: the lesson kernel's (minimum) cost; call: the call's own formula
+    # triton: its kernels declared it; op: the op's minimum (the lesson kernel's declaration); call: the call's own formula
     cost_source: str = ""
     check: Check | None = None
     autotune: list[dict[str, Any]] = field(default_factory=list)
@@ -167,6 +169,16 @@ def _hold_to(result: VariantResult, declared: list[dict[str, Any]]) -> None:
     result.unit, result.precision, result.family = cost.unit, cost.dtype, cost.family
 
 
+def _hold_to_op_minimum(result: VariantResult, primary: VariantResult) -> None:
+    """A Triton twin that declares more than the op's minimum (the lesson kernel's declaration)
+    is held to that minimum, its own declaration kept beside: the gap is the lesson."""
+    if primary.bytes is None or (result.flops, result.bytes) == (primary.flops, primary.bytes):
+        return
+    result.own_flops, result.own_bytes = result.flops, result.bytes
+    result.flops, result.bytes = primary.flops, primary.bytes
+    result.cost_source = "op"
+
+
 def run_variant(lesson: Lesson, variant: Variant, inputs: dict[str, Any], ref: Any, device: torch.device,
                 primary: VariantResult | None, *, timed: bool = True) -> VariantResult:
     """Warm up (compile, autotune), check, record the declared cost of one call, time."""
@@ -191,6 +203,8 @@ def run_variant(lesson: Lesson, variant: Variant, inputs: dict[str, Any], ref: A
             result.declared = declared
             _hold_to(result, declared)
             result.cost_source = "triton"
+            if primary is not None:
+                _hold_to_op_minimum(result, primary)
         elif variant.cost is not None:
             own = summarise_declaration(variant.cost(inputs))
             result.declared = [own] if own is not None else []

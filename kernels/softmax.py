@@ -5,8 +5,12 @@ exponentials and their sum (written out), a pass to divide. The fused kernel kee
 in registers: it reads x once and writes y once. For rows too long to hold, the online softmax
 keeps a running maximum and a running sum, rescaling the sum when the maximum grows, so one
 pass gives both and a second writes the output (the naive long-row kernel needs three).
-Each kernel declares its own minimum traffic: the separate passes declare what they really
-move between them (intermediates included); their sum against the fused kernel's is the lesson.
+Each kernel declares its own minimum traffic. The separate passes declare, launch by launch,
+what they must move between them (x read twice, the exponentials written and read back: about
+2.5x the op's minimum), since a profile of such code holds each launch to that; the lesson run
+holds the variant to the op's minimum (the fused kernel's declaration) and shows their own
+traffic beside it (kernels/cost.py). The three-pass long-row kernel re-reads x within one
+launch and declares the minimum.
 FLOPs follow the cost model: 4 per element (subtract, exp, add, divide); maxima are comparisons.
 """
 

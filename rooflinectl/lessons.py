@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl._version import __version__
+from rooflinectl.analysis.lessons import OWN_COST
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.capture.session import run_metadata
 from rooflinectl.ceilings.model import Ceilings
@@ -35,6 +36,7 @@ from rooflinectl.schema import KERNEL_COLUMNS
 PACKAGE = "rooflinectl_kernels"
 INTERPRET_ENV = "TRITON_INTERPRET"
 ROW_KEYS = ["lesson", "variant", "role"]  # kept beside the kernel table to tie rows to the lesson report
+EXTRA_COLUMNS = [*ROW_KEYS, *OWN_COST]  # and what a variant's own kernels declare, where it is held to the op's minimum
 
 
 class TritonModeFixed(EnvironmentProblem):
@@ -97,7 +99,11 @@ def _cost_note(result: dict[str, Any]) -> str:
         return "the lesson's formula for this call (it does other work than the lesson's kernel)"
     if source == "triton":
         return "declared by the kernels' launch_metadata"
-    return "the op's minimum cost, as the lesson's Triton kernel declares it"
+    note = "the op's minimum cost, as the lesson's Triton kernel declares it"
+    if result.get("own_bytes") is not None:
+        note += (f"; its own kernels declare {result['own_flops']:.6g} FLOPs and {result['own_bytes']:.6g} bytes "
+                 "(what a profile holds them to)")
+    return note
 
 
 def _row(result: dict[str, Any], device_kind: str) -> dict[str, Any]:
@@ -125,6 +131,7 @@ def _row(result: dict[str, Any], device_kind: str) -> dict[str, Any]:
         "unit": (result.get("unit") or "simt") if device_kind == "cuda" else "simt",
         "precision": result.get("precision") or "",
         **{k: result[k] for k in ROW_KEYS},
+        **{k: float(result[k]) if result.get(k) is not None else math.nan for k in OWN_COST},
     }
 
 
@@ -134,10 +141,10 @@ def lesson_table(results: list[dict[str, Any]], ceilings: Ceilings, device_kind:
     "none". Variants that failed or were not timed are left out (the report lists them)."""
     rows = [_row(r, device_kind) for r in results if not r.get("error") and r.get("time_s") is not None]
     if not rows:
-        return pd.DataFrame(columns=list(KERNEL_COLUMNS) + ROW_KEYS)
+        return pd.DataFrame(columns=list(KERNEL_COLUMNS) + EXTRA_COLUMNS)
     placed = place_on_roofline(pd.DataFrame(rows), ceilings)
     placed["rank"] = 0
-    return placed[list(KERNEL_COLUMNS) + ROW_KEYS]
+    return placed[list(KERNEL_COLUMNS) + EXTRA_COLUMNS]
 
 
 def lessons_profile(table: pd.DataFrame, ceilings: Ceilings, device_kind: str, *, command: list[str],

@@ -83,6 +83,11 @@ def render(report: dict[str, Any]) -> str:
             ]) + " |")
             if variant.get("error"):
                 notes.append(f"- {lesson['name']} / {variant['variant']}: {variant['error']}")
+            if variant.get("own_bytes") is not None and variant.get("bytes"):
+                notes.append(f"- {lesson['name']} / {variant['variant']}: held to the op's minimum "
+                             f"({si(variant['bytes'], 'B')}); its kernels declare {si(variant['own_bytes'], 'B')} "
+                             f"({variant['own_bytes'] / variant['bytes']:.2f}x) and move them at "
+                             f"{percent(variant.get('own_efficiency'))} of the roof")
             for tune in variant.get("autotune") or []:
                 timed = sorted(tune.get("timings_s") or [], key=lambda ct: ct[1])
                 if timed:

@@ -87,6 +87,21 @@ def test_the_bf16_matmul_is_a_bf16_tensor_gemm_in_both(lesson_runs) -> None:
     assert _profiled(tiled.declared) == [("tensor", "bf16", "gemm")]
 
 
+def test_every_variant_is_held_to_the_ops_minimum(interpreted_lessons, lesson_runs) -> None:
+    """Twins and library calls that do the lesson's op carry its minimum cost (the lesson
+    kernel's declaration); the separate softmax passes keep what their kernels declare beside."""
+    for name, results in lesson_runs.items():
+        primary = next(r for r in results if r.role == "lesson")
+        for result in results:
+            if result.cost_source != "call":  # a call doing other work (bf16 weights, a padded cache)
+                assert (result.flops, result.bytes) == (primary.flops, primary.bytes), f"{name} / {result.variant}"
+    rows, cols = interpreted_lessons.LESSONS["softmax"].shapes["small"].values()
+    passes = next(r for r in lesson_runs["softmax"] if r.variant == "separate passes")
+    # bf16 x read twice, the exponentials written and read back, y written; fp32 row max and sum
+    assert (passes.cost_source, passes.own_bytes) == ("op", 10 * rows * cols + 16 * rows)
+    assert passes.bytes == 4 * rows * cols
+
+
 def test_on_a_gpu_the_lessons_record_through_the_profilers_hook(interpreted_lessons, monkeypatch) -> None:
     """Compiled, Triton calls its launch-enter hooks with a lazy metadata object: the lessons
     listen through capture.triton_hook's own hook, so they read each launch as a profile does."""

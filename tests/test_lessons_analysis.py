@@ -29,7 +29,7 @@ def _result(lesson: str, variant: str, role: str, kind: str, time_s: float | Non
     base = {"lesson": lesson, "variant": variant, "role": role, "kind": kind, "family": "gemm",
             "shapes": "M=1", "dtype": "bf16", "kernels": kernels or ([f"{variant}_kernel"] if kind == "triton" else []),
             "time_s": time_s, "flops": flops, "bytes": nbytes, "unit": unit, "precision": precision,
-            "cost_source": "triton" if kind == "triton" else "op", "error": None}
+            "own_flops": None, "own_bytes": None, "cost_source": "triton" if kind == "triton" else "op", "error": None}
     return base | extra
 
 
@@ -38,7 +38,9 @@ RESULTS = [
     _result("mm", "naive", "twin", "triton", 1.0, 2e12, 1e9),
     _result("mm", "torch", "library", "torch", 2e-3, 2e12, 1e9, "tensor", "bf16"),
     _result("copy", "coalesced", "lesson", "triton", 1e-2, 0.0, 8e9, family="copy"),
-    _result("copy", "passes", "twin", "triton", 3e-2, 0.0, 2.4e10, kernels=["a_kernel", "b_kernel", "a_kernel"]),
+    # three launches that move 3x the op's minimum: held to the minimum, their own bytes beside
+    _result("copy", "passes", "twin", "triton", 3e-2, 0.0, 8e9, kernels=["a_kernel", "b_kernel", "a_kernel"],
+            own_flops=0.0, own_bytes=2.4e10, cost_source="op"),
     _result("copy", "broken", "twin", "triton", None, None, None, error="RuntimeError: boom"),
 ]
 
@@ -60,6 +62,9 @@ def test_rows_are_placed_on_their_roofs() -> None:
     assert math.isnan(copy["vs_library"])  # the copy lesson here has no library row
     passes = rows.loc["copy/passes"]
     assert passes["calls"] == 3 and passes["kernel"] == "a_kernel + b_kernel"
+    assert passes["efficiency"] == pytest.approx(8e9 / 1e12 / 3e-2)  # the op's minimum: a third of the fused copy
+    assert passes["own_efficiency"] == pytest.approx(2.4e10 / 1e12 / 3e-2)  # what its kernels move: as fast
+    assert "2.4e+10 bytes" in passes["cost_note"] and math.isnan(copy["own_efficiency"])
     assert rows.loc["mm/torch", "origin"] == "library" and rows.loc["mm/torch", "cost_source"] == "analytic"
 
 

@@ -23,7 +23,7 @@ from rooflinectl.units import percent, seconds, si
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "red"}
 FIGURES = ["time_s", "flops", "bytes", "achieved_flops_per_s", "achieved_bytes_per_s", "intensity", "bound",
            "efficiency", "roof", "roof_value", "roof_source", "vs_library", "unit", "precision", "kernel",
-           "cost_source", "cost_note", "above_roof"]
+           "cost_source", "cost_note", "above_roof", "own_flops", "own_bytes", "own_efficiency"]
 
 
 def _figures(report: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
@@ -121,6 +121,9 @@ def lesson_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *, with_ta
             if check and not check.get("ok"):
                 lines.append(Text(f"{where}: does not match the fp32 reference within atol {check['atol']:.2g}, "
                                   f"rtol {check['rtol']:.2g}: " + "; ".join(check.get("worst") or []), style="red"))
+            own = figures.get((name, result["variant"]))
+            if own is not None and own["own_bytes"] == own["own_bytes"]:
+                lines.append(Text(f"{where}: {_own_cost_text(own, with_verdicts)}"))
         target = entry.get("target")
         if with_targets and target and row is not None:
             value, met = target_status(target["metric"], target["threshold"], row)
@@ -128,6 +131,16 @@ def lesson_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *, with_ta
             lines.append(Text(f"{name}: target {target['text']}: {shown}, " + ("met" if met else "NOT met"),
                               style="green" if met else "red"))
     return lines
+
+
+def _own_cost_text(row: pd.Series, with_figures: bool) -> str:
+    """A variant held to the op's minimum while its kernels declare more: both, and (where times
+    mean something) how close its kernels run to the roof for what they move."""
+    text = (f"held to the op's minimum ({si(row['bytes'], 'B')}, {si(row['flops'], 'FLOP')}); its kernels declare "
+            f"{si(row['own_bytes'], 'B')}, {row['own_bytes'] / row['bytes']:.2f}x the bytes")
+    if with_figures:
+        text += f", and move them at {percent(row['own_efficiency'])} of the roof: the extra traffic is the loss"
+    return text
 
 
 def render_lessons(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: Ceilings, *, header: str,
