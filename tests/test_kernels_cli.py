@@ -71,6 +71,25 @@ def test_a_kernel_that_misses_its_reference_fails_the_run(interpreted_lessons, t
 
 
 @pytest.mark.triton
+@pytest.mark.parametrize("columns", [80, 100])
+def test_the_table_fits_the_terminal_and_wide_shows_every_column(interpreted_lessons, tmp_path, columns) -> None:
+    args = ("--interpret", "--only", "softmax,layernorm_fwd", "-o", str(tmp_path / "p.json"))
+    narrow = CliRunner().invoke(main, ["kernels", *args], env={"COLUMNS": str(columns)})
+    assert narrow.exit_code == 0, narrow.output
+    table = narrow.stdout[narrow.stdout.index("lesson "):].splitlines()
+    header = table[0].split()
+    assert {"time", "%", "check"} <= set(header) and "FLOP/s" not in header  # the first to give way
+    # header, roofs, table, notes and progress lines; "wrote PATH" is as long as the path
+    report = [line for line in (narrow.stdout + narrow.stderr).splitlines() if not line.startswith("wrote ")]
+    assert all(len(line) <= columns for line in report), "\n".join(report)
+    rows = [line for line in table[2:] if line.rstrip().endswith(" ok")]
+    assert len(rows) == 5 and not any("…" in cell for row in rows for cell in row.split()[-4:]), "\n".join(table)
+    wide = CliRunner().invoke(main, ["kernels", *args, "--wide"], env={"COLUMNS": str(columns)})
+    header = wide.stdout[wide.stdout.index("lesson "):].splitlines()[0].split()
+    assert {"FLOP/s", "B/s", "bound", "roof", "library"} <= set(header)
+
+
+@pytest.mark.triton
 def test_list_names_every_lesson(interpreted_lessons) -> None:
     result = _invoke("--list", "--interpret")
     assert result.exit_code == 0, result.output
