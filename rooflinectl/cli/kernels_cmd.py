@@ -96,8 +96,9 @@ def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt:
     on the roofline beside the library equivalent on the same shapes.
 
     The table fits the terminal as `show` does (--wide: every column). Exit codes: 0 every
-    kernel matched its reference; 1 a kernel failed or did not match; 2 usage error; 3 no GPU
-    (use --interpret) or no triton.
+    Triton kernel matched its reference; 1 one failed or did not match (a torch variant that
+    differs from the reference is reported, not failed); 2 usage error; 3 no GPU (use
+    --interpret) or no triton.
     """
     import torch
 
