@@ -21,16 +21,16 @@ STRIDED_ROW = 1024  # elements per row of the matrix the strided twin walks colu
 
 
 def _copy_cost(grid, metadata, args):
-    return declare("copy_coalesced_kernel", nbytes=2 * tensor_bytes(args["src"]))
+    return declare("copy_coalesced_kernel", family="copy", nbytes=2 * tensor_bytes(args["src"]))
 
 
 def _strided_cost(grid, metadata, args):
-    return declare("copy_strided_kernel", nbytes=2 * tensor_bytes(args["src"]))
+    return declare("copy_strided_kernel", family="copy", nbytes=2 * tensor_bytes(args["src"]))
 
 
 def _add_cost(grid, metadata, args):
     n = args["a"].numel()
-    return declare("vector_add_kernel", nbytes=tensor_bytes(args["a"], args["b"], args["out"]), flops=n, bits=32)
+    return declare("vector_add_kernel", family="elementwise", nbytes=tensor_bytes(args["a"], args["b"], args["out"]), flops=n, bits=32)
 
 
 @triton.jit(launch_metadata=_copy_cost)

@@ -1,11 +1,13 @@
-"""Collect the cost dicts the lesson kernels declare, launch by launch.
+"""Collect the costs the lesson kernels declare, launch by launch, read the way `rooflinectl
+profile` reads them.
 
-On a GPU this is Triton's launch-enter hook, the route Proton and `rooflinectl profile`
-(rooflinectl/capture/triton_hook.py) take: Triton builds the launch_metadata dict only while a
-hook is set. Here we keep the raw dict (all widths, and the tensor_core key) where the profiler
-summarises it. Triton's interpreter calls no launch hooks, so under TRITON_INTERPRET=1 each
-lesson kernel gets a pre-run hook that calls its launch_metadata function with the launch's
-arguments (grid and compiled metadata are None there; our cost functions read neither).
+On a GPU this is the profiler's own hook (rooflinectl/capture/triton_hook.py `triton_launches`:
+Triton builds the launch_metadata dict only while a launch-enter hook is set, the route Proton
+takes too), so each launch arrives as the profile's summary of its declaration
+(`summarise_declaration`). Triton's interpreter calls no launch hooks, so under
+TRITON_INTERPRET=1 each lesson kernel gets a pre-run hook that calls its launch_metadata
+function with the launch's arguments (grid and compiled metadata are None there; our cost
+functions read neither) and summarises the dict with the same function.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import triton
-
+from rooflinectl.capture.triton_hook import summarise_declaration, triton_launches
 from rooflinectl_kernels.registry import interpreting
 
 _ACTIVE: list[list[dict[str, Any]]] = []  # sinks of the recordings in progress (interpreter path)
@@ -56,9 +57,11 @@ def _install_interpreter_hooks() -> None:
                 return
             bound = _signature.bind_partial(*args, **kwargs)
             bound.apply_defaults()
-            data = dict(_cost(None, None, dict(bound.arguments)))
+            summary = summarise_declaration(dict(_cost(None, None, dict(bound.arguments))))
+            if summary is None:
+                return
             for sink in _ACTIVE:
-                sink.append(data)
+                sink.append(dict(summary))
 
         base.add_pre_run_hook(hook)
         base._rooflinectl_declares = True
@@ -66,24 +69,15 @@ def _install_interpreter_hooks() -> None:
 
 @contextmanager
 def recording(sink: list[dict[str, Any]]) -> Iterator[None]:
-    """While active, append the declared cost dict of each lesson-kernel launch to `sink`."""
-    if interpreting():
-        _install_interpreter_hooks()
-        _ACTIVE.append(sink)
-        try:
+    """While active, append the profile's summary of each lesson-kernel launch's declared cost
+    (capture/triton_hook.py `summarise_declaration`) to `sink`."""
+    if not interpreting():
+        with triton_launches(sink):
             yield
-        finally:
-            _ACTIVE.remove(sink)
         return
-
-    def hook(metadata: Any) -> None:
-        data = metadata.get() if hasattr(metadata, "get") else dict(metadata or {})
-        if data and "bytes" in data:
-            sink.append({k: v for k, v in data.items() if k not in ("function", "stream")})
-
-    chain = triton.knobs.runtime.launch_enter_hook
-    chain.add(hook)
+    _install_interpreter_hooks()
+    _ACTIVE.append(sink)
     try:
         yield
     finally:
-        chain.remove(hook)
+        _ACTIVE.remove(sink)

@@ -24,7 +24,7 @@ BLOCK = 4096
 
 def _fused_cost(grid, metadata, args):
     x = args["x"]
-    return declare("bias_gelu_residual_kernel", flops=7 * x.numel(), bits=32,
+    return declare("bias_gelu_residual_kernel", family="elementwise", flops=7 * x.numel(), bits=32,
                    nbytes=tensor_bytes(x, args["bias"], args["residual"], args["y"]))
 
 

@@ -37,7 +37,7 @@ def _decode_cost(grid, metadata, args):
     live = args["live_tokens"]  # sum of sequence lengths, passed by the wrapper (never read from the device)
     heads, head_dim = q.shape[1], q.shape[2]
     kv_bytes = 2 * live * heads * head_dim * cache.element_size()
-    return declare("paged_decode_kernel", flops=4 * live * heads * head_dim, bits=32,
+    return declare("paged_decode_kernel", family="attention", flops=4 * live * heads * head_dim, bits=32,
                    nbytes=kv_bytes + tensor_bytes(q, args["o"], args["block_table"], args["seq_lens"]))
 
 
@@ -126,7 +126,7 @@ def _reference(inputs):
 
 def _padded_cost(inputs):
     q, k = inputs["q"], inputs["k_padded"]
-    return declare("F.scaled_dot_product_attention", flops=4 * k.shape[0] * k.shape[1] * k.shape[2] * k.shape[3],
+    return declare("F.scaled_dot_product_attention", family="attention", flops=4 * k.shape[0] * k.shape[1] * k.shape[2] * k.shape[3],
                    bits=32, nbytes=tensor_bytes(q, k, inputs["v_padded"], inputs["mask"]) + tensor_bytes(q))
 
 

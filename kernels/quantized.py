@@ -111,7 +111,7 @@ def _reference(inputs):
 def _bf16_linear_cost(inputs):
     x, w16 = inputs["x"], inputs["w_dequantised"]
     m, n, k = x.shape[0], w16.shape[0], x.shape[1]
-    return declare("F.linear", flops=2 * m * n * k, bits=16, tensor_core=True,
+    return declare("F.linear", family="gemm", flops=2 * m * n * k, bits=16, tensor_core=True, dtype=x.dtype,
                    nbytes=tensor_bytes(x, w16) + m * n * x.element_size())
 
 

@@ -5,7 +5,8 @@ torch reference to check every variant against, and variants. Variants are Trito
 this folder (kind "triton": their cost comes from their launch_metadata) or PyTorch calls (kind
 "torch": the library equivalent, or a naive composition of torch ops), in three roles:
   lesson   the kernel the lesson teaches (its declared cost is the op's minimum cost)
-  twin     the naive way, to show what the lesson's technique buys
+  twin     the naive way, to show what the lesson's technique buys (held to the op's minimum:
+           the gap to the roof is the lesson; kernels/cost.py)
   library  what PyTorch offers on the same shapes ("when not to write a kernel")
 """
 

@@ -21,10 +21,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rooflinectl._version import __version__
-from rooflinectl.analysis.roofline import place_on_roofline
+from rooflinectl.analysis.lessons import OWN_COST
+from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.capture.session import run_metadata
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import EnvironmentProblem
@@ -34,6 +36,7 @@ from rooflinectl.schema import KERNEL_COLUMNS
 PACKAGE = "rooflinectl_kernels"
 INTERPRET_ENV = "TRITON_INTERPRET"
 ROW_KEYS = ["lesson", "variant", "role"]  # kept beside the kernel table to tie rows to the lesson report
+EXTRA_COLUMNS = [*ROW_KEYS, *OWN_COST]  # and what a variant's own kernels declare, where it is held to the op's minimum
 
 
 class TritonModeFixed(EnvironmentProblem):
@@ -84,26 +87,29 @@ def _load_from_checkout() -> ModuleType:
     return module
 
 
-def _precision(result: dict[str, Any]) -> str:
-    bits, dtype = result.get("bits"), result["dtype"]
-    if bits == 16 and dtype in ("bf16", "fp16"):
-        return dtype
-    return {8: "int8", 16: "fp16", 32: "fp32", 64: "fp64"}.get(bits, dtype)
-
-
 def _torch_label(variant: str) -> str:
     return variant if variant.startswith("torch") else f"torch: {variant}"
+
+
+def _cost_note(result: dict[str, Any]) -> str:
+    source = result.get("cost_source")
+    if result.get("bytes") is None:
+        return "no cost: the lesson's own kernel did not run, so the op's minimum is not known"
+    if source == "call":
+        return "the lesson's formula for this call (it does other work than the lesson's kernel)"
+    if source == "triton":
+        return "declared by the kernels' launch_metadata"
+    note = "the op's minimum cost, as the lesson's Triton kernel declares it"
+    if result.get("own_bytes") is not None:
+        note += (f"; its own kernels declare {result['own_flops']:.6g} FLOPs and {result['own_bytes']:.6g} bytes "
+                 "(what a profile holds them to)")
+    return note
 
 
 def _row(result: dict[str, Any], device_kind: str) -> dict[str, Any]:
     triton = result["kind"] == "triton"
     kernels = result.get("kernels") or []
-    if triton:
-        note = "declared by the kernels' launch_metadata"
-    elif result.get("cost_source") == "call":
-        note = "the lesson's formula for this call (it does other work than the lesson's kernel)"
-    else:
-        note = "the op's minimum cost, as the lesson's Triton kernel declares it"
+    known = result.get("bytes") is not None and result.get("flops") is not None
     return {
         "kernel": " + ".join(dict.fromkeys(kernels)) if triton else _torch_label(result["variant"]),
         "op": result["lesson"],
@@ -115,29 +121,30 @@ def _row(result: dict[str, Any], device_kind: str) -> dict[str, Any]:
         "origin": "triton" if triton else "library" if result["role"] == "library" else "aten",
         "calls": max(len(kernels), 1),
         "time_s": float(result["time_s"]),
-        "flops": float(result["flops"]) if result.get("flops") is not None else math.nan,
-        "bytes": float(result["bytes"]) if result.get("bytes") is not None else math.nan,
-        "cost_source": "triton" if triton else "analytic",
-        "cost_note": note,
+        "flops": float(result["flops"]) if known else math.nan,
+        "bytes": float(result["bytes"]) if known else math.nan,
+        "cost_source": ("triton" if triton else "analytic") if known else "none",
+        "cost_note": _cost_note(result),
         "blocks": math.nan,
         "threads_per_block": math.nan,
-        "unit": "tensor" if result.get("tensor_core") and device_kind == "cuda" else "simt",
-        "precision": _precision(result),
+        # the roof its declaration names (attribution.join.declared_cost); CPU ceilings have no tensor roofs
+        "unit": (result.get("unit") or "simt") if device_kind == "cuda" else "simt",
+        "precision": result.get("precision") or "",
         **{k: result[k] for k in ROW_KEYS},
+        **{k: float(result[k]) if result.get(k) is not None else math.nan for k in OWN_COST},
     }
 
 
 def lesson_table(results: list[dict[str, Any]], ceilings: Ceilings, device_kind: str) -> pd.DataFrame:
     """One placed row per variant that ran (KERNEL_COLUMNS, plus lesson, variant, role), in the
-    order given. Variants that failed or carry no cost are left out (the report lists them)."""
-    rows = [_row(r, device_kind) for r in results
-            if not r.get("error") and r.get("time_s") is not None and r.get("bytes") is not None]
-    columns = [c for c in KERNEL_COLUMNS if c not in ("rank",)] + ROW_KEYS
+    order given; one whose cost is not known (the lesson's own kernel failed) has cost_source
+    "none". Variants that failed or were not timed are left out (the report lists them)."""
+    rows = [_row(r, device_kind) for r in results if not r.get("error") and r.get("time_s") is not None]
     if not rows:
-        return pd.DataFrame(columns=columns + ["rank"])
+        return pd.DataFrame(columns=list(KERNEL_COLUMNS) + EXTRA_COLUMNS)
     placed = place_on_roofline(pd.DataFrame(rows), ceilings)
     placed["rank"] = 0
-    return placed[list(KERNEL_COLUMNS) + ROW_KEYS]
+    return placed[list(KERNEL_COLUMNS) + EXTRA_COLUMNS]
 
 
 def lessons_profile(table: pd.DataFrame, ceilings: Ceilings, device_kind: str, *, command: list[str],
@@ -153,17 +160,18 @@ def lessons_profile(table: pd.DataFrame, ceilings: Ceilings, device_kind: str, *
         "reference_kernels": extra,
     })
     kernels = table[list(KERNEL_COLUMNS)].reset_index(drop=True)
-    total = float(kernels["time_s"].sum()) if len(kernels) else 0.0
-    per_call = kernels["time_s"] / kernels["calls"].clip(lower=1) if len(kernels) else pd.Series(dtype=float)
-    summary = {
-        "total_kernel_time_s": total,
-        "known_cost_time_share": 1.0 if total > 0 else None,
-        "unknown_time_share": 0.0 if total > 0 else None,
-        "window_s": None, "device_busy_s": None, "device_idle_s": None, "device_idle_unprofiled_s": None,
-        "host_events": 0, "regions": [],
-        "launches": int(kernels["calls"].sum()) if len(kernels) else 0,
-        "short_launches": int((per_call < 5e-6).sum()),
-        "launch_sequence": [],
-        "iterations": 1,
-    }
-    return ProfileData(kernels=kernels, ceilings=ceilings, metadata=metadata, summary=summary)
+    return ProfileData(kernels=kernels, ceilings=ceilings, metadata=metadata, summary=_summary(kernels))
+
+
+def _summary(kernels: pd.DataFrame) -> dict[str, Any]:
+    """The pipeline's summary (analysis.roofline.summarise) of the variants' launches: each row's
+    calls as launches of its mean time. Variants are timed one at a time, so there is no window,
+    idle time or launch order to report: those stay None."""
+    per_launch = kernels["time_s"] / kernels["calls"].clip(lower=1)
+    times = np.repeat(per_launch.to_numpy(dtype=float), kernels["calls"].clip(lower=1).to_numpy(dtype=int))
+    ends = np.cumsum(times)
+    launches = pd.DataFrame({"start_ns": (ends - times) * 1e9, "end_ns": ends * 1e9, "time_s": times})
+    summary = summarise(kernels, launches, window_s=float(times.sum()), sequence=[])
+    summary.update({"window_s": None, "device_busy_s": None, "device_idle_s": None, "device_idle_unprofiled_s": None,
+                    "host_events": 0, "regions": []})
+    return summary

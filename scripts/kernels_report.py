@@ -25,7 +25,7 @@ def _figure(variant: dict[str, Any]) -> str:
 
 def _roof(variant: dict[str, Any]) -> str:
     roof = variant.get("roof")
-    if roof is None:
+    if roof in (None, "-"):
         return "-"
     value = si(variant.get("roof_value"), "B/s" if roof == "dram" else "FLOP/s")
     return f"{'DRAM' if roof == 'dram' else roof} {value} ({variant.get('roof_source', '?')})"
@@ -72,7 +72,8 @@ def render(report: dict[str, Any]) -> str:
     for lesson in report["lessons"]:
         for variant in lesson["variants"]:
             check = variant.get("check") or {}
-            status = "failed" if variant.get("error") else ("ok" if check.get("ok") else "MISMATCH")
+            differs = "differs" if variant["kind"] == "torch" else "MISMATCH"  # torch's own numerics: reported only
+            status = "failed" if variant.get("error") else ("ok" if check.get("ok") else differs)
             target, result = _target(lesson, variant)
             vs = variant.get("vs_library")
             lines.append(" | ".join([
@@ -83,6 +84,11 @@ def render(report: dict[str, Any]) -> str:
             ]) + " |")
             if variant.get("error"):
                 notes.append(f"- {lesson['name']} / {variant['variant']}: {variant['error']}")
+            if variant.get("own_bytes") is not None and variant.get("bytes"):
+                notes.append(f"- {lesson['name']} / {variant['variant']}: held to the op's minimum "
+                             f"({si(variant['bytes'], 'B')}); its kernels declare {si(variant['own_bytes'], 'B')} "
+                             f"({variant['own_bytes'] / variant['bytes']:.2f}x) and move them at "
+                             f"{percent(variant.get('own_efficiency'))} of the roof")
             for tune in variant.get("autotune") or []:
                 timed = sorted(tune.get("timings_s") or [], key=lambda ct: ct[1])
                 if timed:

@@ -131,9 +131,9 @@ def triton_row(name: str, *, flops: float, bytes_: float, flops_key: str = "flop
     from rooflinectl.attribution.group import group_launches
     from rooflinectl.attribution.join import attribute
     from rooflinectl.capture.trace import RawKernel, RawTrace
-    from rooflinectl.capture.triton_hook import _summarise
+    from rooflinectl.capture.triton_hook import summarise_declaration
 
-    declared = _summarise({"name": name, flops_key: flops / calls, "bytes": bytes_ / calls, **(declared_extra or {})})
+    declared = summarise_declaration({"name": name, flops_key: flops / calls, "bytes": bytes_ / calls, **(declared_extra or {})})
     dur_ns = 1000
     kernels = [RawKernel(name=name, category="kernel", ts_ns=10_000 * i, dur_ns=dur_ns, external_id=-1,
                          correlation=i + 1, grid=grid, block=block, registers_per_thread=registers,

@@ -10,7 +10,7 @@ import torch
 from rooflinectl.attribution.join import attribute
 from rooflinectl.capture.session import profiling
 from rooflinectl.capture.trace import from_chrome_trace
-from rooflinectl.capture.triton_hook import _summarise
+from rooflinectl.capture.triton_hook import summarise_declaration
 
 
 def _kernel(name: str, ts: float, external: int, correlation: int) -> dict:
@@ -33,7 +33,7 @@ def _launch(ts: float, correlation: int) -> dict:
     ({"flops16": 0, "bytes": 1e7}, "simt", "fp16"),  # a copy kernel declares no math
 ])
 def test_triton_declared_cost_is_held_to_its_width(metadata, unit, precision):
-    summary = _summarise({"name": "matmul_kernel", **metadata})
+    summary = summarise_declaration({"name": "matmul_kernel", **metadata})
     trace = from_chrome_trace({"traceEvents": [_launch(1.0, 5), _kernel("matmul_kernel", 5.0, 0, 5)]})
     trace.triton_launches = [summary]
     row = attribute(trace, "cuda", {}).launches.iloc[0]
@@ -44,7 +44,7 @@ def test_triton_declared_cost_is_held_to_its_width(metadata, unit, precision):
 
 
 def test_triton_mixed_widths_keep_each_width_and_say_so():
-    summary = _summarise({"name": "k", "flops16": 3e9, "flops32": 1e9, "bytes": 1e6})
+    summary = summarise_declaration({"name": "k", "flops16": 3e9, "flops32": 1e9, "bytes": 1e6})
     assert summary["flops_by_width"] == {"fp16": 3e9, "fp32": 1e9}
     assert (summary["flops"], summary["precision"], summary["tensor_cores"]) == (4e9, "fp16", True)
     trace = from_chrome_trace({"traceEvents": [_launch(1.0, 5), _kernel("k", 5.0, 0, 5)]})

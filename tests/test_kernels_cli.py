@@ -3,6 +3,7 @@ show, plot and advise read), and the one-sentence errors with their exit codes."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -68,6 +69,40 @@ def test_a_kernel_that_misses_its_reference_fails_the_run(interpreted_lessons, t
     result = _invoke("--interpret", "--only", "vector_add", "-o", str(tmp_path / "p.json"))
     assert result.exit_code == 1, result.output
     assert "vector_add / triton" in result.output and "mismatch" in result.output
+
+
+@pytest.mark.triton
+def test_a_library_that_differs_is_reported_not_failed(interpreted_lessons, tmp_path, monkeypatch) -> None:
+    """torch's own numerics (its CPU bf16 LayerNorm backward sums dw in bf16, say) are not the
+    lesson's to fail: shown as "differs", said so, exit 0."""
+    lesson = interpreted_lessons.LESSONS["vector_add"]
+    off = dataclasses.replace(lesson.library, run=lambda i: i["a"] + i["b"] + 1)
+    monkeypatch.setitem(interpreted_lessons.LESSONS, "vector_add",
+                        dataclasses.replace(lesson, variants=(lesson.primary, off)))
+    result = _invoke("--interpret", "--only", "vector_add", "-o", str(tmp_path / "p.json"), "--wide")
+    assert result.exit_code == 0, result.output
+    assert "differs" in result.output and "mismatch" not in result.output
+    assert "vector_add / torch add: differs from the fp32 reference" in result.output
+    assert "the lessons' Triton kernels alone can fail the run" in result.output
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("columns", [80, 100])
+def test_the_table_fits_the_terminal_and_wide_shows_every_column(interpreted_lessons, tmp_path, columns) -> None:
+    args = ("--interpret", "--only", "softmax,layernorm_fwd", "-o", str(tmp_path / "p.json"))
+    narrow = CliRunner().invoke(main, ["kernels", *args], env={"COLUMNS": str(columns)})
+    assert narrow.exit_code == 0, narrow.output
+    table = narrow.stdout[narrow.stdout.index("lesson "):].splitlines()
+    header = table[0].split()
+    assert {"time", "%", "check"} <= set(header) and "FLOP/s" not in header  # the first to give way
+    # header, roofs, table, notes and progress lines; "wrote PATH" is as long as the path
+    report = [line for line in (narrow.stdout + narrow.stderr).splitlines() if not line.startswith("wrote ")]
+    assert all(len(line) <= columns for line in report), "\n".join(report)
+    rows = [line for line in table[2:] if line.rstrip().endswith(" ok")]
+    assert len(rows) == 5 and not any("…" in cell for row in rows for cell in row.split()[-4:]), "\n".join(table)
+    wide = CliRunner().invoke(main, ["kernels", *args, "--wide"], env={"COLUMNS": str(columns)})
+    header = wide.stdout[wide.stdout.index("lesson "):].splitlines()[0].split()
+    assert {"FLOP/s", "B/s", "bound", "roof", "library"} <= set(header)
 
 
 @pytest.mark.triton

@@ -12,13 +12,13 @@ pytest.importorskip("triton")
 
 @pytest.mark.parametrize("dtype, precision", [(torch.bfloat16, "bf16"), (torch.float16, "fp16")])
 def test_matmul_lesson_declaration_reads_as_a_tensor_core_gemm(dtype, precision) -> None:
-    from rooflinectl.attribution.join import _declared_cost
-    from rooflinectl.capture.triton_hook import _summarise
+    from rooflinectl.attribution.join import declared_cost
+    from rooflinectl.capture.triton_hook import summarise_declaration
     from rooflinectl_kernels.matmul import _tiled_cost
 
     a, b, c = (torch.empty(64, 32, dtype=dtype), torch.empty(32, 48, dtype=dtype), torch.empty(64, 48, dtype=dtype))
-    declared = _summarise(_tiled_cost(None, None, {"a": a, "b": b, "c": c, "M": 64, "N": 48, "K": 32}))
-    cost = _declared_cost(declared)
+    declared = summarise_declaration(_tiled_cost(None, None, {"a": a, "b": b, "c": c, "M": 64, "N": 48, "K": 32}))
+    cost = declared_cost(declared)
     assert (cost.family, cost.unit, cost.dtype) == ("gemm", "tensor", precision)
     assert cost.flops == 2 * 64 * 48 * 32
     assert cost.bytes == (64 * 32 + 32 * 48 + 64 * 48) * 2

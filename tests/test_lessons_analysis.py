@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from rooflinectl.analysis.lessons import compare_lessons, target_status
+from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.ceilings.model import Ceilings, Roof
-from rooflinectl.lessons import lesson_table, lessons_profile
+from rooflinectl.lessons import _row, lesson_table, lessons_profile
 from rooflinectl.outputs.profile_file import load_profile, save_profile
 from rooflinectl.schema import KERNEL_COLUMNS
 
@@ -20,22 +22,26 @@ def _ceilings() -> Ceilings:
                     kernel_floor_s=Roof(1e-6, "measured"))
 
 
-def _result(lesson: str, variant: str, role: str, kind: str, time_s: float, flops: float, nbytes: float,
-            bits: int | None, tensor_core: bool = False, kernels: list[str] | None = None, **extra):
+def _result(lesson: str, variant: str, role: str, kind: str, time_s: float | None, flops: float | None,
+            nbytes: float | None, unit: str = "simt", precision: str = "fp32", kernels: list[str] | None = None,
+            **extra):
+    """A harness result as `rooflinectl kernels` passes it on (kernels/harness.VariantResult)."""
     base = {"lesson": lesson, "variant": variant, "role": role, "kind": kind, "family": "gemm",
             "shapes": "M=1", "dtype": "bf16", "kernels": kernels or ([f"{variant}_kernel"] if kind == "triton" else []),
-            "time_s": time_s, "flops": flops, "bytes": nbytes, "bits": bits, "tensor_core": tensor_core,
-            "cost_source": "triton" if kind == "triton" else "op", "error": None}
+            "time_s": time_s, "flops": flops, "bytes": nbytes, "unit": unit, "precision": precision,
+            "own_flops": None, "own_bytes": None, "cost_source": "triton" if kind == "triton" else "op", "error": None}
     return base | extra
 
 
 RESULTS = [
-    _result("mm", "tiled", "lesson", "triton", 4e-3, 2e12, 1e9, 16, True),
-    _result("mm", "naive", "twin", "triton", 1.0, 2e12, 1e9, 32),
-    _result("mm", "torch", "library", "torch", 2e-3, 2e12, 1e9, 16, True),
-    _result("copy", "coalesced", "lesson", "triton", 1e-2, 0.0, 8e9, None, family="copy"),
-    _result("copy", "passes", "twin", "triton", 3e-2, 0.0, 2.4e10, None, kernels=["a_kernel", "b_kernel", "a_kernel"]),
-    _result("copy", "broken", "twin", "triton", None, None, None, None, error="RuntimeError: boom"),
+    _result("mm", "tiled", "lesson", "triton", 4e-3, 2e12, 1e9, "tensor", "bf16"),
+    _result("mm", "naive", "twin", "triton", 1.0, 2e12, 1e9),
+    _result("mm", "torch", "library", "torch", 2e-3, 2e12, 1e9, "tensor", "bf16"),
+    _result("copy", "coalesced", "lesson", "triton", 1e-2, 0.0, 8e9, family="copy"),
+    # three launches that move 3x the op's minimum: held to the minimum, their own bytes beside
+    _result("copy", "passes", "twin", "triton", 3e-2, 0.0, 8e9, kernels=["a_kernel", "b_kernel", "a_kernel"],
+            own_flops=0.0, own_bytes=2.4e10, cost_source="op"),
+    _result("copy", "broken", "twin", "triton", None, None, None, error="RuntimeError: boom"),
 ]
 
 
@@ -56,6 +62,9 @@ def test_rows_are_placed_on_their_roofs() -> None:
     assert math.isnan(copy["vs_library"])  # the copy lesson here has no library row
     passes = rows.loc["copy/passes"]
     assert passes["calls"] == 3 and passes["kernel"] == "a_kernel + b_kernel"
+    assert passes["efficiency"] == pytest.approx(8e9 / 1e12 / 3e-2)  # the op's minimum: a third of the fused copy
+    assert passes["own_efficiency"] == pytest.approx(2.4e10 / 1e12 / 3e-2)  # what its kernels move: as fast
+    assert "2.4e+10 bytes" in passes["cost_note"] and math.isnan(copy["own_efficiency"])
     assert rows.loc["mm/torch", "origin"] == "library" and rows.loc["mm/torch", "cost_source"] == "analytic"
 
 
@@ -69,6 +78,48 @@ def test_targets_read_the_right_figure() -> None:
 def test_cpu_rows_hold_no_tensor_roof() -> None:
     table = lesson_table(RESULTS[:1], _ceilings(), "cpu")
     assert table.iloc[0]["unit"] == "simt"
+
+
+def test_roof_is_the_bound_placement_found_at_the_clock_it_used() -> None:
+    """At half the roof's clock the tensor roof halves (placement scales it): the GEMM becomes
+    compute-bound although at full clock its bytes would take longer. The lesson table names the
+    roof placement used, at the value it used."""
+    ceilings = Ceilings("Test GPU", "cuda", memory_bytes_per_s={"dram": Roof(1e12, "measured")},
+                        compute_flops_per_s={"tensor.bf16": Roof(1e15, "spec", clock_mhz=2000.0)},
+                        kernel_floor_s=Roof(1e-6, "measured"))
+    rows = pd.DataFrame([_row(_result("mm", "tiled", "lesson", "triton", 4e-3, 1e12, 1.6e9, "tensor", "bf16"), "cuda")])
+    placed = place_on_roofline(rows.assign(sm_clock_mhz=1000.0), ceilings)
+    row = compare_lessons(placed, ceilings).iloc[0]
+    assert row["bound"] == "compute"  # 1e12 / 5e14 = 2 ms > 1.6e9 / 1e12 = 1.6 ms
+    assert (row["roof"], row["roof_value"]) == ("tensor.bf16", pytest.approx(5e14))
+    assert row["efficiency"] == pytest.approx(1e12 / row["roof_value"] / 4e-3)
+
+
+def test_a_latency_bound_row_names_the_roof_of_its_longer_time() -> None:
+    ceilings = _ceilings()
+    results = [_result("copy", "tiny", "lesson", "triton", 1e-5, 0.0, 1e5),  # 0.1 us of bytes: under the floor
+               _result("mm", "tiny", "lesson", "triton", 1e-5, 2e8, 1e3, "tensor", "bf16")]  # 0.2 us of FLOPs
+    table = compare_lessons(lesson_table(results, ceilings, "cuda"), ceilings)
+    assert list(table["bound"]) == ["latency", "latency"]
+    assert list(table["roof"]) == ["dram", "tensor.bf16"]
+
+
+def test_summary_counts_the_time_whose_cost_is_unknown() -> None:
+    """A torch variant timed after its lesson's kernel failed carries no cost: kept, counted as
+    unknown time, and each row's calls are launches (short ones under 5 us)."""
+    ceilings = _ceilings()
+    results = [_result("mm", "tiled", "lesson", "triton", None, None, None, error="RuntimeError: boom"),
+               _result("mm", "torch", "library", "torch", 3e-3, None, None),
+               _result("copy", "passes", "twin", "triton", 1e-3, 0.0, 8e9, kernels=["a", "b", "c", "d"]),
+               _result("copy", "tiny", "lesson", "triton", 1e-5, 0.0, 1e3, kernels=["a", "b", "c"])]
+    table = lesson_table(results, ceilings, "cuda")
+    unknown = table.set_index("module").loc["mm/torch"]
+    assert (unknown["cost_source"], unknown["bound"]) == ("none", "unknown")
+    summary = lessons_profile(table, ceilings, "cpu", command=["rooflinectl", "kernels"], extra={}).summary
+    assert summary["known_cost_time_share"] == pytest.approx(1.01e-3 / 4.01e-3)
+    assert summary["unknown_time_share"] == pytest.approx(3e-3 / 4.01e-3)
+    assert (summary["launches"], summary["short_launches"]) == (1 + 4 + 3, 3)  # 1e-5 / 3 s each
+    assert summary["window_s"] is None and summary["device_idle_s"] is None  # no timeline: variants timed apart
 
 
 def test_profile_file_round_trip(tmp_path) -> None:

@@ -1,13 +1,18 @@
 """The reference-kernel lessons compared: which roof holds each variant, and how it fares
 against the library on the same shapes. Pure: DataFrame and Ceilings in, DataFrame out.
 
-Input: the placed lesson table (kernel-table columns plus lesson, variant, role), one row per
-variant. Added columns:
-  roof          "dram" when the bytes take longer than the FLOPs at the roofs, else the compute
-                roof's key ("tensor.bf16", "simt.fp32"): the roof the row is held against
-  roof_value    that roof, bytes/s or FLOP/s;  roof_source: spec, measured, ...
+Input: the placed lesson table (kernel-table columns placed by analysis.roofline, plus lesson,
+variant, role, own_flops, own_bytes), one row per variant. Added columns:
+  roof          the roof placement held the row to: "dram" (or the memory level) when its bound
+                is memory, the compute roof's key ("tensor.bf16", "simt.fp32") when compute; for
+                a latency-bound row the one whose time placement kept (roof_time_s); "-" when
+                the cost is unknown
+  roof_value    that roof, bytes/s or FLOP/s (a compute roof at the SM clock placement used);
+  roof_source   spec, measured, ...
   vs_library    the lesson's library time / this variant's time (> 1: faster than the library);
                 NaN when the lesson has no library row
+  own_efficiency  for a variant held to the op's minimum while its kernels declare more (own_*):
+                its efficiency against what its kernels declare (what a profile shows); else NaN
 """
 
 from __future__ import annotations
@@ -17,23 +22,41 @@ import math
 import numpy as np
 import pandas as pd
 
+from rooflinectl.analysis.roofline import clock_scale, place_on_roofline
+from rooflinectl.analysis.transfers import level_roof, memory_level
 from rooflinectl.ceilings.model import Ceilings
+
+OWN_COST = ("own_flops", "own_bytes")
 
 
 def _roof(row: pd.Series, ceilings: Ceilings) -> tuple[str, float, str]:
-    dram = ceilings.dram()
+    if row["bound"] == "unknown":
+        return "-", math.nan, ""
+    level, memory = level_roof(ceilings, memory_level(str(row["kernel"])))
     key = ceilings.compute_roof_key(str(row["unit"]), str(row["precision"]))
-    if key is None:
-        return "dram", dram.value, dram.source
+    on_memory = row["bound"] == "memory" or (row["bound"] != "compute" and float(row["bytes"]) / memory.value
+                                               >= float(row["roof_time_s"]))
+    if key is None or on_memory:
+        return level, memory.value, memory.source
     peak = ceilings.compute_flops_per_s[key]
-    flops, nbytes = float(row["flops"]), float(row["bytes"])
-    if nbytes / dram.value >= flops / peak.value:
-        return "dram", dram.value, dram.source
-    return key, peak.value, peak.source
+    return key, peak.value * clock_scale(peak, float(row["sm_clock_mhz"])), peak.source
+
+
+def _own_efficiency(table: pd.DataFrame, ceilings: Ceilings) -> np.ndarray:
+    """Each row's efficiency against its kernels' own declared cost, where it has one."""
+    if not all(c in table.columns for c in OWN_COST):
+        return np.full(len(table), math.nan)
+    own = table["own_bytes"].notna().to_numpy(dtype=bool)
+    out = np.full(len(table), math.nan)
+    if own.any():
+        replaced = table[own].assign(flops=table.loc[own, "own_flops"], bytes=table.loc[own, "own_bytes"])
+        out[own] = place_on_roofline(replaced, ceilings)["efficiency"].to_numpy(dtype=float)
+    return out
 
 
 def compare_lessons(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
-    """Add roof, roof_value, roof_source and vs_library to the lesson table (see the docstring)."""
+    """Add roof, roof_value, roof_source, vs_library and own_efficiency to the placed lesson
+    table (see the module docstring)."""
     out = table.copy()
     roofs = [_roof(row, ceilings) for _, row in out.iterrows()]
     out["roof"] = [r[0] for r in roofs]
@@ -42,6 +65,7 @@ def compare_lessons(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     library_time = out[out["role"] == "library"].groupby("lesson")["time_s"].first()
     out["vs_library"] = [library_time.get(lesson, math.nan) / t if t > 0 else math.nan
                          for lesson, t in zip(out["lesson"], out["time_s"])]
+    out["own_efficiency"] = _own_efficiency(out, ceilings)
     return out
 
 

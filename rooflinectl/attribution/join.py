@@ -347,7 +347,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         if k.category != "kernel":
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
         elif declared is not None:
-            how = Attribution(k.name, _declared_cost(declared), 1.0, "", origin, "triton")
+            how = Attribution(k.name, declared_cost(declared), 1.0, "", origin, "triton")
         elif costed >= 0:
             cost, shapes = index.cost(costed)
             total = time_by_op[(costed, instance)]
@@ -396,11 +396,11 @@ def _may_do_work(op: RawOp) -> bool:
             and op.name not in NO_WORK_OPS)
 
 
-def _declared_cost(declared: dict[str, Any]) -> OpCost | None:
+def declared_cost(declared: dict[str, Any]) -> OpCost | None:
     """A Triton kernel's own cost, held to the roof of the unit and width it declares (fp32 on
     tensor cores is tl.dot's default, TF32); mixed widths to the width with the most FLOPs (the
-    note says so). Its family stays "other": a declaration says how the math runs, not what op
-    the kernel is."""
+    note says so). Its family is the one it declares (kernels/cost.py), else "other": how the
+    math runs does not say what op the kernel is."""
     if declared.get("bytes") is None:
         return None
     precision = declared.get("precision") or "fp32"

@@ -18,7 +18,7 @@ WIDTH_DTYPES = {"flops8": "fp8", "flops16": "fp16", "flops32": "fp32", "flops64"
 HALF_DTYPES = ("fp16", "bf16")
 
 
-def _summarise(data: dict[str, Any]) -> dict[str, Any] | None:
+def summarise_declaration(data: dict[str, Any]) -> dict[str, Any] | None:
     """What attribution needs from one launch's metadata: FLOPs per width as Proton reads them
     (flops8/16/32/64; plain `flops` has no width), bytes, the precision of the width with the
     most FLOPs, and whether the math runs on tensor cores.
@@ -62,7 +62,7 @@ def triton_launches(sink: list[dict[str, Any]]) -> Iterator[None]:
 
     def hook(metadata: Any) -> None:
         data = metadata.get() if hasattr(metadata, "get") else dict(metadata or {})
-        summary = _summarise(data or {})
+        summary = summarise_declaration(data or {})
         if summary is not None:
             sink.append(summary)
 

@@ -12,8 +12,10 @@ from typing import Any
 import click
 
 from rooflinectl._version import __version__
-from rooflinectl.cli.common import console
+from rooflinectl.cli.common import console, terminal_width
+from rooflinectl.cli.show_cmd import WIDE_WIDTH
 from rooflinectl.errors import EXIT_FINDINGS, EnvironmentProblem, UsageError
+from rooflinectl.outputs.plot_names import ellipsize
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH
 
 CHART_SUFFIXES = (".png", ".svg", ".pdf")
@@ -46,7 +48,7 @@ def run_lessons(selected: list[Any], size: str, device: Any) -> list[dict[str, A
 
     entries = []
     for i, lesson in enumerate(selected, 1):
-        click.echo(f"[{i}/{len(selected)}] {lesson.name}: {lesson.concept}", err=True)
+        click.echo(ellipsize(f"[{i}/{len(selected)}] {lesson.name}: {lesson.concept}", terminal_width()), err=True)
         results = run_lesson(lesson, size, device)
         entries.append({
             "name": lesson.name, "concept": lesson.concept, "family": lesson.family,
@@ -86,14 +88,17 @@ def _failed_kernels(entries: list[dict[str, Any]]) -> list[str]:
               help="The profile file of the run (for show, plot, advise).")
 @click.option("--interpret", is_flag=True,
               help="No GPU: run the small sizes on the CPU through Triton's interpreter (to learn, not to time).")
+@click.option("--wide", is_flag=True, help="Every column of the table, whatever the terminal's width.")
 @click.option("--list", "list_only", is_flag=True, help="List the lessons and exit.")
 def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt: str, output: str,
-            interpret: bool, list_only: bool) -> None:
+            interpret: bool, wide: bool, list_only: bool) -> None:
     """Run the reference kernels: check each against its torch reference, time it, and place it
     on the roofline beside the library equivalent on the same shapes.
 
-    Exit codes: 0 every kernel matched its reference; 1 a kernel failed or did not match;
-    2 usage error; 3 no GPU (use --interpret) or no triton.
+    The table fits the terminal as `show` does (--wide: every column). Exit codes: 0 every
+    Triton kernel matched its reference; 1 one failed or did not match (a torch variant that
+    differs from the reference is reported, not failed); 2 usage error; 3 no GPU (use
+    --interpret) or no triton.
     """
     import torch
 
@@ -122,7 +127,7 @@ def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt:
     device_kind = "cpu" if interpret else "cuda"
     entries = run_lessons(selected, size, torch.device(device_kind))
     _report(entries, device_kind=device_kind, size=size, interpret=interpret, fmt=fmt, output=output,
-            plot_path=plot_path)
+            plot_path=plot_path, wide=wide)
     failed = _failed_kernels(entries)
     if failed:
         click.echo(f"rooflinectl: {len(failed)} kernel(s) failed or missed their reference: {', '.join(failed)}",
@@ -131,7 +136,7 @@ def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt:
 
 
 def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, interpret: bool, fmt: str, output: str,
-            plot_path: str | None) -> None:
+            plot_path: str | None, wide: bool = False) -> None:
     from rooflinectl.analysis.lessons import compare_lessons
     from rooflinectl.ceilings import current_ceilings
     from rooflinectl.lessons import lesson_table, lessons_profile
@@ -165,8 +170,9 @@ def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, inter
     header = f"device: {ceilings.device_name} ({device_kind}); size {size}; {len(entries)} lesson(s)"
     if interpret:
         header += "\n" + INTERPRETER_NOTE
-    console().print(render_lessons(report, entries, ceilings, header=header,
-                                   with_targets=device_kind == "cuda" and size == "large",
-                                   with_verdicts=not interpret))
+    width = WIDE_WIDTH if wide else terminal_width()
+    console(width).print(render_lessons(report, entries, ceilings, header=header,
+                                        with_targets=device_kind == "cuda" and size == "large",
+                                        with_verdicts=not interpret, width=None if wide else width))
     click.echo(f"wrote {output}" + (f" and {plot_path}" if plot_path else "")
                + f" ({dt.datetime.now().strftime('%H:%M:%S')})", err=True)

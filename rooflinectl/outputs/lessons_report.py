@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pandas as pd
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -18,61 +19,83 @@ from rich.text import Text
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.analysis.lessons import target_status
 from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.outputs.escape import rich_text
+from rooflinectl.outputs.plot_names import ellipsize
+from rooflinectl.outputs.table import BOUND_STYLE, fit_columns
 from rooflinectl.units import percent, seconds, si
 
-BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "latency": "yellow", "unknown": "red"}
+# The number columns, left to right after the lesson and variant, and the order they give way in
+# when the terminal is narrow (first listed, first dropped): time, % of roof and check always stay.
+COLUMNS = ("time", "FLOP/s", "B/s", "bound", "roof", "% of roof", "vs library", "check")
+DROP_ORDER = ("FLOP/s", "B/s", "bound", "vs library", "roof")
+MIN_NAME_WIDTH = (12, 16)
+LIBRARY_NOTE = "torch's own result, reported only: the lessons' Triton kernels alone can fail the run"
 FIGURES = ["time_s", "flops", "bytes", "achieved_flops_per_s", "achieved_bytes_per_s", "intensity", "bound",
            "efficiency", "roof", "roof_value", "roof_source", "vs_library", "unit", "precision", "kernel",
-           "cost_source", "cost_note", "above_roof"]
+           "cost_source", "cost_note", "above_roof", "own_flops", "own_bytes", "own_efficiency"]
 
 
 def _figures(report: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
     return {(r["lesson"], r["variant"]): r for _, r in report.iterrows()}
 
 
-def _check_text(result: dict[str, Any]) -> str:
+def _check_text(result: dict[str, Any]) -> Text:
     if result.get("error"):
-        return "[red]failed[/]"
+        return Text("failed", style="red")
     check = result.get("check") or {}
     if not check:
-        return "-"
-    return "[green]ok[/]" if check.get("ok") else "[bold red]mismatch[/]"
+        return Text("-")
+    if check.get("ok"):
+        return Text("ok", style="green")
+    return Text("differs", style="yellow") if result["kind"] == "torch" else Text("mismatch", style="bold red")
 
 
 def _roof_text(row: pd.Series) -> str:
-    unit = "B/s" if row["roof"] == "dram" else "FLOP/s"
-    name = "DRAM" if row["roof"] == "dram" else str(row["roof"])
-    return f"{name} {si(row['roof_value'], unit)}"
+    """The roof's name: its value is on the roofs line above the table (and in the JSON)."""
+    return "DRAM" if row["roof"] == "dram" else str(row["roof"])
 
 
 def _ratio(value: float) -> str:
     return "-" if value != value else f"{value:.2f}x"
 
 
-def lessons_table(report: pd.DataFrame, entries: list[dict[str, Any]]) -> Table:
-    """One row per variant, grouped by lesson: time, achieved rates, roof, % of roof, vs library."""
-    grid = Table(show_lines=False, pad_edge=False, header_style="bold")
-    for name, justify in [("lesson", "left"), ("variant", "left"), ("time", "right"), ("FLOP/s", "right"),
-                          ("B/s", "right"), ("bound", "left"), ("roof", "left"), ("% of roof", "right"),
-                          ("vs library", "right"), ("check", "left")]:
-        grid.add_column(name, justify=justify, no_wrap=True)
+def _cells(result: dict[str, Any], row: pd.Series | None) -> dict[str, Text]:
+    if row is None:
+        return {c: Text("-") for c in COLUMNS} | {"check": _check_text(result)}
+    eff = Text(f"{percent(row['efficiency'])}!", style="bold red") if row["above_roof"] else Text(percent(row["efficiency"]))
+    return {
+        "time": Text(seconds(row["time_s"])), "FLOP/s": Text(si(row["achieved_flops_per_s"], "FLOP/s")),
+        "B/s": Text(si(row["achieved_bytes_per_s"], "B/s")),
+        "bound": rich_text(row["bound"], style=BOUND_STYLE.get(row["bound"], "white")),
+        "roof": rich_text(_roof_text(row)), "% of roof": eff,
+        "vs library": Text("-" if result["role"] == "library" else _ratio(row["vs_library"])),
+        "check": _check_text(result),
+    }
+
+
+def lessons_table(report: pd.DataFrame, entries: list[dict[str, Any]], width: int | None = None) -> Table:
+    """One row per variant, grouped by lesson: time, achieved rates, bound, roof, % of roof, vs
+    library, check; fitted to `width` characters as `show` fits its table (outputs/table.py:
+    number columns give way in DROP_ORDER, then names are shortened; None: every column)."""
     figures = _figures(report)
+    rows = []
     for entry in entries:
         for i, result in enumerate(entry["results"]):
-            row = figures.get((entry["name"], result["variant"]))
-            lesson = entry["name"] if i == 0 else ""
-            variant = Text(result["variant"] + (" (library)" if result["role"] == "library" else ""))
-            if row is None:
-                grid.add_row(lesson, variant, "-", "-", "-", "-", "-", "-", "-", _check_text(result))
-                continue
-            eff = percent(row["efficiency"])
-            if row["above_roof"]:
-                eff = f"[bold red]{eff}![/]"
-            grid.add_row(lesson, variant, seconds(row["time_s"]), si(row["achieved_flops_per_s"], "FLOP/s"),
-                         si(row["achieved_bytes_per_s"], "B/s"),
-                         f"[{BOUND_STYLE.get(row['bound'], 'white')}]{row['bound']}[/]", _roof_text(row), eff,
-                         "-" if result["role"] == "library" else _ratio(row["vs_library"]), _check_text(result))
-        grid.add_section()
+            variant = result["variant"] + (" (library)" if result["role"] == "library" else "")
+            rows.append((entry["name"] if i == 0 else "", variant, _cells(result, figures.get((entry["name"], result["variant"])))))
+    widths = {c: max([len(c)] + [cells[c].cell_len for _, _, cells in rows]) for c in COLUMNS}
+    natural = (max([len("lesson")] + [len(a) for a, _, _ in rows]), max([len("variant")] + [len(b) for _, b, _ in rows]))
+    shown, names = fit_columns(widths, natural, width, COLUMNS, DROP_ORDER, MIN_NAME_WIDTH)
+    grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold")
+    grid.add_column("lesson", no_wrap=True, max_width=names[0])
+    grid.add_column("variant", no_wrap=True, max_width=names[1])
+    for c in shown:
+        grid.add_column(c, justify="left" if c in ("bound", "roof", "check") else "right", no_wrap=True)
+    for lesson, variant, cells in rows:
+        if lesson and grid.row_count:
+            grid.add_section()
+        grid.add_row(rich_text(ellipsize(lesson, names[0])), rich_text(ellipsize(variant, names[1])),
+                     *[cells[c] for c in shown])
     return grid
 
 
@@ -119,8 +142,14 @@ def lesson_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *, with_ta
                 lines.append(Text(f"{where}: failed: {result['error']}", style="red"))
             check = result.get("check") or {}
             if check and not check.get("ok"):
-                lines.append(Text(f"{where}: does not match the fp32 reference within atol {check['atol']:.2g}, "
-                                  f"rtol {check['rtol']:.2g}: " + "; ".join(check.get("worst") or []), style="red"))
+                torch_result = result["kind"] == "torch"
+                lines.append(Text(f"{where}: {'differs from' if torch_result else 'does not match'} the fp32 "
+                                  f"reference within atol {check['atol']:.2g}, rtol {check['rtol']:.2g}: "
+                                  + "; ".join(check.get("worst") or []) + (f"; {LIBRARY_NOTE}" if torch_result else ""),
+                                  style="yellow" if torch_result else "red"))
+            own = figures.get((name, result["variant"]))
+            if own is not None and own["own_bytes"] == own["own_bytes"]:
+                lines.append(Text(f"{where}: {_own_cost_text(own, with_verdicts)}"))
         target = entry.get("target")
         if with_targets and target and row is not None:
             value, met = target_status(target["metric"], target["threshold"], row)
@@ -130,12 +159,22 @@ def lesson_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *, with_ta
     return lines
 
 
+def _own_cost_text(row: pd.Series, with_figures: bool) -> str:
+    """A variant held to the op's minimum while its kernels declare more: both, and (where times
+    mean something) how close its kernels run to the roof for what they move."""
+    text = (f"held to the op's minimum ({si(row['bytes'], 'B')}, {si(row['flops'], 'FLOP')}); its kernels declare "
+            f"{si(row['own_bytes'], 'B')}, {row['own_bytes'] / row['bytes']:.2f}x the bytes")
+    if with_figures:
+        text += f", and move them at {percent(row['own_efficiency'])} of the roof: the extra traffic is the loss"
+    return text
+
+
 def render_lessons(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: Ceilings, *, header: str,
-                   with_targets: bool, with_verdicts: bool = True) -> Group:
+                   with_targets: bool, with_verdicts: bool = True, width: int | None = None) -> Group:
     dram = ceilings.dram()
     roofs = f"roofs: DRAM {si(dram.value, 'B/s')} ({dram.source}); " + ", ".join(
         f"{k} {si(r.value, 'FLOP/s')} ({r.source})" for k, r in sorted(ceilings.compute_flops_per_s.items()))
-    return Group(Text(header), Text(roofs), lessons_table(report, entries),
+    return Group(Text(header), Text(roofs), lessons_table(report, entries, width),
                  *lesson_notes(report, entries, with_targets=with_targets, with_verdicts=with_verdicts))
 
 
