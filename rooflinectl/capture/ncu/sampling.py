@@ -11,9 +11,10 @@ twelve identical layers are one class, not twelve kernel-table rows). One launch
 numbers invocations is the crux: its documentation (2026.1) counts per (context, stream, kernel
 name, grid, block, shared memory) when, as here, context and stream are not given, but ncu
 2025.3.1 on the H200 (2026-11-30) counted per kernel name. Each number asked for costs a launch
-of every kernel invoked that many times, so the plan picks the numbers by greedy weighted set
-cover: the number that covers the most classes still short of samples per launch it makes ncu
-measure, until every class is covered. We plan with the name rule and, after the run, predict
+of every kernel invoked that many times, so the plan picks the numbers as a weighted set cover:
+greedily the number that covers the most classes still short of samples per launch it makes ncu
+measure, until every class is covered, then a local search that drops or merges numbers while
+that measures fewer launches. We plan with the name rule and, after the run, predict
 the measured launches under each rule (NUMBERING_RULES) and keep the one that matches what ncu
 printed, so a different numbering costs coverage, never correctness.
 
