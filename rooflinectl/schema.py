@@ -133,7 +133,8 @@ SUMMARY_KEYS: dict[str, str] = {
               "other_processes {count, used_bytes, sm_util_max_pct}; roof_shifts (per compute roof: its clock, "
               "the kernels' clock, peak_change, the peak at the kernels' clock, attainable_change, notable: "
               "moved more than 3%)",
-    "counters": "what the counters tier did (`profile --counters`): status, tool, launches measured, groups and time covered, or why not",
+    "counters": "what the counters tier did (`profile --counters`): status, tool, launches measured, sampling classes, "
+                "groups (rows_shared: those whose counters came from another group's launches) and time covered, or why not",
 }
 
 # Columns of the counters tier, and the value a row without counters carries in each.

@@ -39,8 +39,8 @@ def _agree(value: Any) -> str:
 
 
 def coverage_text(c: dict[str, Any]) -> str:
-    """Which classes and groups the measured launches cover: '20 of 20 sampling classes; counters on
-    183 of 199 groups, 163 shared within their class' (older profiles: groups only)."""
+    """Which classes and groups the measured launches cover: 'C of K sampling classes; counters on
+    R of N groups, S shared within their class' (profiles written before classes: groups only)."""
     groups = f"{c.get('rows_measured', '?')} of {c.get('rows', '?')} groups"
     if "classes" not in c:
         return groups
