@@ -59,13 +59,14 @@ def common_module(paths: pd.Series) -> str:
 def aggregate(table: pd.DataFrame, keys: list[str], **named: tuple[str, Any]) -> pd.DataFrame:
     """The table's rows grouped by keys (NaN keys kept, first-seen order), one output row per group.
 
-    Sums time_s (and calls, roof_time_s, measured_launches where present), sums flops, bytes and
+    Sums time_s (and calls, roof_time_s, measured_launches, measured_own_launches where present:
+    rows that share one measured launch of their sampling class each count it), sums flops, bytes and
     the measured counter columns by the rule above (a group with an unmeasured row has unknown
     measured totals), combines cost_source; `named` adds or overrides pandas named aggregations. Key columns come
     back as columns (reset index).
     """
     spec: dict[str, tuple[str, Any]] = {"time_s": ("time_s", "sum")}
-    for column in ("calls", "measured_launches"):
+    for column in ("calls", "measured_launches", "measured_own_launches"):
         if column in table.columns:
             spec[column] = (column, "sum")
     for column in ("flops", "bytes", "roof_time_s", "measured_flops", "dram_bytes", "l2_bytes", "l1_bytes"):

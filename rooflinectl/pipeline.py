@@ -22,7 +22,7 @@ from rooflinectl.analysis.communication import communication_summary
 from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
-from rooflinectl.attribution.counters import CounterJoin, counters_by_row
+from rooflinectl.attribution.counters import CounterJoin, class_coverage, counters_by_row
 from rooflinectl.attribution.group import MAX_SEQUENCE, group_index, group_launches
 from rooflinectl.attribution.iterations import Iterations, find_iterations
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
@@ -190,6 +190,7 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
     the launches of ncu's window; only those of table rows, group >= 0, are counted work)."""
     counted = sum(k.group >= 0 for k in keys)
     measured_setup = sum(keys[p].group < 0 for p, _ in join.pairs)
+    classes, classes_measured = class_coverage(keys, join)
     table = apply_counters(data.kernels, counters_by_row(keys, join, data.kernels["calls"]), data.ceilings)
     summary = dict(data.summary)
     total_s = float(table["time_s"].sum())
@@ -206,7 +207,10 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
         "launches_in_window": len(keys),
         "setup_launches_measured": measured_setup,
         "rows_measured": int(measured.sum()),
+        "rows_shared": int((measured & (table["measured_own_launches"] == 0)).sum()),  # counters from other rows' launches
         "rows": int(len(table)),
+        "classes": classes,
+        "classes_measured": classes_measured,
         "time_share_measured": float(table.loc[measured, "time_s"].sum()) / total_s if total_s > 0 else None,
         "numbering_rule": join.rule,
         "unmatched": join.unmatched,

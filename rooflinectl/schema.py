@@ -52,14 +52,20 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "sm_clock_mhz": ("float", "SM clock the group's kernels ran at, MHz: time-weighted mean of the NVML samples "
                               "over their launches (compute roofs scale with it); NaN when not sampled"),
     # Counters (`profile --counters ncu`): what Nsight Compute measured, beside the analytic flops and
-    # bytes above; NaN (measured_launches 0) where no launch of the group was measured. A measured
-    # launch's counters are applied to every launch of its group (same kernel, op, shapes, dtype).
+    # bytes above; NaN (measured_launches 0) where no launch of the group's sampling class was
+    # measured. A measured launch's counters are applied to every launch of its sampling class (same
+    # kernel, grid, block, shared memory, op, shapes, dtype; any module): twelve identical layers
+    # share the launch measured in one of them (capture/ncu/sampling.py, attribution/counters.py).
     "measured_flops": ("float", "executed floating-point operations of all calls (ncu: tensor-core ops + CUDA-core add + mul + 2 x fma, packed half ops x2)"),
     "dram_bytes": ("float", "DRAM bytes read + written of all calls, measured with cold caches (ncu flushes them before each replay)"),
     "l2_bytes": ("float", "L2 traffic of all calls, bytes (ncu lts__t_bytes)"),
     "l1_bytes": ("float", "L1/TEX traffic of all calls, bytes (ncu l1tex__t_bytes)"),
     "measured_precision": ("str", "roof key (unit.precision, e.g. tensor.bf16) of most of the measured FLOPs, '' when none"),
-    "measured_launches": ("int", "launches of the group that Nsight Compute measured (0: no counters for this row)"),
+    "measured_launches": ("int", "launches Nsight Compute measured that the group's counters are the mean of: launches "
+                                 "of its sampling class, in this group or another (0: no counters for this row)"),
+    "measured_own_launches": ("int", "of measured_launches, the group's own launches; fewer: the counters were measured "
+                                     "on launches of other groups of its class (same kernel, launch configuration, op, "
+                                     "shapes, dtype) and shared"),
 }
 
 # The vocabularies of the columns above (tests check that the pipeline produces no other value).
@@ -130,11 +136,12 @@ SUMMARY_KEYS: dict[str, str] = {
               "other_processes {count, used_bytes, sm_util_max_pct}; roof_shifts (per compute roof: its clock, "
               "the kernels' clock, peak_change, the peak at the kernels' clock, attainable_change, notable: "
               "moved more than 3%)",
-    "counters": "what the counters tier did (`profile --counters`): status, tool, launches measured, groups and time covered, or why not",
+    "counters": "what the counters tier did (`profile --counters`): status, tool, launches measured, sampling classes, "
+                "groups (rows_shared: those whose counters came from another group's launches) and time covered, or why not",
 }
 
 # Columns of the counters tier, and the value a row without counters carries in each.
 COUNTER_COLUMNS: dict[str, object] = {
     "measured_flops": float("nan"), "dram_bytes": float("nan"), "l2_bytes": float("nan"),
-    "l1_bytes": float("nan"), "measured_precision": "", "measured_launches": 0,
+    "l1_bytes": float("nan"), "measured_precision": "", "measured_launches": 0, "measured_own_launches": 0,
 }

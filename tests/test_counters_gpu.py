@@ -45,7 +45,8 @@ LOOP = """
 import torch
 
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.GELU(), torch.nn.Linear(2048, 512)).cuda()
+block = lambda: torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.GELU(), torch.nn.Linear(2048, 512))
+model = torch.nn.Sequential(block(), block()).cuda()  # two identical layers: rows apart, one sampling class each
 x = torch.randn(64, 512, device="cuda")
 with torch.no_grad():
     for _ in range(6):
@@ -56,7 +57,8 @@ print(float(y.sum()))
 
 def test_script_without_region_joins_the_whole_script_to_its_steady_state(tmp_path):
     # no region: ncu sees the whole script (randn, the warm-up forward), the table holds the
-    # steady iterations; every launch measured (0) and one per group (1) must give the same rows
+    # steady iterations; every launch measured (0) and one per sampling class (1) must give the same
+    # rows, the second layer's rows taking the counters measured on the first's (or the reverse)
     script = tmp_path / "loop.py"
     script.write_text(LOOP)
     tables = {}
@@ -74,8 +76,9 @@ def test_script_without_region_joins_the_whole_script_to_its_steady_state(tmp_pa
               "| in window:", counters["launches_in_window"], "| notes:", counters["notes"])
         k = data.kernels[~data.kernels["kernel"].str.startswith(("Memcpy", "Memset"))]
         assert (k["measured_launches"] > 0).all(), k[["kernel", "measured_launches"]]
-        tables[samples] = k.set_index(["kernel", "op", "shapes"])
-    every = tables["0"]
-    assert int(every["measured_launches"].sum()) == int(every["calls"].sum())  # every steady launch measured
+        tables[samples] = k.set_index(["kernel", "op", "shapes", "module"])
+    every, sampled = tables["0"], tables["1"]
+    assert (sampled["measured_own_launches"] == 0).any() and sampled["measured_launches"].gt(0).all()
+    assert int(every["measured_own_launches"].sum()) == int(every["calls"].sum())  # every steady launch measured
     joined = tables["1"].join(every, rsuffix="_all")
     assert joined["measured_flops"].to_numpy() == pytest.approx(joined["measured_flops_all"].to_numpy(), rel=1e-3)

@@ -90,8 +90,8 @@ def test_function_names_agree_between_ncu_and_the_profiler():
     assert function_name("triton_poi_fused_add_0") == "triton_poi_fused_add_0"
 
 
-def _key(name, grid, group):
-    return LaunchKey(name, grid, (128, 1, 1), 0, group)
+def _key(name, grid, group, work=None):
+    return LaunchKey(name, grid, (128, 1, 1), 0, group, f"op of row {group}" if work is None else work)
 
 
 # a layer of three kernels repeated twice; the add kernel runs at two sizes with one launch config
@@ -104,12 +104,14 @@ def test_invocations_are_numbered_per_launch_config():
     assert invocation_numbers(SEQ, "function") == [1, 1, 2, 2, 3, 4]
 
 
-def test_plan_asks_for_one_launch_of_each_group():
+def test_plan_asks_for_one_launch_of_each_class_at_the_least_cost():
+    # number 1 covers gemm and add row 1 (2 launches measured); then number 4 covers add row 2 at
+    # the cost of 1 launch, where number 2 would cost 2 (it also selects the second gemm)
     numbers = plan_numbers(SEQ, [True] * 6, 1)
-    assert numbers == [1, 2]  # group 2's first launch is the add config's second invocation
-    assert predict(SEQ, numbers, "config") == [0, 1, 2, 3]
-    assert {SEQ[i].group for i in predict(SEQ, numbers, "config")} == {0, 1, 2}
-    assert kernel_id_filter(numbers) == ":::^(1|2)$"
+    assert numbers == [1, 4]
+    assert predict(SEQ, numbers, "name") == [0, 1, 5]
+    assert {SEQ[i].group for i in predict(SEQ, numbers, "name")} == {0, 1, 2}
+    assert kernel_id_filter(numbers) == ":::^(1|4)$"
 
 
 def test_plan_respects_eligibility_samples_and_budget():

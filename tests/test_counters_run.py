@@ -73,8 +73,14 @@ def test_counters_run_measures_one_launch_per_group(fake_ncu, recorded, monkeypa
     kernel_rows = ~result.kernels["kernel"].str.startswith(("Memcpy", "Memset"))
     assert ((result.kernels["measured_launches"] > 0) == kernel_rows).all()
     measured = counters["launches_measured"]
-    assert f"measure {measured} of 43 launches" in said[0]
-    assert f"measured {measured} of 43 launches" in counters_line(result.summary)
+    assert f"measure {measured} of 43 launches (1 per sampling class" in said[0]
+    assert f"{counters['classes']} classes over" in said[0]
+    line = counters_line(result.summary)
+    assert f"measured {measured} of 43 launches ({counters['classes']} of {counters['classes']} sampling classes" in line
+    table = result.kernels
+    assert int(table["measured_own_launches"].sum()) == measured  # every measured launch is one row's own
+    borrowed = int(((table["measured_launches"] > 0) & (table["measured_own_launches"] == 0)).sum())
+    assert counters["rows_shared"] == borrowed and (f"{borrowed} shared within their class" in line) == (borrowed > 0)
     assert counters["metrics_missing"] == []  # the fake lists every metric, fp64 tensor ops included
 
 

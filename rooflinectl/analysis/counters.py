@@ -36,7 +36,8 @@ def apply_counters(table: pd.DataFrame, by_row: pd.DataFrame, ceilings: Ceilings
     if len(by_row):
         for name in COUNTER_COLUMNS:
             out.loc[by_row.index, name] = by_row[name].to_numpy()
-    out["measured_launches"] = out["measured_launches"].astype(int)
+    for name in ("measured_launches", "measured_own_launches"):
+        out[name] = out[name].astype(int)
     unknown = (out["cost_source"] == "none") & (out["measured_launches"] > 0) & out["measured_flops"].notna() \
         & out["dram_bytes"].notna()
     if unknown.any():

@@ -18,8 +18,14 @@ Rules:
   prefix when ncu stopped early); if none agrees, each measured launch is aligned in order to
   the next launch with the same function name, grid and block; if that leaves more than a tenth
   of them unmatched, the runs launched different kernels and the join is refused.
-- A group's totals are the mean of its measured launches times its calls: launches of one group
-  run the same kernel on the same shapes, so they do the same work.
+- Measurements are shared by sampling class (capture/ncu/sampling.py: kernel, grid, block,
+  shared memory, op, shapes, dtype): launches of one class do the same work, so a row's totals
+  are, over its launches, the mean of the measured launches of each launch's class, times its
+  calls. A row of twelve identical layers gets the counters of the one launch measured in
+  another layer: its measured_launches says how many launches its numbers rest on, and
+  measured_own_launches how many of those were its own (fewer: shared). On the H200 (GPT-2
+  small forward, 2026-11-30, every row measured on its own) the rows of one class agreed within
+  0.12% in FLOPs, 2.9% in DRAM bytes and 4.6% in L2 bytes per call.
 """
 
 from __future__ import annotations
@@ -31,7 +37,13 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from rooflinectl.capture.ncu.metrics import MeasuredLaunch
-from rooflinectl.capture.ncu.sampling import NUMBERING_RULES, LaunchKey, function_name, predict
+from rooflinectl.capture.ncu.sampling import (
+    NUMBERING_RULES,
+    LaunchKey,
+    function_name,
+    predict,
+    sampling_class,
+)
 from rooflinectl.capture.trace import RawTrace
 from rooflinectl.errors import CountersProblem
 
@@ -48,18 +60,20 @@ class CounterJoin:
 
 def launch_keys(launches: pd.DataFrame, trace: RawTrace) -> list[LaunchKey]:
     """The kernel launches (memcpy/memset left out) as LaunchKeys, in launch order; a setup
-    launch (row -1) keeps its place in the sequence with group -1."""
+    launch (row -1) keeps its place in the sequence with group -1. Work: op, shapes and dtype."""
     by_correlation: dict[int, deque] = defaultdict(deque)
     for k in trace.kernels:
         if k.category == "kernel":
             by_correlation[k.correlation].append(k)
     keys: list[tuple[int, LaunchKey]] = []
-    for correlation, row in zip(launches["correlation"], launches["row"]):
+    for correlation, row, op, shapes, dtype in zip(launches["correlation"], launches["row"], launches["op"],
+                                                  launches["shapes"], launches["dtype"]):
         queue = by_correlation.get(int(correlation))
         if not queue:
             continue  # a memcpy/memset, or a CPU op
         k = queue.popleft()
-        keys.append((int(correlation), LaunchKey(k.name, k.grid, k.block, k.shared_memory, int(row))))
+        work = f"{op} | {shapes} | {dtype}"
+        keys.append((int(correlation), LaunchKey(k.name, k.grid, k.block, k.shared_memory, int(row), work)))
     keys.sort(key=lambda pair: pair[0])
     return [key for _, key in keys]
 
@@ -117,29 +131,55 @@ def _aligned(keys: list[LaunchKey], measured: list[MeasuredLaunch]) -> CounterJo
 
 def counters_by_row(keys: list[LaunchKey], join: CounterJoin, calls: pd.Series) -> pd.DataFrame:
     """The measured columns per table row (index: row position), for rows with measurements:
-    the mean of the row's measured launches, times its calls. Measured setup launches are left out."""
-    per_row: dict[int, list[MeasuredLaunch]] = defaultdict(list)
+    over the row's launches, the mean of each launch's class mean (module docstring), times the
+    row's calls. Measured setup launches are left out."""
+    by_class: dict = defaultdict(list)
+    own: dict[int, int] = defaultdict(int)
     for position, m in join.pairs:
         if keys[position].group >= 0:
-            per_row[keys[position].group].append(m)
+            by_class[sampling_class(keys[position])].append(m)
+            own[keys[position].group] += 1
+    class_mean = {cls: _mean_launch(items) for cls, items in by_class.items()}
+    row_classes: dict[int, list] = defaultdict(list)  # one entry per launch of the row whose class was measured
+    for key in keys:
+        cls = sampling_class(key)
+        if key.group >= 0 and cls in class_mean:
+            row_classes[key.group].append(cls)
     records = {}
-    for row, items in per_row.items():
-        n = len(items)
-        scale = float(calls.iloc[row]) / n
-        by_roof: dict[str, float] = defaultdict(float)
-        for m in items:
-            for roof, value in m.flops_by_roof.items():
-                by_roof[roof] += value
-        total = MeasuredLaunch("", None, None, math.nan, dict(by_roof))
+    for row, classes in row_classes.items():
+        launch = _mean_launch([class_mean[cls] for cls in classes])  # classes repeat: weighted by launches
+        scale = float(calls.iloc[row])
         records[row] = {
-            "measured_flops": total.flops * scale,
-            "dram_bytes": _sum(m.dram_bytes for m in items) * scale,
-            "l2_bytes": _sum(m.l2_bytes for m in items) * scale,
-            "l1_bytes": _sum(m.l1_bytes for m in items) * scale,
-            "measured_precision": total.main_roof,
-            "measured_launches": n,
+            "measured_flops": launch.flops * scale,
+            "dram_bytes": launch.dram_bytes * scale,
+            "l2_bytes": launch.l2_bytes * scale,
+            "l1_bytes": launch.l1_bytes * scale,
+            "measured_precision": launch.main_roof,
+            "measured_launches": sum(len(by_class[cls]) for cls in set(classes)),
+            "measured_own_launches": own.get(row, 0),
         }
     return pd.DataFrame.from_dict(records, orient="index")
+
+
+def class_coverage(keys: list[LaunchKey], join: CounterJoin) -> tuple[int, int]:
+    """(sampling classes among the counted launches, how many of them have a measured launch)."""
+    counted = {sampling_class(k) for k in keys if k.group >= 0}
+    measured = {sampling_class(keys[p]) for p, _ in join.pairs if keys[p].group >= 0}
+    return len(counted), len(measured)
+
+
+def _mean_launch(items: list[MeasuredLaunch]) -> MeasuredLaunch:
+    """One launch's mean counters (FLOPs per roof, DRAM, L2, L1 bytes); a byte count is unknown
+    (NaN) when any launch lacks it."""
+    n = len(items)
+    by_roof: dict[str, float] = defaultdict(float)
+    for m in items:
+        for roof, value in m.flops_by_roof.items():
+            by_roof[roof] += value / n
+    return MeasuredLaunch("", None, None, math.nan, dict(by_roof),
+                          dram_bytes=_sum(m.dram_bytes for m in items) / n,
+                          l2_bytes=_sum(m.l2_bytes for m in items) / n,
+                          l1_bytes=_sum(m.l1_bytes for m in items) / n)
 
 
 def _sum(values) -> float:

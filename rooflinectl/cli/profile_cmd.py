@@ -100,7 +100,8 @@ class IterationsMode(click.ParamType):
               help="ncu: run the program again under Nsight Compute and add measured FLOPs and DRAM/L2/L1 bytes "
                    "(exit 3 or 4 when it cannot); auto: the same, or say why not and go on")
 @click.option("--ncu-samples", "samples", type=click.IntRange(min=0), default=1, show_default=True,
-              help="counters: launches measured per kernel group (0: every launch, as plain ncu does)")
+              help="counters: launches measured per sampling class: same kernel, launch configuration, op, "
+                   "shapes (0: every launch, as plain ncu does)")
 @click.option("--ncu-launch-count", "launch_count", type=click.IntRange(min=1), default=1000, show_default=True,
               help="counters: at most this many launches measured")
 @click.option("--ncu-launch-skip", "launch_skip", type=click.IntRange(min=0), default=0, show_default=True,

@@ -1,5 +1,6 @@
 """The counters phase of `rooflinectl profile --counters ncu|auto`: run the program again under
-Nsight Compute, sample one launch per (kernel, launch configuration) group, join, and say so.
+Nsight Compute, sample one launch per sampling class (kernel, launch configuration, op, shapes,
+dtype), join, and say so.
 
 Order: the analytic profile is built and written first (it is never lost); the counters run
 plans from its counted launches (capture/ncu/sampling.py), runs ncu over capture/ncu/child.py,
@@ -31,9 +32,16 @@ from rooflinectl.capture.ncu.command import (
 )
 from rooflinectl.capture.ncu.metrics import metrics_to_request
 from rooflinectl.capture.ncu.run import run_ncu
-from rooflinectl.capture.ncu.sampling import PLAN_RULE, kernel_id_filter, plan_numbers, predict
+from rooflinectl.capture.ncu.sampling import (
+    PLAN_RULE,
+    kernel_id_filter,
+    plan_numbers,
+    predict,
+    sampling_class,
+)
 from rooflinectl.capture.session import Capture
 from rooflinectl.errors import CountersProblem, EnvironmentProblem, RooflineError
+from rooflinectl.outputs.validate_render import coverage_text
 from rooflinectl.pipeline import add_counters
 from rooflinectl.profile_model import ProfileData
 
@@ -115,8 +123,11 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
     notes += command_notes
     (work / "command.txt").write_text(" ".join(command) + "\n", encoding="utf-8")
     setup = len(keys) - sum(counted)
+    classes = len({sampling_class(k) for k in keys if k.group >= 0})
+    plan = "every launch" if numbers is None else (
+        f"{options.samples} per sampling class: same kernel, launch configuration, op, shapes, dtype")
     say(f"counters: running the program again under Nsight Compute {info.version} to measure {expected} of "
-        f"{len(keys)} launches ({len({k.group for k in keys if k.group >= 0})} groups"
+        f"{len(keys)} launches ({plan}; {classes} classes over {len({k.group for k in keys if k.group >= 0})} groups"
         + (f"; {setup} of the {len(keys)} are setup, outside the steady state" if setup else "")
         + "); Nsight Compute replays each one")
     run = run_ncu(command, log_path=work / "ncu.log", program_log=work / "program.log", status_path=status,
@@ -147,8 +158,8 @@ def counters_line(summary: dict[str, Any]) -> str:
         return f"counters: {c.get('status', 'none')}: {c.get('reason', '')}".rstrip(": ")
     share = c.get("time_share_measured")
     text = (f"counters: ncu {c.get('ncu_version', '')} measured {c['launches_measured']} of {c['launches_counted']} "
-            f"launches ({c['rows_measured']} of {c['rows']} groups"
-            + (f", {100 * share:.1f}% of kernel time" if share is not None else "") + f") in {c.get('wall_s', 0):.1f} s")
+            f"launches ({coverage_text(c)}" + (f", {100 * share:.1f}% of kernel time" if share is not None else "")
+            + f") in {c.get('wall_s', 0):.1f} s")
     return text + "".join(f"; {n}" for n in c.get("notes", []))
 
 

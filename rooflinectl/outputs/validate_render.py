@@ -35,12 +35,23 @@ def _ratio(value: Any) -> str:
     return "-" if math.isnan(value) else f"{value:.3g}"
 
 
+def coverage_text(c: dict[str, Any]) -> str:
+    """Which classes and groups the measured launches cover: 'C of K sampling classes; counters on
+    R of N groups, S shared within their class' (profiles written before classes: groups only)."""
+    groups = f"{c.get('rows_measured', '?')} of {c.get('rows', '?')} groups"
+    if "classes" not in c:
+        return groups
+    shared = c.get("rows_shared", 0)
+    return (f"{c.get('classes_measured', '?')} of {c['classes']} sampling classes; counters on {groups}"
+            + (f", {shared} shared within their class" if shared else ""))
+
+
 def headline(summary: dict[str, Any], agreement: dict[str, Any]) -> list[str]:
     """What was compared: counters coverage and bound agreement, one line each."""
     c = summary.get("counters") or {}
     lines = [f"counters: ncu {c.get('ncu_version', '?')}, {c.get('launches_measured', '?')} of "
-             f"{c.get('launches_counted', '?')} launches measured ({c.get('rows_measured', '?')} of "
-             f"{c.get('rows', '?')} groups, {percent(c.get('time_share_measured'))} of kernel time); "
+             f"{c.get('launches_counted', '?')} launches measured ({coverage_text(c)}, "
+             f"{percent(c.get('time_share_measured'))} of kernel time); "
              "DRAM bytes are cold-cache (ncu flushes caches before each replay)"]
     lines.append(f"compared: {percent(agreement.get('compared_time_share'))} of kernel time; bound (memory/compute) "
                  f"agrees on {percent(agreement.get('agree_time_share'))} of the time both classify "

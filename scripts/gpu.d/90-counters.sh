@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Counters tier (issue 12) on the GPU machine: the cost model against Nsight Compute on a
 # KernelBench-like suite and the examples, and the speed of sampled against plain ncu.
-# Expected runtime: about 3.5 minutes (most of it ncu replaying kernels). Writes into $PIECE_OUT:
-#   accuracy.md (docs/benchmarks/accuracy.md-ready), suite/mlp/gpt2 profiles with counters,
-#   their `validate` reports, the hierarchical roofline of the suite, bench_counters.{json,md}.
+# Expected runtime: about 3.2 minutes (most of it ncu replaying kernels; the speed step about 2
+# minutes, of which the sampled GPT-2 run ~25 s: 30 launches planned for 20 sampling classes).
+# Writes into $PIECE_OUT: accuracy.md (docs/benchmarks/accuracy.md-ready), suite/mlp/gpt2
+# profiles with counters, their `validate` reports, the hierarchical roofline of the suite,
+# bench_counters.{json,md}.
 # COUNTERS_PLAIN_ALL=1 measures plain ncu on every launch of the GPT-2 region instead of the
 # first 120 (adds about 4 minutes: run it with PIECE_TIMEOUT_S=600).
+# COUNTERS_SPEED_ONLY=1 runs only the speed step (about 2 minutes).
 set -u
 out="${PIECE_OUT:?PIECE_OUT must be set}"
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -17,6 +20,7 @@ step() { echo "-- [$(elapsed) s] $*"; }
 step "ceilings (cached by 10-ceilings, else measured: L1 and L2 roofs for the hierarchical chart)"
 rl ceilings --measure > "$out/ceilings.txt" 2>&1 || echo "ceilings --measure: exit $?"
 
+if [ "${COUNTERS_SPEED_ONLY:-0}" != 1 ]; then
 step "suite: 44 problems, one analytic run and one ncu run"
 rl profile scripts/counters_suite.py:run_all --warmup 1 --iters 1 --counters ncu -o "$out/suite.profile.json" --top 10 \
   || echo "suite profile: exit $?"
@@ -25,10 +29,13 @@ rl validate "$out/suite.profile.json" --format json > "$out/suite.validate.json"
 rl plot "$out/suite.profile.json" --levels -o "$out/suite-levels.png" --dpi 130 || echo "plot --levels: exit $?"
 rl advise "$out/suite.profile.json" --format markdown > "$out/suite.advice.md"
 
-step "speed: GPT-2 small forward region, sampled against plain ncu"
+fi
+
+step "speed: GPT-2 small forward region, sampled (one launch per sampling class) against plain ncu"
 plain=(--plain-launches 120)
 [ "${COUNTERS_PLAIN_ALL:-0}" = 1 ] && plain=(--plain-all)
 python3 scripts/bench_counters.py "$out" "${plain[@]}" 2>&1 | grep -v "^counters: [0-9]" | tail -25 || echo "bench: exit $?"
+if [ "${COUNTERS_SPEED_ONLY:-0}" = 1 ]; then step "done (speed only)"; exit 0; fi
 
 step "example: examples/mlp.py (bf16, width 4096, 3 steps)"
 rl profile examples/mlp.py --counters ncu -o "$out/mlp.profile.json" --top 8 -- --batch 1024 || echo "mlp: exit $?"
