@@ -35,11 +35,10 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
 
     Estimate: a CUDA graph replays the launches with about GRAPH_GAP_S (1 us) between kernels,
     so the saving is idle - idle after syncs - idle in those runs - launches left x 1 us, capped at
-    the idle time. The idle
-    time is the one to expect without the profiler (device_idle_unprofiled_s: the profiler's
+    the idle time (the launches left: those outside the batchable runs, plus one bmm per run). The
+    idle time is the one to expect without the profiler (device_idle_unprofiled_s: the profiler's
     measured cost per recorded event taken out), since the profiler slows the host that launches
-    the kernels. The launches left are those outside the batchable runs plus one bmm per run.
-    Kernel time is not counted: graphs do not make kernels faster (fusing them is the
+    the kernels. Kernel time is not counted: graphs do not make kernels faster (fusing them is the
     fusion rule's saving).
     """
     if not ctx.on_gpu:
