@@ -7,8 +7,9 @@ call, so a loop that keeps the GPU waiting for the host's launches is timed with
 The measured saving is the rebuilt work's profiled time x (1 - fixed / original): the speed-up
 measured here, applied to the time the profile counted (the rebuilt op runs alone, with warm
 caches, so its own time is not the profile's); for a loop of launches (gemm.batch-small) it is
-runs x (loop - one bmm), the measured difference once per run (Trial.saving_s). A fix that is not at least 3% faster measured "no gain": the finding is demoted.
-The whole verification keeps to a time budget (a few seconds); what does not fit says so.
+runs x (loop - one bmm), the measured difference once per run (Trial.saving_s). A fix that is
+not at least 3% faster measured "no gain": the finding is demoted. The whole verification keeps
+to a time budget (a few seconds); what does not fit says so.
 """
 
 from __future__ import annotations

@@ -56,16 +56,15 @@ def _dims(row: pd.Series) -> GemmDims:
     return dims
 
 
-def gemm_call(op: str, dims: GemmDims, dtype: torch.dtype, transposed_a: bool = False,
-              row_bias: bool = False) -> Callable[[], Any]:
+def gemm_call(op: str, dims: GemmDims, dtype: torch.dtype, transposed_a: bool = False) -> Callable[[], Any]:
     """One matmul of the op's kind on fresh operands: A [batch?, M, K] (or a transposed view of
-    [K, M]), B the transposed view of a [N, K] weight, a bias for addmm / baddbmm ([N] broadcast
-    with row_bias, as a Linear's; else a full [batch, M, N] one for baddbmm)."""
+    [K, M]), B the transposed view of a [N, K] weight, a bias for addmm ([N], as a Linear's) and
+    baddbmm (a full [batch, M, N] one)."""
     if dims.batch > 1 or op in ("aten::bmm", "aten::baddbmm"):
         a = _random(dims.batch, dims.m, dims.k, dtype=dtype)
         b = _random(dims.batch, dims.n, dims.k, dtype=dtype).transpose(1, 2)
         if op == "aten::baddbmm":
-            bias = _random(dims.n, dtype=dtype) if row_bias else _random(dims.batch, dims.m, dims.n, dtype=dtype)
+            bias = _random(dims.batch, dims.m, dims.n, dtype=dtype)
             return lambda: torch.baddbmm(bias, a, b)
         return lambda: torch.bmm(a, b)
     a = _random(dims.k, dims.m, dtype=dtype).t() if transposed_a else _random(dims.m, dims.k, dtype=dtype)
