@@ -17,10 +17,12 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl._version import __version__
+from rooflinectl.analysis.advice.gemm_kernels import is_helper
 from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
 from rooflinectl.analysis.communication import communication_summary
 from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
+from rooflinectl.analysis.launch_runs import back_to_back_runs
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.attribution.counters import CounterJoin, class_coverage, counters_by_row
 from rooflinectl.attribution.group import MAX_SEQUENCE, group_index, group_launches
@@ -119,6 +121,8 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
     placed, sequence, rows = _placed_table(state.steady, ceilings, rank)
     setup_table, _, _ = _placed_table(state.setup, ceilings, rank)
     summary = summarise(placed, state.steady, state.window_s, sequence, count or 1)
+    host_spans_ns = _counted_host_spans(trace, state, attributed.regions)
+    summary["back_to_back_runs"] = back_to_back_runs(state.steady, rows, host_spans_ns, is_helper)
     summary["regions"] = attributed.regions
     summary["clocks"] = clock_summary(state.steady, samples, metadata, placed, ceilings)
     summary["region_runs"] = attributed.region_runs
@@ -136,7 +140,7 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
         "iteration_times_s": state.iteration_times_s[:MAX_ITERATION_TIMES],
     })
     summary.update(setup_figures(state.setup, found, state.window_s, _run_wall_s(trace)))
-    summary.update(host_figures(trace, state.steady, _counted_host_spans(trace, state, attributed.regions)))
+    summary.update(host_figures(trace, state.steady, host_spans_ns))
     overhead_s = metadata.get("profiler_overhead_per_op_s")
     if overhead_s is not None:
         summary["device_idle_unprofiled_s"] = max(summary["device_idle_s"] - summary["host_events"] * overhead_s, 0.0)

@@ -96,6 +96,12 @@ SUMMARY_KEYS: dict[str, str] = {
     "launches": "number of kernel launches counted",
     "short_launches": f"launches shorter than {SHORT_LAUNCH_S * 1e6:g} microseconds",
     "launch_sequence": "row indices (position in the kernel table) in launch order, first 100000",
+    "back_to_back_runs": "runs of 4 or more back-to-back launches of one row (a side kernel such as a split-K reduction "
+                         "between them does not break a run; an iteration's end does), per row and run length: "
+                         "row, length, runs, span_s (summed over the runs: first kernel start to last kernel end, "
+                         "the idle gaps between launches included) and busy_s (the union of their kernels' "
+                         "intervals); longest total span first, at most 1000 (analysis/launch_runs.py). Absent "
+                         "from profiles written before it was kept",
     "iterations": "iterations the kernel table covers: function mode's --iters, the steady-state iterations of a script, else 1",
     "iterations_method": "how the counted work was chosen: function, regions, profiler_step, optimizer_step, module_forward, compiled_call, kernel_sequence (attribution/iterations.py), none (no iteration found: the whole run) or off (--iterations none)",
     "iterations_marker": "the annotation that marked the iterations (e.g. Optimizer.step#SGD.step), or the first kernel of each repeated sequence",

@@ -96,7 +96,8 @@ def main() -> None:
     lines = [f"# Advice: estimated vs measured saving ({device}, {dt.date.today().isoformat()})", "",
              "Per step. Estimated: the expected rule's saving in the before-profile / steps profiled. "
              "--verify: the saving `advise --verify` measured on the rebuilt op (its speed-up applied to the "
-             "profiled time) / steps profiled. Measured: median step time (CUDA events) before - after the fix; "
+             "profiled time; for gemm.batch-small, the rebuilt loop's time less one bmm's, once per run) / steps "
+             "profiled. Measured: median step time (CUDA events) before - after the fix; "
              "also the profiles' window per step before - after. Ratios are to the measured step saving.", "",
              "| example | rule | found before | after fix | before ms | after ms | speed-up | est. saving ms | "
              "--verify ms | measured ms | window saving ms | est/measured | verify/measured |",

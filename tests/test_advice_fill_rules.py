@@ -8,8 +8,9 @@ import pytest
 from advice_tables import h200_ceilings, profile, triton_row
 from gpu_trace import Launch, traced_profile
 from real_traces import real_profile
+from recorded_examples import example_capture, step_ms
 
-from rooflinectl.analysis.advice import advise
+from rooflinectl.analysis.advice import Thresholds, advise
 
 H200 = h200_ceilings()  # 132 SMs, bf16 989 TFLOP/s, 4.8 TB/s: ridge 206 FLOP/B
 NVJET_128x128 = "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_TNT"  # tile 128 (along N) x 128 (along M)
@@ -118,13 +119,71 @@ GELU = Launch("aten::gelu", [[256, 128]], "vectorized_elementwise_kernel<gelu>",
 
 
 def test_a_loop_of_same_shape_gemms_becomes_one_bmm():
-    """Two iterations of 16 back-to-back [256, 128] x [128, 128] mm of 5 us: per run, 80 us against
-    one bmm at 0.7 of the roof (16 x 34 ns of traffic: under the 2 us kernel floor): 78 us."""
+    """Two iterations of 16 back-to-back [256, 128] x [128, 128] mm of 5 us. The traces of
+    tests/gpu_trace.py put 10 us between one kernel's end and the next one's start (2 us to the
+    next op, which launches its kernel 8 us in): each run spans 16 x 5 + 15 x 10 = 230 us on the
+    device. One bmm at 0.7 of the roof (16 x 34 ns of traffic) is under the 2 us kernel floor:
+    228 us per run, of which 150 us is the GPU waiting between launches."""
     launches = ([GELU] + [small_mm()] * 16) * 2
     (f,) = findings(traced_profile(launches, H200), "gemm.batch-small")
     assert (f.numbers["runs"], f.numbers["run_length"], f.numbers["launches_in_runs"]) == (2, 16, 32)
-    assert f.est_saving_s == pytest.approx(2 * (16 * 5e-6 - 2e-6))
+    assert f.numbers["span_s"] == pytest.approx(2 * 230e-6) and f.numbers["busy_s"] == pytest.approx(2 * 80e-6)
+    assert f.est_saving_s == pytest.approx(2 * (230e-6 - 2e-6))
+    assert f.idle_saving_s == pytest.approx(2 * 150e-6)
     assert "torch.bmm" in f.recommendation and "[16, 256, 128] @ [16, 128, 128]" in f.recommendation
+    assert "span 230.00 us each" in f.evidence
+
+
+def test_the_profilers_own_cost_per_launch_comes_off_the_span_but_never_the_kernels():
+    """With 3 us of profiler cost per recorded op and kernel, the two runs' 460 us lose 32 x 3 us:
+    364 us, less two bmm floors. At 20 us per launch the span would fall under the kernels' own
+    160 us: the kernels stay, so the saving is their time less the two bmm."""
+    launches = ([GELU] + [small_mm()] * 16) * 2
+    for overhead_s, expected_s in ((3e-6, 364e-6 - 4e-6), (20e-6, 160e-6 - 4e-6)):
+        data = traced_profile(launches, H200)
+        data.metadata["profiler_overhead_per_op_s"] = overhead_s
+        (f,) = findings(data, "gemm.batch-small")
+        assert f.est_saving_s == pytest.approx(expected_s), overhead_s
+
+
+def test_a_profile_without_run_spans_counts_the_kernels_only_and_says_so():
+    """A profile file written before the spans were kept: 16 x 5 us - 2 us per run, from the launch
+    order alone."""
+    data = traced_profile(([GELU] + [small_mm()] * 16) * 2, H200)
+    del data.summary["back_to_back_runs"]
+    (f,) = findings(data, "gemm.batch-small")
+    assert f.est_saving_s == pytest.approx(2 * (16 * 5e-6 - 2e-6)) and f.idle_saving_s == 0
+    assert "records no spans" in f.evidence and "span_s" not in f.numbers
+
+
+def test_launch_overhead_leaves_the_idle_time_inside_the_runs_to_the_batch_finding():
+    """The two runs above plus 10 alternating gelu / [512, 256] x [256, 256] mm (5 us): 54 launches,
+    53 gaps of 10 us: 530 us idle. The runs hold 2 x 15 gaps (300 us): gemm.batch-small's. A graph
+    saves the other 230 us less 1 us for each launch left (54 - 32 + 2 bmm = 24): 206 us. With
+    gemm.batch-small switched off, launch.overhead counts all of it: 530 - 54 = 476 us."""
+    other = Launch("aten::mm", [[512, 256], [256, 256]], "nvjet_sm90_tst_64x64_64x13_1x2_h_bz_NNT", 5.0)
+    data = traced_profile(([GELU] + [small_mm()] * 16) * 2 + [GELU, other] * 10, H200)
+    assert data.summary["device_idle_s"] == pytest.approx(530e-6)
+    report = advise(data)
+    (graph,), (batch,) = report.findings_of("launch.overhead"), report.findings_of("gemm.batch-small")
+    assert batch.idle_saving_s == pytest.approx(300e-6)
+    assert graph.numbers["batch_runs_idle_s"] == pytest.approx(300e-6)
+    assert graph.est_saving_s == pytest.approx(230e-6 - 24e-6)
+    assert "gemm.batch-small's saving" in graph.evidence
+    alone = advise(data, Thresholds(disabled_rules=("gemm.batch-small",))).findings_of("launch.overhead")
+    assert [f.est_saving_s for f in alone] == [pytest.approx(530e-6 - 54e-6)]
+
+
+def test_the_h200_small_gemms_estimate_is_near_the_measured_step_saving():
+    """examples/small_gemms.py on the H200 (tests/data/advice): 64 mm of 2.1 us per step, launched
+    one every ~30 us under the profiler. Measured with CUDA events, no profiler: 1.641 ms per step
+    as a loop, 0.035 ms as one bmm. The kernels alone (what the rule counted before) give 0.13 ms;
+    the runs' spans, the profiler's 2.65 us per launch taken out, give about 1.77 ms."""
+    _, data = example_capture("small_gemms")
+    (f,) = findings(data, "gemm.batch-small")
+    measured_s = (step_ms("small_gemms", "before") - step_ms("small_gemms", "after")) / 1e3
+    per_step_s = f.est_saving_s / data.summary["region_runs"]
+    assert 0.8 < per_step_s / measured_s < 1.25, (per_step_s, measured_s)
 
 
 def test_a_split_k_reduction_between_the_launches_does_not_break_the_run():

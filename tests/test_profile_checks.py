@@ -39,6 +39,9 @@ CORRUPTIONS = [
     (lambda r: r.update(metadata=[1, 2]), "metadata is a list"),
     (lambda r: r["kernels"].update(rows=[[1, 2]]), "kernels.rows must be lists of"),
     (lambda r: r["summary"].update(regions="step"), "summary.regions must be a list"),
+    (lambda r: r["summary"].update(back_to_back_runs="fast"), "summary.back_to_back_runs must be a list of objects"),
+    (lambda r: r["summary"].update(back_to_back_runs=[{"row": 0, "length": 8, "runs": 2, "span_s": -1.0, "busy_s": 0.0}]),
+     "summary.back_to_back_runs[0].span_s is -1"),
 ]
 
 

@@ -130,3 +130,16 @@ def test_rank_sets_on_the_command_line(tmp_path: Path) -> None:
     assert twice.exit_code == 2 and "rank 0 appears twice" in twice.output
     assert rank_set_problem([_rank_profile(0), ProfileData(_rank_profile(1).kernels, _ceilings(), {"rank": 1})]) \
         == "they come from jobs of different sizes (2, None ranks)"
+
+
+def test_the_merged_profile_keeps_rank_0s_runs_on_the_merged_rows() -> None:
+    """Rank 0's back-to-back runs name its own table's rows; the merged table orders rows anew, so
+    each entry must name the merged row of the same kernel, op and shapes."""
+    first = _rank_profile(0)
+    merged = merge_ranks([first, _rank_profile(1)])
+    keys = ["kernel", "op", "shapes"]
+    own = [(first.kernels.loc[e["row"], keys].tolist(), e["length"], e["span_s"])
+           for e in first.summary["back_to_back_runs"]]
+    moved = [(merged.kernels.loc[e["row"], keys].tolist(), e["length"], e["span_s"])
+             for e in merged.summary["back_to_back_runs"]]
+    assert own and moved == own

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import replace
 
 import pytest
@@ -16,11 +17,13 @@ from gpu_trace import Launch, traced_profile
 from real_traces import real_profile
 
 import rooflinectl
+from rooflinectl import verify
 from rooflinectl.analysis.advice import Verification, advise, with_verifications
 from rooflinectl.cli.main import main as cli
 from rooflinectl.outputs.advice_render import render_text
 from rooflinectl.outputs.profile_file import save_profile
 from rooflinectl.verify import plan, rebuild
+from rooflinectl.verify.registry import Trial
 
 H200 = h200_ceilings()
 
@@ -75,8 +78,34 @@ def test_a_loop_of_matmuls_is_rebuilt_as_one_bmm(on_meta):
     finding, (trial,), _ = trials_of(data, "gemm.batch-small")
     original, fixed = trial.make()
     assert shapes(original()) == [(256, 64)] * 16 and shapes(fixed()) == (16, 256, 64)
-    row = data.kernels.iloc[finding.rows[0]]
-    assert trial.profiled_s == pytest.approx(row["time_s"])  # all 48 launches were in runs
+    # one call is one run: 3 runs, each spanning 16 x 5 us + 15 gaps of 10 us (tests/gpu_trace.py)
+    assert trial.runs == 3 and trial.profiled_s == pytest.approx(3 * 230e-6)
+
+
+def test_a_loop_of_linear_layers_is_rebuilt_as_one_baddbmm(on_meta):
+    gelu = Launch("aten::gelu", [[256, 128]], "vectorized_elementwise_kernel<gelu>", 2.0)
+    linear = Launch("aten::addmm", [[64], [256, 128], [128, 64]], "nvjet_sm90_tst_64x64_64x13_1x2_h_bz_bias_TNT", 5.0)
+    data = traced_profile(([gelu] + [linear] * 8) * 2, H200)
+    _, (trial,), _ = trials_of(data, "gemm.batch-small")
+    original, fixed = trial.make()
+    assert shapes(original()) == [(256, 64)] * 8 and shapes(fixed()) == (8, 256, 64)
+
+
+def test_a_loops_measured_difference_counts_once_per_run_and_a_kernels_speed_up_on_profiled_time(monkeypatch):
+    """A fake timer: the loop of a run measured 1.2 ms and its bmm 20 us; the profile saw 3 runs:
+    3 x 1.18 ms saved (the kernels' 80 us speed-up ratio would have said 0.68 ms). A padded GEMM
+    measured 2 ms and 1 ms, on 1 ms of profiled time: half of it, 0.5 ms."""
+    timed = {"loop": (1.2e-3, 20e-6), "gemm": (2e-3, 1e-3)}
+    monkeypatch.setattr(verify, "_time_trial", lambda trial, _slice_s: timed[trial.label])
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (80 << 30, 80 << 30))
+    loop = Trial("loop", lambda: (None, None), profiled_s=690e-6, bytes_needed=1, runs=3.0)
+    gemm = Trial("gemm", lambda: (None, None), profiled_s=1e-3, bytes_needed=1)
+    budget = verify._Budget(time.perf_counter() + 10.0, 2)
+    looped = verify._verify_one([loop], budget)
+    assert looped.status == "gain" and looped.measured_saving_s == pytest.approx(3 * (1.2e-3 - 20e-6))
+    assert "per run, applied to 3 runs" in looped.detail
+    padded = verify._verify_one([gemm], budget)
+    assert padded.measured_saving_s == pytest.approx(0.5e-3) and "per call" in padded.detail
 
 
 def test_int8_is_rebuilt_against_fp8(on_meta):

@@ -230,7 +230,9 @@ def merge_ranks(profiles: list[ProfileData], paths: list[str] | None = None) -> 
     means = {key: statistics.fmean(float(p.summary.get(key) or 0.0) for p in profiles)
              for key in ("window_s", "device_idle_s", "launches", "short_launches")}
     empty = pd.DataFrame({"start_ns": [], "end_ns": [], "time_s": []})
-    summary = summarise(table, empty, means["window_s"], _sequence(profiles[0], table), int(iterations_of(profiles[0])))
+    own = _merged_rows(profiles[0], table)
+    summary = summarise(table, empty, means["window_s"], _sequence(own, profiles[0]), int(iterations_of(profiles[0])))
+    summary["back_to_back_runs"] = _runs(own, profiles[0])
     summary.update({"device_busy_s": means["window_s"] - means["device_idle_s"], "device_idle_s": means["device_idle_s"],
                     "launches": int(round(means["launches"])), "short_launches": int(round(means["short_launches"])),
                     "regions": profiles[0].summary.get("regions") or [], "clocks": None})
@@ -257,11 +259,23 @@ def merge_ranks(profiles: list[ProfileData], paths: list[str] | None = None) -> 
     return ProfileData(kernels=table, ceilings=profiles[0].ceilings, metadata=metadata, summary=summary)
 
 
-def _sequence(first: ProfileData, table: pd.DataFrame) -> list[int]:
-    """The first rank's launch order as rows of the merged table (what the fusion rules follow)."""
+def _merged_rows(first: ProfileData, table: pd.DataFrame) -> list[int | None]:
+    """For each row of the first rank's table, its row in the merged table (None: not there)."""
     position = {tuple(k): i for i, k in enumerate(table[MERGE_KEYS].fillna("").itertuples(index=False, name=None))}
-    own = [position.get(tuple(k)) for k in first.kernels[MERGE_KEYS].fillna("").itertuples(index=False, name=None)]
+    return [position.get(tuple(k)) for k in first.kernels[MERGE_KEYS].fillna("").itertuples(index=False, name=None)]
+
+
+def _sequence(own: list[int | None], first: ProfileData) -> list[int]:
+    """The first rank's launch order as rows of the merged table (what the fusion rules follow)."""
     return [own[i] for i in first.summary.get("launch_sequence") or [] if 0 <= i < len(own) and own[i] is not None]
+
+
+def _runs(own: list[int | None], first: ProfileData) -> list[dict[str, Any]] | None:
+    """The first rank's back-to-back runs on rows of the merged table (what gemm.batch-small reads)."""
+    runs = first.summary.get("back_to_back_runs")
+    if runs is None:
+        return None
+    return [{**e, "row": own[e["row"]]} for e in runs if 0 <= e["row"] < len(own) and own[e["row"]] is not None]
 
 
 def _with_kernels(found: dict[str, Any] | None, profiles: list[ProfileData]) -> dict[str, Any] | None:

@@ -152,6 +152,25 @@ def check_summary(summary: dict[str, Any], where: str) -> None:
     if sequence is not None and not (isinstance(sequence, list)
                                      and all(isinstance(i, int) and not isinstance(i, bool) for i in sequence)):
         raise ProfileFileError(f"{where}: summary.launch_sequence must be a list of row numbers.")
+    _check_runs(summary.get("back_to_back_runs"), where)
+
+
+RUN_FIELDS = {"row": (0.0, None), "length": (1.0, None), "runs": (1.0, None), "span_s": (0.0, MAX_SECONDS),
+              "busy_s": (0.0, MAX_SECONDS)}
+
+
+def _check_runs(runs: Any, where: str) -> None:
+    """summary.back_to_back_runs (optional: older profiles lack it): entries of numbers in range."""
+    if runs is None:
+        return
+    if not (isinstance(runs, list) and all(isinstance(e, dict) for e in runs)):
+        raise ProfileFileError(f"{where}: summary.back_to_back_runs must be a list of objects.")
+    for n, entry in enumerate(runs):
+        for key, (low, high) in RUN_FIELDS.items():
+            problem = _bad_number(entry.get(key), low, high, False)
+            if problem:
+                raise ProfileFileError(f"{where}: summary.back_to_back_runs[{n}].{key} is {problem}: "
+                                       f"{_must(low, high)}.")
 
 
 def check_kernels(kernels: pd.DataFrame, where: str) -> None:

@@ -2,11 +2,14 @@
 
 For every finding whose rule has a rebuilder (rooflinectl.verify.rebuild), its ops are built
 with the profiled shapes and dtype on this GPU and timed as profiled and with the fix (CUDA
-events, warm-up, median of repeats: ceilings.measure_gpu.time_cuda). The measured saving is the
-rebuilt work's profiled time x (1 - fixed / original): the speed-up measured here, applied to the
-time the profile counted (the rebuilt op runs alone, with warm caches, so its own time is not
-the profile's). A fix that is not at least 3% faster measured "no gain": the finding is demoted.
-The whole verification keeps to a time budget (a few seconds); what does not fit says so.
+events, warm-up, median of repeats: ceilings.measure_gpu.time_cuda; the events enclose each whole
+call, so a loop that keeps the GPU waiting for the host's launches is timed with those waits).
+The measured saving is the rebuilt work's profiled time x (1 - fixed / original): the speed-up
+measured here, applied to the time the profile counted (the rebuilt op runs alone, with warm
+caches, so its own time is not the profile's); for a loop of launches (gemm.batch-small) it is
+runs x (loop - one bmm), the measured difference once per run (Trial.saving_s). A fix that is
+not at least 3% faster measured "no gain": the finding is demoted. The whole verification keeps
+to a time budget (a few seconds); what does not fit says so.
 """
 
 from __future__ import annotations
@@ -97,10 +100,12 @@ def _verify_one(trials: list[Trial], budget: _Budget) -> Verification:
         original_s += t_original
         fixed_s += t_fixed
         profiled_s += trial.profiled_s
-        saving_s += trial.profiled_s * (1.0 - t_fixed / t_original)
+        saving_s += trial.saving_s(t_original, t_fixed)
     labels = "; ".join(t.label for t in trials)
+    runs = sum(t.runs for t in trials if t.runs is not None)
+    per = f"per run, applied to {runs:g} runs" if runs else "per call"
     detail = (f"{labels}: {seconds(original_s, decimals=2)} as profiled, {seconds(fixed_s, decimals=2)} fixed "
-              f"per call ({original_s / fixed_s:.2f}x), on {seconds(profiled_s, decimals=2)} of profiled time")
+              f"{per} ({original_s / fixed_s:.2f}x), on {seconds(profiled_s, decimals=2)} of profiled time")
     gain = fixed_s < (1.0 - MIN_GAIN) * original_s and saving_s > 0
     return Verification("gain" if gain else "no-gain", detail, measured_saving_s=saving_s,
                         original_s=original_s, fixed_s=fixed_s)

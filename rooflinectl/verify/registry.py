@@ -32,6 +32,19 @@ class Trial:
     make: Callable[[], Pair]  # allocates the tensors on the GPU and returns the two calls
     profiled_s: float  # the profile's time of the work one original call stands for, all calls
     bytes_needed: int  # device memory the trial allocates, both versions together
+    runs: float | None = None  # set: one call is a whole run of the user's loop, host launches included
+
+    def saving_s(self, original_s: float, fixed_s: float) -> float:
+        """What the fix saves over the profiled work, from one call of each version timed.
+
+        A kernel's fix: its measured speed-up applied to the time the profile counted (the rebuilt
+        op runs alone, with warm caches, so its own time is not the profile's). A loop's fix (runs
+        set): the call costs what one run of the loop costs, the host's launches included, which
+        kernel time does not show, so the measured difference counts once per run.
+        """
+        if self.runs is not None:
+            return self.runs * (original_s - fixed_s)
+        return self.profiled_s * (1.0 - fixed_s / original_s)
 
 
 Rebuilder = Callable[[Finding, pd.DataFrame], list[Trial]]

@@ -14,6 +14,7 @@ from rooflinectl.analysis.advice.common import (
     where,
 )
 from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.analysis.advice.rules_small_gemm import batchable_runs
 from rooflinectl.schema import SHORT_LAUNCH_S
 from rooflinectl.units import percent, seconds
 
@@ -28,11 +29,15 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     """The GPU sits idle between kernels (device_idle_s at least 10% of the window) while many
     kernels are short: the host cannot launch fast enough. Only the counted work speaks: the
     steady-state iterations of a script (setup, warm-up and compilation are left out), or its
-    regions; idle time after host synchronisations is the host.sync rule's, not this one's.
+    regions; idle time after host synchronisations is the host.sync rule's, not this one's, and
+    the idle time inside runs of back-to-back same-shape GEMMs is gemm.batch-small's (one bmm
+    removes those launches altogether; a graph would hide the same gaps: counted once) unless that
+    rule is switched off.
 
     Estimate: a CUDA graph replays the launches with about GRAPH_GAP_S (1 us) between kernels,
-    so the saving is idle - idle after syncs - launches x 1 us, capped at the idle time. The idle
-    time is the one to expect without the profiler (device_idle_unprofiled_s: the profiler's
+    so the saving is idle - idle after syncs - idle in those runs - launches left x 1 us, capped at
+    the idle time (the launches left: those outside the batchable runs, plus one bmm per run). The
+    idle time is the one to expect without the profiler (device_idle_unprofiled_s: the profiler's
     measured cost per recorded event taken out), since the profiler slows the host that launches
     the kernels. Kernel time is not counted: graphs do not make kernels faster (fusing them is the
     fusion rule's saving).
@@ -54,10 +59,13 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     unprofiled_s = summary_float(ctx, "device_idle_unprofiled_s")
     expected_idle_s = idle_s if unprofiled_s is None else min(unprofiled_s, idle_s)
     sync_idle_s = min(summary_float(ctx, "host_sync_idle_s") or 0.0, expected_idle_s)
-    graphable_s = expected_idle_s - sync_idle_s  # a graph cannot hold a host synchronisation
+    batched = [r for r in batchable_runs(ctx) if r.saving_s > 0] if ctx.thresholds.runs("gemm.batch-small") else []
+    runs_idle_s = min(sum(r.idle_saving_s for r in batched), expected_idle_s - sync_idle_s)
+    graphable_s = expected_idle_s - sync_idle_s - runs_idle_s  # a graph cannot hold a host synchronisation
     if graphable_s < MIN_IDLE_SHARE * window_s:
         return []
-    saving_s = min(graphable_s, max(0.0, graphable_s - launches * GRAPH_GAP_S))
+    launches_left = launches - sum(r.launches - sum(r.lengths.values()) for r in batched)
+    saving_s = min(graphable_s, max(0.0, graphable_s - launches_left * GRAPH_GAP_S))
     if saving_s <= 0:  # the gaps are already what a graph replay leaves (e.g. the run uses graphs)
         return []
     per_launch_s = window_s / launches if launches else 0.0
@@ -69,14 +77,18 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
                   f"one launch every {seconds(per_launch_s, decimals=2)}"
                   + ("" if unprofiled_s is None else
                      f"; without the profiler's own cost per event, about {seconds(expected_idle_s, decimals=2)} idle")
-                  + _host_causes(ctx) + "."),
+                  + _host_causes(ctx)
+                  + (f"; {seconds(runs_idle_s, decimals=2)} of the idle time is inside runs of back-to-back "
+                     "same-shape GEMMs: gemm.batch-small's saving (one bmm per run), not counted here"
+                     if runs_idle_s > 0 else "") + "."),
         recommendation=("Capture the step in a CUDA graph: torch.compile(model, mode=\"reduce-overhead\"), "
                         "or torch.cuda.graphs / torch.cuda.make_graphed_callables with static input "
                         "buffers; also batch more work per call if you can."),
         est_saving_s=saving_s,
         rows=(),
         numbers={"device_idle_s": idle_s, "device_idle_unprofiled_s": expected_idle_s, "window_s": window_s,
-                 "launches": launches, "short_launches": short, "host_sync_idle_s": sync_idle_s},
+                 "launches": launches, "short_launches": short, "host_sync_idle_s": sync_idle_s,
+                 "batch_runs_idle_s": runs_idle_s},
         subject="launches",
         idle_saving_s=saving_s,
     )]

@@ -4,6 +4,7 @@ memory-bound, and runs of same-shape products that should be one batched call.""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -21,6 +22,7 @@ from rooflinectl.analysis.advice.common import (
 from rooflinectl.analysis.advice.gemm_kernels import gemm_dims, is_helper
 from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
 from rooflinectl.analysis.advice.rules_precision import DECODE_MAX_M
+from rooflinectl.analysis.launch_runs import MIN_RUN
 from rooflinectl.units import percent, seconds, si
 
 SKINNY_MAX = 256  # a GEMM with at most this many rows (or columns) is skinny
@@ -29,7 +31,6 @@ MIN_SHARE = 0.01
 FAR_EFFICIENCY = 0.5
 MEMORY_BOUND_SHARE = 0.5  # intensity under half the ridge: memory-bound whatever the kernel
 TARGET_EFFICIENCY = 0.8
-MIN_RUN = 4  # same-shape GEMMs launched back to back at least this many times
 BATCHABLE_OPS = ("aten::mm", "aten::addmm", "aten::matmul", "aten::linear")
 
 
@@ -121,6 +122,85 @@ def same_shape_runs(sequence: list[int]) -> dict[int, Counter[int]]:
     return runs
 
 
+@dataclass(frozen=True)
+class BatchableRuns:
+    """One GEMM row's runs of back-to-back launches and what one bmm per run would save."""
+
+    row: int
+    lengths: dict[int, int]  # run length -> how many runs of it
+    span_s: float | None  # the runs' summed device span (first kernel start to last end); None: not recorded
+    expected_span_s: float | None  # the same without the profiler's own cost per launch
+    busy_s: float  # the row's kernel time in the runs
+    bmm_s: float  # one bmm per run, all runs
+    saving_s: float
+    idle_saving_s: float  # the part of saving_s that is the GPU waiting between launches
+
+    @property
+    def launches(self) -> int:
+        return sum(n * count for n, count in self.lengths.items())
+
+
+def _recorded_runs(ctx: AdviceContext) -> dict[int, list[dict]] | None:
+    """summary["back_to_back_runs"] by row; None for a profile written before they were recorded."""
+    entries = ctx.summary.get("back_to_back_runs")
+    if not isinstance(entries, list):
+        return None
+    by_row: dict[int, list[dict]] = defaultdict(list)
+    for e in entries:
+        if isinstance(e, dict) and int(e.get("length", 0)) >= MIN_RUN and 0 <= int(e.get("row", -1)) < len(ctx.kernels):
+            by_row[int(e["row"])].append(e)
+    return by_row
+
+
+def _sequence_runs(ctx: AdviceContext) -> dict[int, list[dict]]:
+    """Run lengths from the launch sequence alone (no spans: an older profile's), helpers skipped."""
+    seq = launch_sequence(ctx) or []
+    helpers = {i for i in set(seq) if is_helper(cell_text(ctx.kernels.iloc[i], "kernel"))}
+    return {row: [{"length": n, "runs": count} for n, count in lengths.items() if n >= MIN_RUN]
+            for row, lengths in same_shape_runs([i for i in seq if i not in helpers]).items()}
+
+
+def batchable_runs(ctx: AdviceContext) -> list[BatchableRuns]:
+    """The runs of back-to-back launches of a batchable GEMM row (mm, addmm, matmul, linear) on a
+    GPU, with one bmm's saving per run; gemm.batch-small's findings and what launch.overhead
+    leaves to them."""
+    if not ctx.on_gpu:
+        return []
+    recorded = _recorded_runs(ctx)
+    by_row = recorded if recorded is not None else _sequence_runs(ctx)
+    floor_s = float(ctx.ceilings.kernel_floor_s.value)
+    overhead_s = float(ctx.metadata.get("profiler_overhead_per_op_s") or 0.0)
+    out = []
+    for index, entries in sorted(by_row.items()):
+        row = ctx.kernels.iloc[index]
+        if not entries or cell_text(row, "op") not in BATCHABLE_OPS or not usable(row) \
+                or gemm_dims(cell_text(row, "op"), cell_text(row, "shapes")) is None:
+            continue
+        lengths: Counter[int] = Counter()
+        for e in entries:
+            lengths[int(e["length"])] += int(e["runs"])
+        per_call_s = time_per_call_s(row)
+        roof_per_call_s = cell_float(row, "roof_time_s", 0.0) / max(cell_float(row, "calls", 1.0), 1.0)
+        bmm_s = sum(count * max(n * roof_per_call_s / TYPICAL_LIBRARY_EFFICIENCY["gemm"], floor_s)
+                    for n, count in lengths.items())
+        launches = sum(n * count for n, count in lengths.items())
+        if recorded is None:
+            busy_s = launches * per_call_s
+            span_s = expected_s = None
+            saving_s = sum(count * max(0.0, n * per_call_s - max(n * roof_per_call_s / TYPICAL_LIBRARY_EFFICIENCY["gemm"],
+                                                                 floor_s)) for n, count in lengths.items())
+        else:
+            busy_s = sum(float(e["busy_s"]) for e in entries)
+            span_s = sum(float(e["span_s"]) for e in entries)
+            expected_s = max(span_s - launches * overhead_s, busy_s)
+            saving_s = max(0.0, expected_s - bmm_s)
+        kernel_part_s = min(saving_s, max(0.0, busy_s - bmm_s))
+        out.append(BatchableRuns(row=index, lengths=dict(lengths), span_s=span_s, expected_span_s=expected_s,
+                                 busy_s=busy_s, bmm_s=bmm_s, saving_s=saving_s,
+                                 idle_saving_s=saving_s - kernel_part_s))
+    return out
+
+
 @rule(id="gemm.batch-small", title="Batch same-shape GEMMs into one bmm", severity="warning")
 def batch_small(ctx: AdviceContext) -> list[Finding]:
     """On a GPU, the same GEMM group (op, shapes, dtype, kernel) launched 4 or more times back to
@@ -128,44 +208,52 @@ def batch_small(ctx: AdviceContext) -> list[Finding]:
     chunks: a layer stack puts other kernels between its GEMMs), from the launch order (a split-K
     GEMM's reduction kernel between its launches does not break a run).
 
-    Estimate: one bmm runs a run's work at a typical library efficiency (0.7 of the roof), and at
-    least one kernel floor: saving per run = run length x time per call - max(run length x roof
-    time per call / 0.7, floor); summed over the runs.
+    Estimate: what the loop costs is each run's span on the device, first kernel start to last
+    kernel end, the gaps in which the GPU waits for the host's next launch included (summary
+    back_to_back_runs); less the profiler's own measured cost per launch (metadata
+    profiler_overhead_per_op_s, one recorded op and one kernel; the loop's other recorded ops, such
+    as the indexing of its operands, are not taken out, so the estimate may run a little high),
+    but never less than the kernels' time. One bmm runs a run's work at a typical library
+    efficiency (0.7 of the roof), and at least one kernel floor: saving = sum over runs of
+    (span - max(run length x roof time per call / 0.7, floor)). A profile written before the
+    spans were recorded counts the kernels' time only (run length x time per call), not the gaps.
     """
-    seq = launch_sequence(ctx)
-    if not ctx.on_gpu or not seq:
-        return []
-    floor_s = float(ctx.ceilings.kernel_floor_s.value)
-    helpers = {i for i in set(seq) if is_helper(cell_text(ctx.kernels.iloc[i], "kernel"))}
     findings = []
-    for index, lengths in sorted(same_shape_runs([i for i in seq if i not in helpers]).items()):
-        row = ctx.kernels.iloc[index]
-        long_runs = {n: count for n, count in lengths.items() if n >= MIN_RUN}
-        if not long_runs or cell_text(row, "op") not in BATCHABLE_OPS or not usable(row):
-            continue
+    for runs in batchable_runs(ctx):
+        row = ctx.kernels.iloc[runs.row]
         dims = gemm_dims(cell_text(row, "op"), cell_text(row, "shapes"))
-        calls = max(cell_float(row, "calls", 1.0), 1.0)
-        per_call_s, roof_per_call_s = time_per_call_s(row), cell_float(row, "roof_time_s", 0.0) / calls
-        saving_s = sum(count * max(0.0, n * per_call_s - max(n * roof_per_call_s / TYPICAL_LIBRARY_EFFICIENCY["gemm"],
-                                                             floor_s))
-                       for n, count in long_runs.items())
-        if dims is None or saving_s <= 0:
+        if dims is None or runs.saving_s <= 0:  # dims: known by batchable_runs
             continue
-        runs = sum(long_runs.values())
-        typical = max(long_runs, key=lambda n: (long_runs[n], n))
+        count = sum(runs.lengths.values())
+        typical = max(runs.lengths, key=lambda n: (runs.lengths[n], n))
+        per_call_s = time_per_call_s(row)
+        if runs.span_s is None:
+            cost = " (this profile records no spans of the runs: the gaps between launches are not counted)"
+        else:
+            cost = (f"; the runs span {seconds(runs.span_s / count, decimals=2)} each on the device, "
+                    f"{seconds(runs.busy_s / count, decimals=2)} of it in these kernels: the rest is the GPU waiting "
+                    "for the host's next launch")
+            if runs.expected_span_s is not None and runs.expected_span_s < runs.span_s:
+                cost += (f" (about {seconds(runs.expected_span_s / count, decimals=2)} without the profiler's own "
+                         "cost per launch)")
+        numbers = {"runs": float(count), "run_length": float(typical), "time_per_call_s": per_call_s,
+                   "launches_in_runs": float(runs.launches), "busy_s": runs.busy_s, "bmm_s": runs.bmm_s}
+        if runs.span_s is not None and runs.expected_span_s is not None:
+            numbers.update(span_s=runs.span_s, expected_span_s=runs.expected_span_s)
         findings.append(make_finding(
             "gemm.batch-small",
-            evidence=(f"{where(row)} ran in {runs} run(s) of back-to-back launches ({typical} per run most often), "
+            evidence=(f"{where(row)} ran in {count} run(s) of back-to-back launches ({typical} per run most often), "
                       f"{seconds(per_call_s, decimals=2)} per call at {percent(cell_float(row, 'efficiency', 0.0))} "
-                      "of its roof: each launch does little work."),
+                      f"of its roof{cost}."),
             recommendation=(f"Stack the {typical} operands and call torch.bmm once ([{typical}, {dims.m}, {dims.k}] @ "
                             f"[{typical}, {dims.k}, {dims.n}]; for Linear layers, a [{typical}, {dims.k}, {dims.n}] "
                             "weight and torch.baddbmm), or torch.func.vmap over the loop; experts with different "
-                            "token counts: torch._grouped_mm."),
-            est_saving_s=saving_s,
-            rows=(index,),
-            numbers={"runs": float(runs), "run_length": float(typical), "time_per_call_s": per_call_s,
-                     "launches_in_runs": float(sum(n * c for n, c in long_runs.items()))},
+                            "token counts: torch._grouped_mm. One launch instead of "
+                            f"{typical} also removes the host's launch gaps a CUDA graph would otherwise have to hide."),
+            est_saving_s=runs.saving_s,
+            rows=(runs.row,),
+            numbers=numbers,
             subject=f"{cell_text(row, 'op')} {cell_text(row, 'shapes')} x{typical}",
+            idle_saving_s=runs.idle_saving_s,
         ))
     return findings
