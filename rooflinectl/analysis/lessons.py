@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.analysis.roofline import clock_scale, place_on_roofline
-from rooflinectl.analysis.transfers import level_roof, memory_level
+from rooflinectl.attribution.transfers import memory_level
 from rooflinectl.ceilings.model import Ceilings
 
 OWN_COST = ("own_flops", "own_bytes")
@@ -32,7 +32,8 @@ OWN_COST = ("own_flops", "own_bytes")
 def _roof(row: pd.Series, ceilings: Ceilings) -> tuple[str, float, str]:
     if row["bound"] == "unknown":
         return "-", math.nan, ""
-    level, memory = level_roof(ceilings, memory_level(str(row["kernel"])))
+    level = memory_level(str(row["kernel"]))
+    memory = ceilings.memory_roof(level, fall_back=True) or ceilings.dram()
     key = ceilings.compute_roof_key(str(row["unit"]), str(row["precision"]))
     on_memory = row["bound"] == "memory" or (row["bound"] != "compute" and float(row["bytes"]) / memory.value
                                                >= float(row["roof_time_s"]))
