@@ -275,3 +275,24 @@ def test_the_scripts_profiler_steps_mark_its_iterations(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     summary = load_profile(tmp_path / "s.json").summary
     assert summary["iterations_method"] == "profiler_step" and summary["iterations_found"] >= 5
+
+
+# -o -: the profile owns standard output -------------------------------------------------------------
+
+PRINTS = ("import os, subprocess, sys\n" + MATMUL +
+          "print('from print')\n"
+          "os.write(1, b'from fd 1\\n')\n"
+          "subprocess.run([sys.executable, '-c', 'print(\"from a child\")'], check=True)\n")
+
+
+@pytest.mark.parametrize("ending, code", [("", 0), ("os._exit(3)\n", 3)])
+def test_profile_to_stdout_sends_the_scripts_output_to_stderr(tmp_path: Path, ending: str, code: int) -> None:
+    """`profile x.py -o - | jq` must read JSON only: the script's prints (Python, fd 1, a child's) go to stderr,
+    also when the run ends by os._exit and the partial profile is written then."""
+    _script(tmp_path, "p.py", PRINTS + ending)
+    result = _subprocess("profile", "p.py", "-o", "-", "--device", "cpu", cwd=tmp_path)
+    assert result.returncode == code, result.stderr
+    profile = json.loads(result.stdout)  # was: "from print" first, then the JSON
+    assert profile["metadata"]["completed"] is (code == 0)
+    for line in ("from print", "from fd 1", "from a child"):
+        assert line in result.stderr

@@ -137,6 +137,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         counters_phase,
     )
     from rooflinectl.cli.profile_output import ProfileWriter
+    from rooflinectl.cli.script_stdout import script_stdout_to_stderr
     from rooflinectl.cli.status import status_line
     from rooflinectl.outputs.profile_file import FORMAT_NAME
     from rooflinectl.outputs.table import render_profile
@@ -170,12 +171,15 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     # a status line on this terminal (not for -q, -o -, or the ranks of a distributed job)
     with status_line(enabled=not quiet and not to_stdout and ranks is None) as line:
         line.workload(f"profiling {target} ({device_kind}); the table follows when it ends")
-        with keeping_chrome_traces() if trace_target is not None else nullcontext():
+        with (keeping_chrome_traces() if trace_target is not None else nullcontext(),
+              script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout):
+            writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output
             if function is None:
                 outcome = run_script(path, list(script_args), device_kind, on_hard_exit=writer.save_on_hard_exit)
             else:
                 outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind,
                                        on_hard_exit=writer.save_on_hard_exit)
+        writer.stdout = None
         built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
         if built is None:  # nothing recorded: said, and no profile written
             ctx.exit(outcome.exit_code)
