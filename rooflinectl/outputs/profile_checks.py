@@ -20,6 +20,7 @@ import pandas as pd
 
 from rooflinectl.errors import ProfileFileError
 from rooflinectl.outputs.summary_shapes import METADATA_SHAPES, SUMMARY_SHAPES, section_problem
+from rooflinectl.profile_model import stale_window
 from rooflinectl.schema import BOUNDS, COST_SOURCES, COUNTER_COLUMNS, KERNEL_COLUMNS
 
 # Bounds past which a number is absurd rather than large: no run is counted in years, no device
@@ -233,8 +234,7 @@ def check_kernels(kernels: pd.DataFrame, where: str) -> None:
 def consistency_notes(summary: dict[str, Any]) -> list[str]:
     """Figures that cannot all be true at once, said rather than shown as fact."""
     notes = []
-    window, busy = summary.get("window_s"), summary.get("device_busy_s")
-    if isinstance(window, (int, float)) and isinstance(busy, (int, float)) and busy > window * 1.001 + 1e-9:
+    if stale_window(summary):
         notes.append("the device was busy longer than the window: this profile's window was measured on the "
                      "host (rooflinectl before 2026-11-29); profile again for a window on the device timeline")
     return notes
