@@ -94,6 +94,27 @@ def test_unwritable_output_is_refused_before_the_run(tmp_path: Path, monkeypatch
     assert not (tmp_path / "ran").exists()  # refused before the script ran
 
 
+@pytest.mark.parametrize("make, report, said", [
+    (lambda d: (d / "r.ncu-rep").mkdir(), "r", "Cannot write r.ncu-rep: it is a folder"),
+    (lambda d: (d / "afile").write_text("x"), "afile/r.ncu-rep", "Cannot write afile/r.ncu-rep: "),
+    (lambda d: (d / "mine.ncu-rep").write_text("x"), "mine", "Refusing to replace mine.ncu-rep"),
+    (lambda d: (d / "mine.ncu-rep").write_text("x"), "mine.ncu-rep", "Refusing to replace mine.ncu-rep"),
+])
+def test_ncu_report_path_is_checked_before_the_run(tmp_path: Path, monkeypatch, make, report: str, said: str) -> None:
+    """--ncu-report is checked like -o: before the script runs (not after it and the ncu run), one
+    sentence, exit 2, and a file already there is kept (ncu would be told --force-overwrite)."""
+    monkeypatch.chdir(tmp_path)
+    make(tmp_path)
+    _script(tmp_path, "s.py", "open('ran', 'w').write('yes')\n" + MATMUL)
+    result = _invoke("profile", "s.py", "-q", "--device", "cpu", "--counters", "ncu", "--ncu-report", report)
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert result.output.startswith(f"rooflinectl: {said}") and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "ran").exists()  # refused before the script ran
+    mine = tmp_path / "mine.ncu-rep"
+    assert not mine.is_file() or mine.read_text() == "x"
+
+
 def test_late_write_failure_saves_to_a_fallback(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "out").mkdir()

@@ -90,6 +90,27 @@ def checked_output(path: str, *, what: str, ours: Callable[[Path], bool], script
     return target
 
 
+NCU_REPORT_SUFFIX = ".ncu-rep"
+
+
+def checked_ncu_report(path: str, *, script: Path, others: list[Path], force: bool = False) -> Path:
+    """The absolute path ncu will write its report to (ncu appends .ncu-rep to a name without it;
+    we append it first, so the path checked is the path written), after refusing a folder, a place
+    that cannot be written, the script and this command's other outputs, and an existing file
+    unless force (nothing tells a report we asked for from the user's own; ncu refuses too)."""
+    name = path if path.endswith(NCU_REPORT_SUFFIX) else path + NCU_REPORT_SUFFIX
+    target = Path(os.path.abspath(os.path.expanduser(name)))
+    real = Path(os.path.realpath(target))
+    if real in {Path(os.path.realpath(p)) for p in [script, *others]}:
+        raise UsageError(f"Refusing to write ncu's report to {name}: the script or another output of this "
+                         "command is there; choose another --ncu-report name.")
+    if real.exists() and not real.is_dir() and not force:
+        raise UsageError(f"Refusing to replace {name}: it exists and may be a report of your own (--force "
+                         "replaces it).")
+    check_writable(real, name)
+    return target
+
+
 def fallback_path(name: str) -> Path:
     """Where a result goes when its own path failed after the work was done."""
     return Path(tempfile.gettempdir()) / f"rooflinectl-{os.getpid()}-{name}"
