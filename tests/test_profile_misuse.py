@@ -83,6 +83,7 @@ def test_relative_output_is_resolved_before_the_script_changes_folder(tmp_path: 
     (lambda d: (d / "folder.json").mkdir(), "folder.json"),
     (lambda d: (d / "afile").write_text("x"), "afile/p.json"),
     (lambda d: (d / "afile").write_text("x"), "afile/deeper/p.json"),
+    (lambda d: None, "typo/p.json"),  # no folder is made: "the folder ... does not exist"
 ])
 def test_unwritable_output_is_refused_before_the_run(tmp_path: Path, monkeypatch, make, output: str) -> None:
     monkeypatch.chdir(tmp_path)

@@ -2,8 +2,8 @@
 
 A profiled script may `os.chdir`, remove folders or take minutes: an output path is made
 absolute first (a relative `-o` means the folder the command was started in), and every
-problem that can be seen before the run (a folder, a parent that is a file, no permission, a
-read-only file system, the script itself, a source file, a file some other tool wrote) is one
+problem that can be seen before the run (a folder, a parent that is a file or does not exist,
+no permission, a read-only file system, the script itself, a source file, a file some other tool wrote) is one
 sentence before the script starts, not a traceback after it ran.
 """
 
@@ -62,6 +62,8 @@ def check_writable(target: Path, shown: str) -> None:
     folder = _first_existing(target.parent)
     if not folder.is_dir():
         raise UsageError(f"Cannot write {shown}: {folder} is a file, not a folder.")
+    if folder != target.parent:  # rooflinectl creates no folders: a typo in a path is said, not made
+        raise UsageError(f"Cannot write {shown}: the folder {target.parent} does not exist; create it first.")
     try:
         fd, probe = tempfile.mkstemp(prefix=".rooflinectl-probe-", dir=folder)
     except OSError as exc:
