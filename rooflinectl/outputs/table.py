@@ -74,10 +74,13 @@ def _name_cells(row: Any, by: str, widths: tuple[int, int]) -> tuple[str, str]:
     return shorten_kernel_name(str(row.kernel), max_chars=widths[0]), detail
 
 
-def _fit(widths: dict[str, int], names: tuple[int, int], width: int | None,
-         columns: tuple[str, ...] = NUMBER_COLUMNS) -> tuple[list[str], tuple[int, int]]:
-    """Which number columns to show and how wide the name columns may be, for a terminal of
-    `width` characters (None: no limit)."""
+def fit_columns(widths: dict[str, int], names: tuple[int, int], width: int | None,
+                columns: tuple[str, ...] = NUMBER_COLUMNS, drop_order: tuple[str, ...] = DROP_ORDER,
+                min_names: tuple[int, int] = MIN_NAME_WIDTH) -> tuple[list[str], tuple[int, int]]:
+    """Which of the short columns to show and how wide the two text columns may be, for a terminal
+    of `width` characters (None: no limit): short columns give way in drop_order until the text
+    columns have min_names (or their natural widths, `names`); the rest goes to the text.
+    Every table printed on a terminal (show, advise, ceilings) is fitted by this."""
     shown = list(columns)
     if width is None:
         return shown, names
@@ -85,13 +88,13 @@ def _fit(widths: dict[str, int], names: tuple[int, int], width: int | None,
     def room() -> int:
         return width - sum(widths[c] + _PADDING for c in shown) - _PADDING
 
-    for column in (c for c in DROP_ORDER if c in columns):
-        if room() >= min(names[0], MIN_NAME_WIDTH[0]) + min(names[1], MIN_NAME_WIDTH[1]):
+    for column in (c for c in drop_order if c in columns):
+        if room() >= min(names[0], min_names[0]) + min(names[1], min_names[1]):
             break
         shown.remove(column)
-    left = max(room(), sum(MIN_NAME_WIDTH))
-    first = min(names[0], max(MIN_NAME_WIDTH[0], left - min(names[1], max(MIN_NAME_WIDTH[1], left // 2))))
-    return shown, (first, max(MIN_NAME_WIDTH[1], left - first))
+    left = max(room(), sum(min_names))
+    first = min(names[0], max(min_names[0], left - min(names[1], max(min_names[1], left // 2))))
+    return shown, (first, max(min_names[1], left - first))
 
 
 def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, by: str = "kernel",
@@ -114,7 +117,7 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, by: str
     full = [_name_cells(r, by, (48, 10_000)) for r in rows]
     headers = NAME_COLUMNS[by]
     natural = (max([len(headers[0])] + [len(a) for a, _ in full]), max([len(headers[1])] + [len(b) for _, b in full]))
-    shown, name_widths = _fit(widths, natural, width, columns)
+    shown, name_widths = fit_columns(widths, natural, width, columns)
     grid = Table(title=title or None, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                  padding=(0, 1, 0, 0), header_style="bold")
     for c in shown:
