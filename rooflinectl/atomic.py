@@ -1,16 +1,22 @@
 """Every file rooflinectl writes goes through here: a temp file in the same folder, then a
 rename, so a crash or Ctrl-C never leaves half a profile, trace, cache or chart. A utility of no
-stage: capture, ceilings and outputs all use it."""
+stage: capture, ceilings and outputs all use it.
+
+No folder is created here: a missing one is an error the caller states (cli/output_paths.py
+checks before the work; a folder of our own, such as the ceilings cache, its owner creates)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+NEW_FILE_MODE = 0o666  # less the umask, applied by the kernel at creation: a file like any the user's tools write
 
 
 @contextmanager
@@ -18,29 +24,44 @@ def atomic_file(path: str | os.PathLike[str], *, binary: bool = False) -> Iterat
     """Yield a handle to write; the target appears only once the block has finished cleanly.
 
     An existing file keeps its permission bits (a 0600 profile stays 0600) and a symlink is
-    written through (the link stays, its target gets the new content)."""
+    written through (the link stays, its target gets the new content). A missing folder raises
+    FileNotFoundError naming it."""
     target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+    if not target.parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, f"the folder {target.parent} does not exist", str(target))
+    fd, tmp = _create_temp(target)
     try:
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as handle:
             yield handle
-        os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def _mode_for(target: Path) -> int:
-    """The existing file's mode, else 0666 less the umask (mkstemp creates 0600; profiles and
-    charts are shared like any file the user's tools write)."""
+def _create_temp(target: Path) -> tuple[int, str]:
+    """A new temp file beside target, with its final mode from the start: the existing file's, else
+    NEW_FILE_MODE less the umask (the kernel applies it: no os.umask() read, which races threads)."""
     try:
-        return stat.S_IMODE(target.stat().st_mode)
+        keep: int | None = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        keep = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp{target.suffix}")
+        try:
+            fd = os.open(tmp, flags, 0o600 if keep is not None else NEW_FILE_MODE)
+        except FileExistsError:
+            continue
+        if keep is not None:
+            try:
+                os.fchmod(fd, keep)
+            except BaseException:
+                os.close(fd)
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        return fd, tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(target.parent))
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:

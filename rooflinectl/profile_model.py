@@ -44,6 +44,13 @@ def incomplete_reason(profile: ProfileData) -> str:
     return ""
 
 
+def stale_window(summary: dict[str, Any]) -> bool:
+    """True when the device was busy longer than the window, which cannot be: the window was measured
+    on the host (rooflinectl before 2026-11-29), so it is no figure to show or compare."""
+    window, busy = summary.get("window_s"), summary.get("device_busy_s")
+    return isinstance(window, (int, float)) and isinstance(busy, (int, float)) and busy > window * 1.001 + 1e-9
+
+
 def iterations_of(profile: ProfileData) -> float:
     """How many iterations the profile's times cover (summary "iterations", at least 1).
 

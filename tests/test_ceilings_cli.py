@@ -114,3 +114,29 @@ def test_table_shows_flags_with_clocks_and_what_was_missing() -> None:
     assert "FLAG tensor.int8" in text and "1530 MHz" in text and "sw_power_cap" in text, text
     assert "NVML unavailable (test)" in text, text
     assert "Ridge points" in text and "71.7%" in text, text  # 768 / (132 x 4096 x 1.98 GHz)
+
+
+def test_the_tables_fit_80_columns_like_show() -> None:
+    """At 80 columns (COLUMNS=80) no line is longer, every roof and measurement name stays whole on
+    its line, and `% of spec` is what gives way, not the text squeezed to a word per line."""
+    torch_fields = {"name": "NVIDIA H200", "compute_capability": (9, 0), "sms": 132,
+                    "max_sm_clock_hz": 1980e6, "l2_bytes": 60 * 2**20}
+    c = gpu_spec_ceilings(merge_gpu_info(0, torch_fields, None, {}, "NVML unavailable (test)"))
+    c = apply_measurements(c, [Measurement("tensor.bf16", 768e12, "flop/s", "torch.mm (bf16) 8192x8192x8192, median "
+                                           "of 30, three buffers rotated so that L2 holds none of them"),
+                               Measurement("launch.empty_kernel", 6.4e-7, "s", "profiler GPU duration of "
+                                           "torch.cuda._sleep(0), median of 200")])
+    out = io.StringIO()
+    Console(file=out, width=80).print(render_ceilings(c, 80))
+    lines = out.getvalue().splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80, "\n".join(lines)
+    names = [*(f"memory.{k}" for k in c.memory_bytes_per_s), *c.compute_flops_per_s, "launch.empty_kernel"]
+    for name in names:
+        assert any(line.startswith(name + " ") for line in lines), (name, "\n".join(lines))
+    roofs_header = next(line for line in lines if line.startswith("ceiling "))
+    assert "how" in roofs_header and "% of spec" not in roofs_header
+    bf16 = next(i for i, line in enumerate(lines) if line.startswith("tensor.bf16 "))
+    assert "torch.mm (bf16)" in lines[bf16]  # the text keeps a readable width (was 20 characters, 7 lines)
+    wide = io.StringIO()
+    Console(file=wide, width=200).print(render_ceilings(c, 200))
+    assert "% of spec" in wide.getvalue()  # room for every column: nothing gives way

@@ -127,3 +127,23 @@ def test_compiled_kernels_match_the_eager_ops_they_fused():
     assert levels[(0, 1, 2), (0,)] == "fused"  # add, gelu, layer norm -> the kernel that fused them
     assert levels[(4,), (1,)] == "op-shapes-anywhere"  # the GEMM, same shapes, named by another module
     assert list(match.only_base["op"]) == ["aten::mul"] and match.only_new.empty
+
+
+def test_a_stale_window_is_not_compared(tmp_path):
+    """The committed gelu_chain.before profile predates device-timeline windows (busy 1.73 ms in a
+    0.46 ms window): comparing windows would call the fused version (0.57 ms of kernels in 0.89 ms)
+    a 94% regression. diff compares kernel time instead, and says why in one line."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data" / "advice"
+    before, after = data / "h200_gelu_chain.before.profile.json", data / "h200_gelu_chain.after.profile.json"
+    busy_before = json.loads(before.read_text())["summary"]["device_busy_s"]
+    busy_after = json.loads(after.read_text())["summary"]["device_busy_s"]
+    result = CliRunner().invoke(command, [str(before), str(after), "--fail-on-regression", "5", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["measure"] == "kernel time"
+    assert report["base_total_s"] == pytest.approx(busy_before) and report["new_total_s"] == pytest.approx(busy_after)
+    assert [n for n in report["notes"] if "BASE's window was measured on the host" in n]
+    table = CliRunner().invoke(command, [str(before), str(after)])
+    assert sum("measured on the host" in line for line in table.output.splitlines()) == 1, table.output

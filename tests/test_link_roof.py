@@ -151,7 +151,7 @@ def test_ceilings_table_lists_the_link_and_its_curve_in_bytes_per_second() -> No
     ceilings = apply_measurements(_h200(), _link_measurements())
     buffer = io.StringIO()
     Console(file=buffer, width=200).print(render_ceilings(ceilings))
-    lines = {line.split("│")[1].strip(): line for line in buffer.getvalue().splitlines() if line.count("│") > 3}
+    lines = {line.split()[0]: line for line in buffer.getvalue().splitlines() if line.strip()}
     assert "360" in lines["link.intra_node"] and "GB/s" in lines["link.intra_node"]
     assert "GB/s" in lines["link.all_reduce.1048576"] and "FLOP" not in lines["link.all_reduce.1048576"]
     assert "Link topology seen: 2 GPU(s)" in buffer.getvalue()

@@ -78,6 +78,10 @@ def test_default_profile_to_png(workdir: Path, saved: list) -> None:
 
 
 def test_svg_with_filter_and_family_colours(workdir: Path, saved: list) -> None:
+    missing = CliRunner().invoke(_command(), [DEFAULT_PROFILE_PATH, "-o", "out/chart.svg"])
+    assert missing.exit_code == 2 and "the folder" in missing.output and "does not exist" in missing.output
+    assert not (workdir / "out").exists() and not saved  # no folder made, nothing drawn
+    (workdir / "out").mkdir()
     result = CliRunner().invoke(_command(), [DEFAULT_PROFILE_PATH, "-o", "out/chart.svg", "--filter", "mlp",
                                              "--color-by", "family", "--dpi", "80"])
     assert result.exit_code == 0, result.output

@@ -20,6 +20,13 @@ def _cell(raw: dict[str, Any], row: int, column: str, value: Any) -> None:
     raw["kernels"]["rows"][row][raw["kernels"]["columns"].index(column)] = value
 
 
+def _drop_column(raw: dict[str, Any], column: str) -> None:
+    i = raw["kernels"]["columns"].index(column)
+    raw["kernels"]["columns"].pop(i)
+    for row in raw["kernels"]["rows"]:
+        row.pop(i)
+
+
 CORRUPTIONS = [
     (lambda r: r["summary"].update(window_s=float("nan")), "summary.window_s is NaN"),
     (lambda r: r["summary"].update(device_idle_s=-0.5), "summary.device_idle_s is -0.5"),
@@ -38,7 +45,24 @@ CORRUPTIONS = [
     (lambda r: r.update(summary="fast"), "summary is a str"),
     (lambda r: r.update(metadata=[1, 2]), "metadata is a list"),
     (lambda r: r["kernels"].update(rows=[[1, 2]]), "kernels.rows must be lists of"),
-    (lambda r: r["summary"].update(regions="step"), "summary.regions must be a list"),
+    (lambda r: r["summary"].update(regions="step"), "summary.regions is 'step': it must be a list"),
+    # nested shapes (summary_shapes.py): the readers index these as objects and lists
+    (lambda r: r["summary"].update(clocks="x"), "summary.clocks is 'x': it must be an object"),
+    (lambda r: r["summary"].update(clocks={"status": "ok", "sm_clock_mhz": {"mean": "fast", "min": 1, "max": 2}}),
+     "summary.clocks.sm_clock_mhz.mean is 'fast': it must be a number"),
+    (lambda r: r["summary"].update(clocks={"status": "ok", "power_w": {"max": 700}}),
+     "summary.clocks.power_w.mean is missing: it must be a number"),
+    (lambda r: r["summary"].update(communication={"launches": 3, "busy_s": 1e-3, "overlapped_s": 0.0,
+                                                  "exposed_s": "a lot", "exposed_per_iteration_s": 0.0}),
+     "summary.communication.exposed_s is 'a lot': it must be a number"),
+    (lambda r: r["summary"].update(counters=[1]), "summary.counters is a list: it must be an object"),
+    (lambda r: r["summary"].update(iteration_times_s=[1e-3, "x"]), "summary.iteration_times_s[1] is 'x'"),
+    (lambda r: r["metadata"].update(rank="zero"), "metadata.rank is 'zero': it must be a number"),
+    (lambda r: r["metadata"].update(completed="yes"), "metadata.completed is 'yes': it must be true or false"),
+    (lambda r: r["metadata"].update(nvml={"status": "ok", "devices": [{"index": 0, "samples": {"sm_clock_mhz": 5}}]}),
+     "metadata.nvml.devices[0].samples.sm_clock_mhz is 5: it must be a list"),
+    (lambda r: r.update(setup_kernels="none"), "setup_kernels is a str; it must be an object"),
+    (lambda r: _drop_column(r, "bound"), "the kernel table has no bound column"),
     (lambda r: r["summary"].update(back_to_back_runs="fast"), "summary.back_to_back_runs must be a list of objects"),
     (lambda r: r["summary"].update(back_to_back_runs=[{"row": 0, "length": 8, "runs": 2, "span_s": -1.0, "busy_s": 0.0}]),
      "summary.back_to_back_runs[0].span_s is -1"),

@@ -83,6 +83,7 @@ def test_relative_output_is_resolved_before_the_script_changes_folder(tmp_path: 
     (lambda d: (d / "folder.json").mkdir(), "folder.json"),
     (lambda d: (d / "afile").write_text("x"), "afile/p.json"),
     (lambda d: (d / "afile").write_text("x"), "afile/deeper/p.json"),
+    (lambda d: None, "typo/p.json"),  # no folder is made: "the folder ... does not exist"
 ])
 def test_unwritable_output_is_refused_before_the_run(tmp_path: Path, monkeypatch, make, output: str) -> None:
     monkeypatch.chdir(tmp_path)
@@ -92,6 +93,27 @@ def test_unwritable_output_is_refused_before_the_run(tmp_path: Path, monkeypatch
     assert result.exit_code == EXIT_USAGE
     assert result.output.startswith("rooflinectl: Cannot write") and "Traceback" not in result.output
     assert not (tmp_path / "ran").exists()  # refused before the script ran
+
+
+@pytest.mark.parametrize("make, report, said", [
+    (lambda d: (d / "r.ncu-rep").mkdir(), "r", "Cannot write r.ncu-rep: it is a folder"),
+    (lambda d: (d / "afile").write_text("x"), "afile/r.ncu-rep", "Cannot write afile/r.ncu-rep: "),
+    (lambda d: (d / "mine.ncu-rep").write_text("x"), "mine", "Refusing to replace mine.ncu-rep"),
+    (lambda d: (d / "mine.ncu-rep").write_text("x"), "mine.ncu-rep", "Refusing to replace mine.ncu-rep"),
+])
+def test_ncu_report_path_is_checked_before_the_run(tmp_path: Path, monkeypatch, make, report: str, said: str) -> None:
+    """--ncu-report is checked like -o: before the script runs (not after it and the ncu run), one
+    sentence, exit 2, and a file already there is kept (ncu would be told --force-overwrite)."""
+    monkeypatch.chdir(tmp_path)
+    make(tmp_path)
+    _script(tmp_path, "s.py", "open('ran', 'w').write('yes')\n" + MATMUL)
+    result = _invoke("profile", "s.py", "-q", "--device", "cpu", "--counters", "ncu", "--ncu-report", report)
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert result.output.startswith(f"rooflinectl: {said}") and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "ran").exists()  # refused before the script ran
+    mine = tmp_path / "mine.ncu-rep"
+    assert not mine.is_file() or mine.read_text() == "x"
 
 
 def test_late_write_failure_saves_to_a_fallback(tmp_path: Path, monkeypatch) -> None:
@@ -275,3 +297,24 @@ def test_the_scripts_profiler_steps_mark_its_iterations(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     summary = load_profile(tmp_path / "s.json").summary
     assert summary["iterations_method"] == "profiler_step" and summary["iterations_found"] >= 5
+
+
+# -o -: the profile owns standard output -------------------------------------------------------------
+
+PRINTS = ("import os, subprocess, sys\n" + MATMUL +
+          "print('from print')\n"
+          "os.write(1, b'from fd 1\\n')\n"
+          "subprocess.run([sys.executable, '-c', 'print(\"from a child\")'], check=True)\n")
+
+
+@pytest.mark.parametrize("ending, code", [("", 0), ("os._exit(3)\n", 3)])
+def test_profile_to_stdout_sends_the_scripts_output_to_stderr(tmp_path: Path, ending: str, code: int) -> None:
+    """`profile x.py -o - | jq` must read JSON only: the script's prints (Python, fd 1, a child's) go to stderr,
+    also when the run ends by os._exit and the partial profile is written then."""
+    _script(tmp_path, "p.py", PRINTS + ending)
+    result = _subprocess("profile", "p.py", "-o", "-", "--device", "cpu", cwd=tmp_path)
+    assert result.returncode == code, result.stderr
+    profile = json.loads(result.stdout)  # was: "from print" first, then the JSON
+    assert profile["metadata"]["completed"] is (code == 0)
+    for line in ("from print", "from fd 1", "from a child"):
+        assert line in result.stderr

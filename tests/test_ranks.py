@@ -111,6 +111,13 @@ def test_rank_sets_on_the_command_line(tmp_path: Path) -> None:
     for r in (0, 1):
         save_profile(_rank_profile(r), folder / f"p.rank{r}.json")
     assert [p.name for p in expand([str(folder / "p.rank*.json")])] == ["p.rank0.json", "p.rank1.json"]
+    (folder / "config.json").write_text('{"lr": 0.1}')  # a job's folder holds other JSON: not read as a profile
+    (folder / "results.json").write_text("[1, 2]")
+    assert [p.name for p in expand([str(folder)])] == ["p.rank0.json", "p.rank1.json"]
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "p.json").write_text("{}")
+    lonely = CliRunner().invoke(main, ["show", str(tmp_path / "other")])
+    assert lonely.exit_code == 2 and "without rank profiles (*.rank*.json" in lonely.output, lonely.output
     shown = CliRunner().invoke(main, ["show", str(folder), "--top", "3", "--wide"])
     assert shown.exit_code == 0, shown.output
     assert "straggler: rank 1" in shown.output and "ranks/it" in shown.output  # the fastest-slowest rank column

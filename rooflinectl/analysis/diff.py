@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.analysis.matching import match_groups, per_iteration
-from rooflinectl.profile_model import ProfileData, incomplete_reason, iterations_of
+from rooflinectl.profile_model import ProfileData, incomplete_reason, iterations_of, stale_window
 
 MIN_GROUP_SHARE = 0.01  # a group regression counts only if it adds this share of the base total
 
@@ -126,11 +126,14 @@ def diff_profiles(base: ProfileData, new: ProfileData) -> DiffReport:
     kernel_b, kernel_n = float(b["time_s"].sum()), float(n["time_s"].sum())
     win_b, win_n = base.summary.get("window_s"), new.summary.get("window_s")
     notes = []
-    if win_b and win_n:
+    stale = [side for side, p in (("BASE", base), ("NEW", new)) if stale_window(p.summary)]
+    if win_b and win_n and not stale:
         totals, measure = (float(win_b) / iterations_of(base), float(win_n) / iterations_of(new)), "window"
     else:
         totals, measure = (kernel_b, kernel_n), "kernel time"
-        notes.append("no window in one of the profiles: comparing total kernel time")
+        notes.append(f"{' and '.join(stale)}'s window was measured on the host (busy longer than the window: "
+                     "rooflinectl before 2026-11-29): comparing total kernel time" if stale
+                     else "no window in one of the profiles: comparing total kernel time")
     incomplete = [f"{side}: {reason}" for side, reason in (("BASE", incomplete_reason(base)),
                                                             ("NEW", incomplete_reason(new))) if reason]
     if base.ceilings.device_name != new.ceilings.device_name:

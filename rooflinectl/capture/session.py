@@ -272,19 +272,23 @@ def profiling(device_kind: str) -> Iterator[Capture]:
                 prof.stop()
             report("exporting the trace")
             path = export_trace_file(prof)
-            trace = read_trace(prof, path)
-            trace.triton_launches = triton_sink
-            trace.compiled_kernels = compiled_cpp_kernels()
-            capture.trace = trace
-            capture.metadata.update(run_metadata(device_kind))  # math modes as they were at the end
-            if ranks is not None and trace.distributed:
-                capture.metadata["distributed"] = trace.distributed  # backend, process groups
-            capture.metadata["user_profiler_exports"] = deliver_exports(path)
-            if _KEEP_TRACE_FILES[0]:
-                capture.chrome_trace_path = path
-                atexit.register(lambda: Path(path).unlink(missing_ok=True))
-            else:
-                os.unlink(path)
+            kept = False
+            try:  # the temp trace (often gigabytes) goes on every path, errors included, unless kept
+                trace = read_trace(prof, path)
+                trace.triton_launches = triton_sink
+                trace.compiled_kernels = compiled_cpp_kernels()
+                capture.trace = trace
+                capture.metadata.update(run_metadata(device_kind))  # math modes as they were at the end
+                if ranks is not None and trace.distributed:
+                    capture.metadata["distributed"] = trace.distributed  # backend, process groups
+                capture.metadata["user_profiler_exports"] = deliver_exports(path)
+                if _KEEP_TRACE_FILES[0]:
+                    capture.chrome_trace_path = path
+                    atexit.register(lambda: Path(path).unlink(missing_ok=True))
+                    kept = True
+            finally:
+                if not kept:
+                    Path(path).unlink(missing_ok=True)
             nvml.close()
 
         capture.finish = finish

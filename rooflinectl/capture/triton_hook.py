@@ -1,9 +1,12 @@
 """Record the cost that Triton kernels declare through `@triton.jit(launch_metadata=fn)`.
 
 Triton builds the launch-metadata dict only while a launch-enter hook is set (the same route
-Proton uses). We keep (kernel name, FLOPs, bytes) per launch, in launch order; attribution
-matches the i-th launch of a name to the i-th traced kernel of that name. Launches replayed by
-a CUDA graph do not call hooks, so graph-replayed Triton kernels show no declared cost.
+Proton uses). Per launch, in launch order, we keep what _summarise returns: the kernel name, its
+FLOPs (in all and per declared width), bytes, precision, whether tensor cores run the math and
+the declared op family. attribution/join.py matches the i-th launch of a name to the i-th traced
+kernel of that name. A CUDA graph's replay runs no Python and calls no hook, so it adds nothing
+here: a replayed kernel takes a declaration only while its name's queue still holds one (e.g.
+from the launches made while the graph was captured), else it shows no declared cost.
 """
 
 from __future__ import annotations

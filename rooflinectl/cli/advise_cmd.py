@@ -132,7 +132,8 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
         ctx.exit(exc.exit_code)
         return
     if fmt == "table" and (output is None or output == STDOUT):
-        console().print(rich_renderable(report, level))
+        width = terminal_width()
+        console(width).print(rich_renderable(report, level, width))
     else:
         write_text_output(render_text(report, fmt, level, width=terminal_width()), output)
     code = exit_code(report, level)

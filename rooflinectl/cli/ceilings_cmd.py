@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rooflinectl.ceilings import DEFAULT_BUDGET_S, DEVICE_KINDS, current_ceilings, measure_ceilings
-from rooflinectl.cli.common import console
+from rooflinectl.cli.common import console, terminal_width
 from rooflinectl.errors import RooflineError
 
 
@@ -53,4 +53,5 @@ def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: 
     if fmt == "json":
         click.echo(ceilings_json(ceilings))
     else:
-        console().print(render_ceilings(ceilings))
+        width = terminal_width()
+        console(width).print(render_ceilings(ceilings, width))

@@ -2,7 +2,8 @@
 
 Exit codes: 0 no regression (or no --fail-on-regression); 1 a regression above PCT; 2 usage or
 input error (unreadable or invalid profile); 5 --fail-on-regression on an incomplete profile.
-A regression: the total (window, else kernel time, per iteration) grew more than PCT percent, or
+A regression: the total (window, else kernel time, per iteration; kernel time too when a profile's
+window was measured on the host, before 2026-11-29) grew more than PCT percent, or
 a matched group grew more than PCT percent and by at least 1% of the base kernel time (smaller
 changes are noise).
 """

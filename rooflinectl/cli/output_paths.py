@@ -2,8 +2,8 @@
 
 A profiled script may `os.chdir`, remove folders or take minutes: an output path is made
 absolute first (a relative `-o` means the folder the command was started in), and every
-problem that can be seen before the run (a folder, a parent that is a file, no permission, a
-read-only file system, the script itself, a source file, a file some other tool wrote) is one
+problem that can be seen before the run (a folder, a parent that is a file or does not exist,
+no permission, a read-only file system, the script itself, a source file, a file some other tool wrote) is one
 sentence before the script starts, not a traceback after it ran.
 """
 
@@ -62,6 +62,8 @@ def check_writable(target: Path, shown: str) -> None:
     folder = _first_existing(target.parent)
     if not folder.is_dir():
         raise UsageError(f"Cannot write {shown}: {folder} is a file, not a folder.")
+    if folder != target.parent:  # rooflinectl creates no folders: a typo in a path is said, not made
+        raise UsageError(f"Cannot write {shown}: the folder {target.parent} does not exist; create it first.")
     try:
         fd, probe = tempfile.mkstemp(prefix=".rooflinectl-probe-", dir=folder)
     except OSError as exc:
@@ -87,6 +89,27 @@ def checked_output(path: str, *, what: str, ours: Callable[[Path], bool], script
         raise UsageError(f"Refusing to replace {path}: it is not a {what} rooflinectl wrote "
                          "(--force replaces it).")
     check_writable(real, path)
+    return target
+
+
+NCU_REPORT_SUFFIX = ".ncu-rep"
+
+
+def checked_ncu_report(path: str, *, script: Path, others: list[Path], force: bool = False) -> Path:
+    """The absolute path ncu will write its report to (ncu appends .ncu-rep to a name without it;
+    we append it first, so the path checked is the path written), after refusing a folder, a place
+    that cannot be written, the script and this command's other outputs, and an existing file
+    unless force (nothing tells a report we asked for from the user's own; ncu refuses too)."""
+    name = path if path.endswith(NCU_REPORT_SUFFIX) else path + NCU_REPORT_SUFFIX
+    target = Path(os.path.abspath(os.path.expanduser(name)))
+    real = Path(os.path.realpath(target))
+    if real in {Path(os.path.realpath(p)) for p in [script, *others]}:
+        raise UsageError(f"Refusing to write ncu's report to {name}: the script or another output of this "
+                         "command is there; choose another --ncu-report name.")
+    if real.exists() and not real.is_dir() and not force:
+        raise UsageError(f"Refusing to replace {name}: it exists and may be a report of your own (--force "
+                         "replaces it).")
+    check_writable(real, name)
     return target
 
 

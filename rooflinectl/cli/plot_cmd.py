@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
 import click
 
+from rooflinectl.cli.output_paths import check_writable
 from rooflinectl.cli.profiles import (
     default_paths,
     expand,
@@ -31,6 +33,8 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
         output = "roofline.png"
     if output is not None and output != "-" and Path(output).suffix.lower() not in SUPPORTED_EXTENSIONS:
         raise UsageError(f"Cannot write {output}: the chart is saved as .png, .svg or .pdf.")
+    if output is not None and output != "-":
+        check_writable(Path(os.path.abspath(output)), output)  # a missing folder, a read-only place: said before drawing
     if top < 0:
         raise UsageError("--top must be 0 or more.")
     if clocks and (len(paths) == 2 or output is None):

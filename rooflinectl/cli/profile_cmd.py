@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
-from rooflinectl.cli.output_paths import STDOUT, checked_output, holds_marker
+from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
 from rooflinectl.errors import UsageError
 from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
@@ -79,7 +79,8 @@ class IterationsMode(click.ParamType):
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True,
               help="profile file to write ('-': the profile JSON on standard output, no table)")
-@click.option("--force", is_flag=True, help="replace an -o file that is not a rooflinectl profile (never a source file)")
+@click.option("--force", is_flag=True, help="replace an -o file that is not a rooflinectl profile, or an existing --ncu-report file "
+                   "(never a source file)")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
               help="unprofiled calls first (FILE.py:FUNCTION only)")
 @click.option("--iters", type=click.IntRange(min=1), default=10, show_default=True,
@@ -110,7 +111,8 @@ class IterationsMode(click.ParamType):
               help="counters: seconds before the ncu run is stopped")
 @click.option("--ncu", "ncu_path", default=None, help="counters: the ncu executable (default: PATH, $CUDA_HOME/bin)")
 @click.option("--ncu-report", type=click.Path(dir_okay=False), default=None,
-              help="counters: also keep ncu's own report (.ncu-rep) for Nsight Compute's UI")
+              help="counters: also keep ncu's own report for Nsight Compute's UI (.ncu-rep is appended when "
+                   "missing; an existing file is replaced only with --force)")
 @click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
               help="run the script on N processes of this machine through torch.distributed.run (torchrun), "
                    "profile each rank, and show them together")
@@ -138,6 +140,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         counters_phase,
     )
     from rooflinectl.cli.profile_output import ProfileWriter
+    from rooflinectl.cli.script_stdout import script_stdout_to_stderr
     from rooflinectl.cli.status import status_line
     from rooflinectl.outputs.profile_file import FORMAT_NAME
     from rooflinectl.outputs.table import render_profile
@@ -167,16 +170,22 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
                                     force=force) if capture_path else None
     trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
                                   force=force) if trace_path else None
+    if ncu_report is not None:
+        others = [t for t in (profile_target, capture_target, trace_target) if t is not None]
+        ncu_report = str(checked_ncu_report(ncu_report, script=path, others=others, force=force))
     device_kind = resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3
     # a status line on this terminal (not for -q, -o -, or the ranks of a distributed job)
     with status_line(enabled=not quiet and not to_stdout and ranks is None) as line:
         line.workload(f"profiling {target} ({device_kind}); the table follows when it ends")
-        with keeping_chrome_traces() if trace_target is not None else nullcontext():
+        with (keeping_chrome_traces() if trace_target is not None else nullcontext(),
+              script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout):
+            writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output
             if function is None:
                 outcome = run_script(path, list(script_args), device_kind, on_hard_exit=writer.save_on_hard_exit)
             else:
                 outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind,
                                        on_hard_exit=writer.save_on_hard_exit)
+        writer.stdout = None
         built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
         if built is None:  # nothing recorded: said, and no profile written
             ctx.exit(outcome.exit_code)

@@ -13,6 +13,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import click
 import pandas as pd
@@ -33,6 +34,7 @@ class ProfileWriter:
     shown: str  # the path as the user gave it, for messages
     command: list[str]
     iterations_mode: str = "auto"  # profile --iterations
+    stdout: TextIO | None = None  # the real standard output while the script's goes to stderr (-o -)
 
     def build(self, capture: Capture, *, completed: bool, exit_code: int) -> tuple[ProfileData, pd.DataFrame] | None:
         """The profile and its attributed launches (pipeline.build_profile), or None when the run
@@ -56,8 +58,9 @@ class ProfileWriter:
         EXIT_USAGE when the profile could not go where it was asked) and the line to print."""
         note = "" if completed else " (incomplete run)"
         if self.target is None:
-            sys.stdout.write(json.dumps(to_json_dict(data), indent=1, allow_nan=False) + "\n")
-            sys.stdout.flush()
+            stream = self.stdout or sys.stdout
+            stream.write(json.dumps(to_json_dict(data), indent=1, allow_nan=False) + "\n")
+            stream.flush()
             return 0, f"profile written to standard output{note}"
         try:
             save_profile(data, self.target)

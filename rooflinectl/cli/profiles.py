@@ -1,5 +1,5 @@
 """Which profile files a command reads: one file, or the rank profiles of a distributed job given
-as a folder, a glob (quoted, or expanded by the shell) or a list; a set is merged (analysis/ranks.py).
+as a folder (its *.rank*.json files), a glob (quoted, or expanded by the shell) or a list; a set is merged (analysis/ranks.py).
 
 With no argument the default file is read; where it is absent and this folder holds rank files
 (rooflinectl.profile.rank*.json, what `torchrun ... -m rooflinectl profile` writes by default),
@@ -17,18 +17,20 @@ from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 from rooflinectl.profile_model import ProfileData
 
 DEFAULT_RANK_GLOB = "rooflinectl.profile.rank*.json"
+FOLDER_RANK_GLOB = "*.rank*.json"  # capture/distributed.rank_output_path: `.rank<R>` before the suffix
 _GLOB_CHARS = set("*?[")
 
 
 def expand(arguments: tuple[str, ...] | list[str]) -> list[Path]:
-    """Files named by the arguments: a folder gives its *.json files, a glob its matches (sorted)."""
+    """Files named by the arguments: a folder gives its rank files (*.rank*.json), a glob its matches (sorted)."""
     paths: list[Path] = []
     for arg in arguments:
         p = Path(arg)
-        if p.is_dir():
-            found = sorted(p.glob("*.json"))
+        if p.is_dir():  # only the rank files: a job's folder also holds configs, results, other JSON
+            found = sorted(p.glob(FOLDER_RANK_GLOB))
             if not found:
-                raise UsageError(f"{arg} is a folder without profile files (*.json).")
+                raise UsageError(f"{arg} is a folder without rank profiles ({FOLDER_RANK_GLOB}, the files a "
+                                 "distributed `profile` writes); name the profile file, or give a glob.")
             paths += found
         elif _GLOB_CHARS & set(arg) and not p.exists():
             found = sorted(Path(m) for m in glob.glob(arg))

@@ -1,8 +1,9 @@
 """PyTorch's own FLOP formulas (torch.utils.flop_counter.flop_registry), by profiler op name.
 
-We iterate the registry instead of picking its ops by hand: every op it knows maps to the name
-the profiler records ("aten::mm"), and tests/test_costs_torch_registry.py checks that each has a
-formula of ours. Our formulas call `torch_flops` where flop_counter is right, and count for
+We iterate the registry instead of picking its ops by hand: each op it knows is keyed by its
+qualified name ("aten::mm", the name the profiler records), a higher-order op by its own name
+(PROFILER_NAMES gives the name the profiler records for it, if any), and Triton JIT functions are
+left out (no profiler op). tests/test_costs_registry.py checks that each has a formula of ours. Our formulas call `torch_flops` where flop_counter is right, and count for
 themselves where it is not; DIFFERS says where and why, so the exceptions are written down once.
 """
 
@@ -40,7 +41,8 @@ def _iterate_registry() -> dict[str, Callable[..., int]]:
 
 
 TORCH_FLOP_FORMULAS: dict[str, Callable[..., int]] = _iterate_registry()
-"""Profiler op name -> flop_counter's formula, for every op flop_counter knows."""
+"""Op name ("aten::mm"; a higher-order op's own name, see PROFILER_NAMES) -> flop_counter's formula,
+for every op flop_counter knows except Triton JIT functions."""
 
 DIFFERS: dict[str, str] = {
     "aten::convolution_backward": "grad-weight FLOPs ignore `groups` (a depthwise conv's counted "
@@ -74,8 +76,10 @@ def _shape(value: Any) -> Any:
 
 
 def torch_flops(call: OpCall, out_shape: Any = None) -> int:
-    """flop_counter's count for this call: arguments passed in schema order (tensors as their
-    shapes, as its shape_wrapper does), the output shape(s) as `out_val`."""
+    """flop_counter's count for this call: the schema's positional arguments in order and the rest
+    by name, the output shape(s) as `out_val`; tensors as their shapes for formulas behind
+    shape_wrapper, as TensorArgs (which have .shape) for the get_raw ones. A call whose arguments
+    match no schema raises ValueError."""
     formula = TORCH_FLOP_FORMULAS[call.name]
     sig = call.signature
     if sig is None:

@@ -18,6 +18,7 @@ from rooflinectl.analysis.advice.registry import Finding, severity_rank
 from rooflinectl.outputs.escape import github_data, github_property, markdown, plain, rich_text
 from rooflinectl.outputs.junit import JUnitSuite
 from rooflinectl.outputs.plot_names import shorten_kernel_name
+from rooflinectl.outputs.table import fit_columns
 from rooflinectl.units import seconds
 
 FORMATS: tuple[str, ...] = ("table", "markdown", "json", "github", "junit")
@@ -77,41 +78,57 @@ def _nothing_found(report: AdviceReport) -> str:
             f"({len(report.rules)} rules ran).")
 
 
-def rich_renderable(report: AdviceReport, fail_on: str | None = None) -> RenderableType:
+_MIN_TEXT_WIDTH = (30, 24)  # rule (whole rule ids), finding: what they keep before a short column gives way
+_DROP_ORDER = ("severity", "measured")  # the detail below repeats both
+
+
+def _detail(label: str, text: str) -> Table:
+    """A `   evidence: ...` line whose continuation lines stay under the text, not at column 0."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True, width=len(label) + 3, justify="right", style="dim")
+    grid.add_column(ratio=1)
+    grid.add_row(label, Text(text))  # Text: the evidence is data, never markup
+    return grid
+
+
+def rich_renderable(report: AdviceReport, fail_on: str | None = None, width: int | None = None) -> RenderableType:
     """A table of the ranked findings followed by each finding's evidence and fix (and, after
-    --verify, the saving measured on the GPU beside the estimate)."""
-    table = Table(title="rooflinectl advice", title_justify="left", show_lines=False, box=box.SIMPLE_HEAD,
-                  show_edge=False, pad_edge=False)
+    --verify, the saving measured on the GPU beside the estimate); fitted to `width` characters
+    (outputs/table.fit_columns, as `show` fits its table; None: natural widths)."""
     verified = _verified(report)
-    columns = [("#", "right"), ("severity", "left"), ("rule", "left"), ("finding", "left"), ("est. saving", "right")]
-    columns += [("measured", "right")] if verified else []
-    for name, justify in [*columns, ("share", "right")]:
-        table.add_column(name, justify=justify, no_wrap=name != "finding")  # type: ignore[arg-type]
-    parts: list[RenderableType] = [table] if report.findings else [Text(_nothing_found(report))]
+    rows = []
     for n, f in enumerate(report.findings, 1):
-        cells = [str(n), Text(f.severity, style=_STYLE[f.severity]), rich_text(f.rule_id),
-                 rich_text(f"{f.title}: {shorten_kernel_name(f.subject, 48)}" if f.subject else f.title),
-                 seconds(f.est_saving_s, decimals=2)]
-        table.add_row(*cells, *([_measured(f)] if verified else []), _share(report, f.ranked_saving_s))
-        body = Text()
-        body.append(f"{n}. {plain(f.title)}", style="bold")
-        body.append(f"  [{f.rule_id}]\n", style="dim")
-        body.append("   evidence: ", style="dim")
-        body.append(plain(f.evidence) + "\n")
-        body.append("   fix: ", style="dim")
-        body.append(plain(f.recommendation))
-        if f.verification is not None:
-            body.append("\n   verified: ", style="dim")
-            body.append(plain(_verification_line(f)))
-        parts.append(body)
+        rows.append({"#": str(n), "severity": Text(f.severity, style=_STYLE[f.severity]), "rule": f.rule_id,
+                     "finding": f"{f.title}: {shorten_kernel_name(f.subject, 48)}" if f.subject else f.title,
+                     "est. saving": seconds(f.est_saving_s, decimals=2), "measured": _measured(f) if verified else "",
+                     "share": _share(report, f.ranked_saving_s)})
+    short = ("#", "severity", "est. saving", *(("measured",) if verified else ()), "share")
+    widths = {c: max([len(c)] + [r[c].cell_len if isinstance(r[c], Text) else len(r[c]) for r in rows]) for c in short}
+    natural = (max([4] + [len(r["rule"]) for r in rows]), max([7] + [len(r["finding"]) for r in rows]))
+    least = (min(natural[0], _MIN_TEXT_WIDTH[0]), _MIN_TEXT_WIDTH[1])
+    shown, (rule_width, finding_width) = fit_columns(widths, natural, width, short, _DROP_ORDER, least)
+    table = Table(title="rooflinectl advice", title_justify="left", show_lines=False, box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    order = [c for c in ("#", "severity") if c in shown] + ["rule", "finding"] + [c for c in shown if c not in ("#", "severity")]
+    for name in order:
+        limit = {"rule": rule_width, "finding": finding_width}.get(name)
+        table.add_column(name, justify="right" if name in ("#", "est. saving", "measured", "share") else "left",
+                         no_wrap=limit is None, overflow="fold", max_width=limit)
+    parts: list[RenderableType] = [table] if report.findings else [Text(_nothing_found(report))]
+    for n, (f, row) in enumerate(zip(report.findings, rows), 1):
+        table.add_row(*[rich_text(row[c]) if c in ("rule", "finding") else row[c] for c in order])
+        head = Text()
+        head.append(f"{n}. {plain(f.title)}", style="bold")
+        head.append(f"  [{f.rule_id}, {f.severity}]", style="dim")
+        parts += [head, _detail("evidence:", plain(f.evidence)), _detail("fix:", plain(f.recommendation))]
+        if f.verification is not None:  # the table's measured column, when there was no room for it
+            parts.append(_detail("verified:", plain(_verification_line(f))))
     for rule_id, count in sorted(report.omitted.items()):
         parts.append(Text(f"({count} more {rule_id} finding(s) not shown)", style="dim"))
     if report.hidden:
         parts.append(Text(_quiet_note(report), style="dim"))
     parts.append(Text(_headline(report, fail_on), style="bold"))
     return Group(*parts)
-
-
 
 
 def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
@@ -187,7 +204,7 @@ def render_text(report: AdviceReport, fmt: str, fail_on: str | None = None, widt
     """Any format as a string (rich without colour), for files and tests."""
     if fmt in ("table", "rich"):
         buffer = io.StringIO()
-        Console(file=buffer, width=width, color_system=None).print(rich_renderable(report, fail_on))
+        Console(file=buffer, width=width, color_system=None).print(rich_renderable(report, fail_on, width))
         return buffer.getvalue()
     renderers = {"markdown": render_markdown, "json": render_json, "github": render_github, "junit": render_junit}
     if fmt not in renderers:

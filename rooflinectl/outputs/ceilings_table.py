@@ -10,6 +10,7 @@ import json
 import math
 from typing import Any
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -18,6 +19,7 @@ from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.ceilings.build import ridge_points
 from rooflinectl.ceilings.measurement import kind_of
 from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.outputs.table import fit_columns
 from rooflinectl.units import percent, seconds, si
 
 _SOURCE_STYLE = {"measured": "green", "spec": "cyan", "spec-clock-scaled": "cyan", "estimate": "yellow"}
@@ -50,37 +52,60 @@ def _compute_order(key: str) -> tuple[int, int]:
     return (0 if unit == "tensor" else 1, order.index(precision) if precision in order else 99)
 
 
-def roofs_table(ceilings: Ceilings) -> Table:
-    table = Table(title=f"Ceilings: {ceilings.device_name} ({ceilings.device_kind})", title_justify="left")
-    for name, justify in (("ceiling", "left"), ("value", "right"), ("unit", "left"),
-                          ("source", "left"), ("% of spec", "right"), ("how", "left")):
-        table.add_column(name, justify=justify, overflow="fold")
+_MIN_TEXT_WIDTH = (24, 30)  # the name (whole keys), and the how / method text, before a short column gives way
+
+
+def _fitted_table(title: str, header: tuple[tuple[str, str], ...], rows: list[list[Any]], width: int | None,
+                  drop_order: tuple[str, ...]) -> Table:
+    """rows: [name, short cells..., text]; the short columns give way in drop_order and the two
+    text columns share the rest of `width` (outputs/table.fit_columns, as `show` fits its table)."""
+    names = [h for h, _ in header]
+    short = tuple(names[1:-1])
+    cell_len = {c: max([len(c)] + [Text.from_markup(str(r[i + 1])).cell_len if not isinstance(r[i + 1], Text)
+                                   else r[i + 1].cell_len for r in rows]) for i, c in enumerate(short)}
+    natural = (max([len(names[0])] + [len(str(r[0])) for r in rows]),
+               max([len(names[-1])] + [max((len(line) for line in str(r[-1]).splitlines()), default=0) for r in rows]))
+    least = (min(natural[0], _MIN_TEXT_WIDTH[0]), min(natural[1], _MIN_TEXT_WIDTH[1]))
+    shown, (first, last) = fit_columns(cell_len, natural, width, short, drop_order, least)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  padding=(0, 1, 0, 0), header_style="bold")
+    keep = [0] + [i + 1 for i, c in enumerate(short) if c in shown] + [len(names) - 1]
+    for i in keep:
+        limit = first if i == 0 else last if i == len(names) - 1 else None
+        table.add_column(names[i], justify=header[i][1], overflow="fold", no_wrap=limit is None, max_width=limit)
+    for r in rows:
+        table.add_row(*[r[i] for i in keep])
+    return table
+
+
+def roofs_table(ceilings: Ceilings, width: int | None = None) -> Table:
     rows: list[tuple[str, Roof, str]] = [(f"memory.{k}", r, "memory") for k, r in
                                          sorted(ceilings.memory_bytes_per_s.items())]
     rows += [(k, ceilings.compute_flops_per_s[k], "compute")
              for k in sorted(ceilings.compute_flops_per_s, key=_compute_order)]
     rows += [(f"link.{k}", r, "link") for k, r in sorted(ceilings.link_bytes_per_s.items())]
     rows.append(("kernel floor", ceilings.kernel_floor_s, "latency"))
+    cells: list[list[Any]] = []
     for name, roof, kind in rows:
         key = name.removeprefix("memory.")
         number, unit = value_and_unit(roof.value, kind, key)
         ratio = _ratio_to_spec(key, roof, ceilings) if kind not in ("latency", "link") else None
         style = _SOURCE_STYLE.get(roof.source, "")
         clock = f" (at {roof.clock_mhz:,.0f} MHz SM clock)" if roof.source == "measured" and roof.clock_mhz else ""
-        table.add_row(name, number, unit, Text(roof.source, style=style),
-                      percent(ratio) if ratio is not None else "-", roof.note + clock)
-    return table
+        cells.append([name, number, unit, Text(roof.source, style=style),
+                      percent(ratio) if ratio is not None else "-", roof.note + clock])
+    header = (("ceiling", "left"), ("value", "right"), ("unit", "left"), ("source", "left"), ("% of spec", "right"),
+              ("how", "left"))
+    return _fitted_table(f"Ceilings: {ceilings.device_name} ({ceilings.device_kind})", header, cells, width,
+                         ("% of spec",))
 
 
-def measurements_table(ceilings: Ceilings) -> Table | None:
+def measurements_table(ceilings: Ceilings, width: int | None = None) -> Table | None:
     rows: list[dict[str, Any]] = ceilings.details.get("measurements") or []
     if not rows:
         return None
     when = ceilings.details.get("measured_at") or "?"
-    table = Table(title=f"Measurements ({when})", title_justify="left")
-    for name, justify in (("measurement", "left"), ("value", "right"), ("unit", "left"),
-                          ("% of spec", "right"), ("roof", "center"), ("method / flag", "left")):
-        table.add_column(name, justify=justify, overflow="fold")
+    cells: list[list[Any]] = []
     for row in rows:
         number, unit = value_and_unit(row.get("value"), kind_of(row["key"]), row["key"])
         ratio = row.get("ratio_to_spec")
@@ -88,9 +113,11 @@ def measurements_table(ceilings: Ceilings) -> Table | None:
         for extra, style in ((row.get("note"), "dim"), (row.get("flag"), "bold red")):
             if extra:
                 text.append(("\n" if text.plain else "") + extra, style=style)
-        table.add_row(row["key"], number, unit, percent(ratio) if ratio is not None else "-",
-                      "yes" if row.get("used_as_roof") else "", text)
-    return table
+        cells.append([row["key"], number, unit, percent(ratio) if ratio is not None else "-",
+                      "yes" if row.get("used_as_roof") else "", text])
+    header = (("measurement", "left"), ("value", "right"), ("unit", "left"), ("% of spec", "right"),
+              ("roof", "center"), ("method / flag", "left"))
+    return _fitted_table(f"Measurements ({when})", header, cells, width, ("% of spec",))
 
 
 def ridge_table(ceilings: Ceilings) -> Table | None:
@@ -164,9 +191,10 @@ def device_text(ceilings: Ceilings) -> Text:
     return text
 
 
-def render_ceilings(ceilings: Ceilings) -> Group:
-    parts: list[Any] = [roofs_table(ceilings)]
-    measured = measurements_table(ceilings)
+def render_ceilings(ceilings: Ceilings, width: int | None = None) -> Group:
+    """The roofs, measurements, ridge points and device facts, the tables fitted to `width` characters."""
+    parts: list[Any] = [roofs_table(ceilings, width)]
+    measured = measurements_table(ceilings, width)
     if measured is not None:
         parts.append(measured)
     ridges = ridge_table(ceilings)

@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.errors import ProfileFileError
-from rooflinectl.schema import BOUNDS, COST_SOURCES
+from rooflinectl.outputs.summary_shapes import METADATA_SHAPES, SUMMARY_SHAPES, section_problem
+from rooflinectl.profile_model import stale_window
+from rooflinectl.schema import BOUNDS, COST_SOURCES, COUNTER_COLUMNS, KERNEL_COLUMNS
 
 # Bounds past which a number is absurd rather than large: no run is counted in years, no device
 # moves an exabyte per second. (value >= low, value <= high; None: no bound.)
@@ -45,7 +47,10 @@ COLUMN_RANGES: dict[str, tuple[float, float | None, bool]] = {
     "threads_per_block": (0.0, None, True),
 }
 COLUMN_VALUES: dict[str, tuple[str, ...]] = {"bound": BOUNDS, "cost_source": COST_SOURCES}
-REQUIRED_COLUMNS = ("kernel", "calls", "time_s", "flops", "bytes")
+# Columns a profile may lack: it was written before they existed (the readers take them as unknown:
+# NaN, no counters). Every other column of schema.KERNEL_COLUMNS must be there.
+OPTIONAL_COLUMNS = frozenset({"registers_per_thread", "shared_bytes_per_block", "sm_clock_mhz", *COUNTER_COLUMNS})
+REQUIRED_COLUMNS = tuple(c for c in KERNEL_COLUMNS if c not in OPTIONAL_COLUMNS)
 
 # summary keys: (low, high); a key may be absent or null
 SUMMARY_RANGES: dict[str, tuple[float, float | None]] = {
@@ -61,6 +66,21 @@ SUMMARY_RANGES: dict[str, tuple[float, float | None]] = {
     "short_launches": (0.0, None),
     "iterations": (1.0, None),
     "region_runs": (0.0, None),
+    "compile_work_s": (0.0, MAX_SECONDS),
+    "iterations_found": (0.0, None),
+    "warmup_iterations": (0.0, None),
+    "iteration_time_s": (0.0, MAX_SECONDS),
+    "setup_kernel_time_s": (0.0, MAX_SECONDS),
+    "setup_launches": (0.0, None),
+    "setup_transfer_time_s": (0.0, MAX_SECONDS),
+    "setup_transfer_bytes": (0.0, None),
+    "compile_s": (0.0, MAX_SECONDS),
+    "run_wall_s": (0.0, MAX_SECONDS),
+    "setup_wall_s": (0.0, MAX_SECONDS),
+    "host_sync_calls": (0.0, None),
+    "host_sync_s": (0.0, MAX_SECONDS),
+    "host_sync_idle_s": (0.0, MAX_SECONDS),
+    "host_outside_ops_s": (0.0, MAX_SECONDS),
 }
 
 
@@ -100,15 +120,25 @@ def check_sections(raw: dict[str, Any], where: str) -> None:
     for key in ("ceilings", "kernels"):
         if key not in raw:
             raise ProfileFileError(f"{where} is a damaged rooflinectl profile (no {key}).")
-    table = raw["kernels"]
+    check_table(raw["kernels"], "kernels", where)
+    if raw.get("setup_kernels") is not None:
+        check_table(raw["setup_kernels"], "setup_kernels", where)
+
+
+def check_table(table: Any, name: str, where: str) -> None:
+    """A table's layout: column names, rows as long as the columns, every required column."""
+    if not isinstance(table, dict):
+        raise ProfileFileError(f"{where}: {name} is a {type(table).__name__}; it must be an object.")
     columns, rows = table.get("columns"), table.get("rows")
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-        raise ProfileFileError(f"{where}: kernels.columns must be a list of column names.")
+        raise ProfileFileError(f"{where}: {name}.columns must be a list of column names.")
     if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == len(columns) for r in rows):
-        raise ProfileFileError(f"{where}: kernels.rows must be lists of {len(columns)} values (one per column).")
+        raise ProfileFileError(f"{where}: {name}.rows must be lists of {len(columns)} values (one per column).")
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
     if missing:
-        raise ProfileFileError(f"{where}: the kernel table has no {', '.join(missing)} column.")
+        label = "kernel table" if name == "kernels" else "setup table"
+        raise ProfileFileError(f"{where}: the {label} has no {', '.join(missing)} column"
+                               f"{'s' if len(missing) > 1 else ''}.")
 
 
 def check_ceilings(raw: dict[str, Any], where: str) -> None:
@@ -140,14 +170,22 @@ def check_ceilings(raw: dict[str, Any], where: str) -> None:
             raise ProfileFileError(f"{where}: ceilings.kernel_floor_s.value is {problem}: {_must(0.0, 1.0)} (seconds).")
 
 
+def check_metadata(metadata: dict[str, Any], where: str) -> None:
+    """The metadata the commands read (rank, completed, NVML samples, ...) of the right types."""
+    problem = section_problem(metadata, METADATA_SHAPES, "metadata")
+    if problem:
+        raise ProfileFileError(f"{where}: {problem}.")
+
+
 def check_summary(summary: dict[str, Any], where: str) -> None:
+    """Ranges of the whole-run figures, and the nested values' shapes (summary_shapes.py)."""
     for key, (low, high) in SUMMARY_RANGES.items():
         problem = _bad_number(summary.get(key), low, high, True)
         if problem:
             raise ProfileFileError(f"{where}: summary.{key} is {problem}: {_must(low, high)}.")
-    regions = summary.get("regions")
-    if regions is not None and not (isinstance(regions, list) and all(isinstance(r, str) for r in regions)):
-        raise ProfileFileError(f"{where}: summary.regions must be a list of region names.")
+    problem = section_problem(summary, SUMMARY_SHAPES, "summary")
+    if problem:
+        raise ProfileFileError(f"{where}: {problem}.")
     sequence = summary.get("launch_sequence")
     if sequence is not None and not (isinstance(sequence, list)
                                      and all(isinstance(i, int) and not isinstance(i, bool) for i in sequence)):
@@ -215,8 +253,7 @@ def check_kernels(kernels: pd.DataFrame, where: str) -> None:
 def consistency_notes(summary: dict[str, Any]) -> list[str]:
     """Figures that cannot all be true at once, said rather than shown as fact."""
     notes = []
-    window, busy = summary.get("window_s"), summary.get("device_busy_s")
-    if isinstance(window, (int, float)) and isinstance(busy, (int, float)) and busy > window * 1.001 + 1e-9:
+    if stale_window(summary):
         notes.append("the device was busy longer than the window: this profile's window was measured on the "
                      "host (rooflinectl before 2026-11-29); profile again for a window on the device timeline")
     return notes

@@ -26,6 +26,7 @@ from rooflinectl.errors import ProfileFileError
 from rooflinectl.outputs.profile_checks import (
     check_ceilings,
     check_kernels,
+    check_metadata,
     check_sections,
     check_summary,
 )
@@ -79,6 +80,7 @@ def load_profile(path: str | os.PathLike[str]) -> ProfileData:
     check_ceilings(raw, str(p))
     summary = raw.get("summary") or {}
     check_summary(summary, str(p))
+    check_metadata(raw.get("metadata") or {}, str(p))
     try:
         table = raw["kernels"]
         kernels = pd.DataFrame(table["rows"], columns=table["columns"])

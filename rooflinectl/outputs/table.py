@@ -78,11 +78,10 @@ def _name_cells(row: Any, by: str, widths: tuple[int, int]) -> tuple[str, str]:
 def fit_columns(widths: dict[str, int], names: tuple[int, int], width: int | None,
                 columns: tuple[str, ...] = NUMBER_COLUMNS, drop_order: tuple[str, ...] = DROP_ORDER,
                 min_names: tuple[int, int] = MIN_NAME_WIDTH) -> tuple[list[str], tuple[int, int]]:
-    """Which number columns to show and how wide the two name columns may be, for a terminal of
-    `width` characters (None: no limit): number columns give way in `drop_order` until the names
-    have `min_names` (or their natural width, if less). `widths`: each number column's widest
-    cell; `names`: the name columns' natural widths. The table is drawn as kernel_table draws
-    it (SIMPLE_HEAD, no edge, one space of padding)."""
+    """Which of the short columns to show and how wide the two text columns may be, for a terminal
+    of `width` characters (None: no limit): short columns give way in drop_order until the text
+    columns have min_names (or their natural widths, `names`); the rest goes to the text.
+    Every table printed on a terminal (show, advise, ceilings, the kernels lessons) is fitted by this."""
     shown = list(columns)
     if width is None:
         return shown, names

@@ -95,6 +95,7 @@ def query_metrics(info: NcuInfo, device_name: str, timeout_s: float = PROBE_TIME
     if "gpu__time_duration" not in names:
         return None
     with contextlib.suppress(OSError):  # a read-only cache only costs the query next time
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps({"ncu": info.path, "version": info.version, "device": device_name,
                                        "metrics": sorted(names)}))
     return names
