@@ -31,14 +31,18 @@ def test_nested_summary_figures_reach_json_as_null(tmp_path: Path) -> None:
     """A NaN inside a nested summary figure (clocks, distributed) and in the metadata: `show
     --format json` and the profile file write null where they used to refuse the whole document."""
     data = make_profile()
-    data.summary["clocks"] = {"status": "sampled", "sm_clock_mhz": {"median": np.float64(1980.0), "min": math.nan}}
+    data.summary["clocks"] = {"status": "sampled", "max_sm_clock_mhz": np.float64(1980.0), "period_s": math.nan,
+                              "sm_clock_mhz": {"mean": np.float64(1900.0), "min": 1800.0, "max": 1980.0}}
     data.metadata["gpu_temperature_c"] = math.nan
     shown = json.loads(table_json(data.kernels, data))
-    assert shown["summary"]["clocks"]["sm_clock_mhz"] == {"median": 1980.0, "min": None}
+    assert shown["summary"]["clocks"]["period_s"] is None
+    assert shown["summary"]["clocks"]["max_sm_clock_mhz"] == 1980.0
+    assert type(shown["summary"]["clocks"]["sm_clock_mhz"]["mean"]) is float
     assert len(shown["kernels"]) == len(data.kernels)
     path = tmp_path / "p.json"
     save_profile(data, path)
     again = load_profile(path)
-    assert again.summary["clocks"]["sm_clock_mhz"] == {"median": 1980.0, "min": None}
+    assert again.summary["clocks"]["period_s"] is None
+    assert again.summary["clocks"]["sm_clock_mhz"] == {"mean": 1900.0, "min": 1800.0, "max": 1980.0}
     assert again.metadata["gpu_temperature_c"] is None
     pd.testing.assert_series_equal(again.kernels["time_s"], data.kernels["time_s"])
