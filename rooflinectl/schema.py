@@ -37,7 +37,7 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "attainable_flops_per_s": ("float", "min(peak[precision, unit], intensity x DRAM bandwidth)"),
     "roof_time_s": ("float", "time the work would take at the roof: max(flops/peak, bytes/bandwidth); "
                             "collectives: bus bytes / link bandwidth (NaN without a link roof)"),
-    "efficiency": ("float", "roof_time_s / time_s (= achieved / attainable); > 1 means the numbers are wrong"),
+    "efficiency": ("float", "roof_time_s / time_s (= achieved / attainable); over 1.05 (analysis.roofline.ABOVE_ROOF) means the numbers are wrong"),
     "bound": ("str", "memory, compute, link (a collective, held against the link), latency or unknown"),
     "headroom_s": ("float", "time_s - roof_time_s: what reaching the roof would save"),
     "time_share": ("float", "time_s / total kernel time of the profile"),

@@ -318,3 +318,14 @@ def test_profile_to_stdout_sends_the_scripts_output_to_stderr(tmp_path: Path, en
     assert profile["metadata"]["completed"] is (code == 0)
     for line in ("from print", "from fd 1", "from a child"):
         assert line in result.stderr
+
+
+def test_ncu_report_without_counters_is_a_usage_error(tmp_path: Path, monkeypatch) -> None:
+    """--ncu-report names the report of the counters run: without --counters there is none, and
+    silently writing nothing would look like a lost report."""
+    monkeypatch.chdir(tmp_path)
+    _script(tmp_path, "s.py", "open('ran', 'w').write('yes')\n" + MATMUL)
+    result = _invoke("profile", "s.py", "-q", "--device", "cpu", "--ncu-report", "r")
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert result.output.startswith("rooflinectl: --ncu-report keeps Nsight Compute's report")
+    assert not (tmp_path / "ran").exists()

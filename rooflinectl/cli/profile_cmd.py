@@ -171,6 +171,9 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
                                   force=force) if trace_path else None
     if ncu_report is not None:
+        if counters == "none":
+            raise UsageError("--ncu-report keeps Nsight Compute's report of the counters run: give --counters ncu "
+                             "(or auto) with it.")
         others = [t for t in (profile_target, capture_target, trace_target) if t is not None]
         ncu_report = str(checked_ncu_report(ncu_report, script=path, others=others, force=force))
     device_kind = resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3
