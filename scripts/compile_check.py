@@ -1,13 +1,17 @@
 """torch.compile under rooflinectl on the GPU: outputs, cost coverage, owners, distortion.
 
-python3 scripts/compile_check.py OUT_DIR NAME MODE [--repeats N] -- SCRIPT [ARGS...]
+python3 scripts/compile_check.py OUT_DIR NAME MODE [--repeats N] [--plain-runs M] -- SCRIPT [ARGS...]
 
 Runs SCRIPT with --compile MODE: plain, then N pairs (default 1) of `rooflinectl profile` and a
 bare torch.profiler (scripts/record_trace.py), alternating; all with Inductor's cost annotations
 on, so they share Inductor's compile cache and compile the same kernels (the annotations change
 no math).
 Prints one COMPILE line (JSON) and appends a row to OUT_DIR/compile.md:
-- digest_equal: the script's OUTPUT line is the same plain and profiled;
+- digest_equal: the script's OUTPUT line is the same plain and profiled; with --plain-runs M > 1
+  the plain run is repeated (a fresh Inductor cache each time) and plain_stable says whether the
+  plain runs agree among themselves: max-autotune picks kernels by timing them in each run, so a
+  plain run may differ from another plain run, and then a profiled run that differs says nothing
+  about the profiler;
 - known_cost_share: GPU time with a known cost; owner_share: known cost and a named owner
   (a module, or the aten ops a generated kernel fused / the op that launched the kernel);
 - distortion: median counted GPU kernel time under rooflinectl / the median of the same count
@@ -29,6 +33,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 COPY = re.compile(r"^(Memcpy|Memset)")
 
@@ -41,8 +46,8 @@ def _kernel_time_s(table) -> float:
 ENV = {**os.environ, "TORCHINDUCTOR_BENCHMARK_KERNEL": "1", "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "1"}
 
 
-def _run(cmd: list[str]) -> str:
-    done = subprocess.run(cmd, capture_output=True, text=True, env=ENV, check=False)
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, check=False)
     if done.returncode != 0:
         print(done.stdout[-3000:], done.stderr[-3000:], file=sys.stderr)
         raise SystemExit(f"failed ({done.returncode}): {' '.join(cmd)}")
@@ -59,7 +64,12 @@ def main() -> int:
     repeats = int(options[options.index("--repeats") + 1]) if "--repeats" in options else 1
     script = sys.argv[sys.argv.index("--") + 1:] + ["--compile", mode]
     prefix = os.path.join(out_dir, f"{name}-{mode}")
-    plain = _digest(_run([sys.executable, *script]))
+    plain_runs = int(options[options.index("--plain-runs") + 1]) if "--plain-runs" in options else 1
+    plain_digests = []
+    for i in range(plain_runs):
+        env = dict(ENV, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix=f"inductor-{name}-{mode}-")) if i else None
+        plain_digests.append(_digest(_run([sys.executable, *script], env)))
+    plain = plain_digests[0]
 
     from rooflinectl.attribution.join import attribute
     from rooflinectl.capture.trace import from_chrome_trace
@@ -87,7 +97,8 @@ def main() -> int:
     with_module = known & (kernels["module"].fillna("") != "")
     record = {
         "name": name, "mode": mode, "digest_equal": plain is not None and plain == profiled,
-        "plain_output": plain, "profiled_output": profiled,
+        "plain_output": plain, "profiled_output": profiled, "plain_outputs": plain_digests,
+        "plain_stable": len(set(plain_digests)) == 1 if plain_runs > 1 else None,
         "known_cost_share": float(kernels.loc[known, "time_s"].sum() / total) if total else None,
         "owner_share": float(kernels.loc[owned, "time_s"].sum() / total) if total else None,
         "module_share": float(kernels.loc[with_module, "time_s"].sum() / total) if total else None,
