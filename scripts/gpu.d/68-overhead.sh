@@ -6,12 +6,13 @@
 # nn.Module scopes, scripts/profile_variant.py; without both); each run's own CUDA-event TIMING
 # line (median step) side by side, so the step-time overhead splits into the bare profiler's part
 # and each part of rooflinectl's. Runs alternate in two rounds to expose drift. Run it with the
-# other GPU idle: the step is host-bound, so another lane's CPU work moves it. Expected runtime:
+# other GPU idle: the step is host-bound, so another lane's CPU work moves it (OVERHEAD_ROUNDS=N for more
+# rounds: the host's speed varied by 45% between rounds on 2026-11-30). Expected runtime:
 # about 2.5 minutes.
 set -u -o pipefail
 out="${PIECE_OUT:?PIECE_OUT must be set}"
 args=(examples/real/resnet_train.py --batch 64 --warmup 3 --steps 5)
-for round in 1 2; do
+for round in $(seq 1 "${OVERHEAD_ROUNDS:-2}"); do
   python3 "${args[@]}" > "$out/plain.$round.log" 2>&1 || echo "plain: exit $?"
   python3 scripts/record_trace.py "$out/bare.trace.json.gz" -- "${args[@]}" > "$out/bare.$round.log" 2>&1 || echo "bare: exit $?"
   python3 scripts/record_trace.py "$out/noshapes.trace.json.gz" --no-shapes -- "${args[@]}" > "$out/noshapes.$round.log" 2>&1 || echo "noshapes: exit $?"
