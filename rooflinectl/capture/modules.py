@@ -5,7 +5,8 @@ mechanism must never change what the user's program does: global module hooks ma
 trace them (and fail with "UnspecializedNNModuleVariable ... is already tracked for mutation").
 - Python >= 3.12: `sys.monitoring` local events on the code of `nn.Module._call_impl` only. They
   fire when that code really runs (eager calls); Dynamo reads bytecode and never runs it while
-  tracing, and compiled graphs do not call modules, so compilation sees nothing at all.
+  tracing, and compiled graphs do not call modules, so compilation sees nothing at all. A forward
+  that raises sends no PY_RETURN: PY_UNWIND (a global event, filtered to that code) closes it.
 - Python < 3.12 (no local events): global forward hooks whose body returns at once while Dynamo
   traces them (`torch.compiler.is_compiling()`), so they add nothing to a compiled graph; Dynamo
   still guards on the hooks being there, which is why function mode installs them before its
@@ -118,16 +119,26 @@ def _monitored(scopes: _Scopes) -> Iterator[None]:
     def on_return(_code: Any, _offset: int, _value: Any) -> None:
         scopes.exit(id(sys._getframe(1)))
 
+    def on_unwind(unwound: Any, _offset: int, _exception: BaseException) -> None:
+        # a forward that raised returns no PY_RETURN: close its scope here, or a caller that
+        # catches the exception would run its next modules inside the dead module's scope
+        if unwound is code:
+            scopes.exit(id(sys._getframe(1)))
+
     monitoring.use_tool_id(tool, _TOOL_NAME)
     try:
         monitoring.register_callback(tool, events.PY_START, on_start)
         monitoring.register_callback(tool, events.PY_RETURN, on_return)
+        monitoring.register_callback(tool, events.PY_UNWIND, on_unwind)
         monitoring.set_local_events(tool, code, events.PY_START | events.PY_RETURN)
+        monitoring.set_events(tool, events.PY_UNWIND)  # not a local event: every frame, checked above
         yield
     finally:
+        monitoring.set_events(tool, 0)
         monitoring.set_local_events(tool, code, 0)
         monitoring.register_callback(tool, events.PY_START, None)
         monitoring.register_callback(tool, events.PY_RETURN, None)
+        monitoring.register_callback(tool, events.PY_UNWIND, None)
         monitoring.free_tool_id(tool)
 
 
