@@ -82,12 +82,13 @@ def main() -> int:
                             f"{prefix}{tag}.profile.json", "-q", "--iterations", "none",
                             *(["--save-capture", f"{prefix}.capture.json.gz"] if i == 0 else []), "--", *script[1:]]))
         profiled = profiled if i else out
-        ours_s.append(_kernel_time_s(load_profile(f"{prefix}{tag}.profile.json").kernels))
+        run_profile = load_profile(f"{prefix}{tag}.profile.json")
+        ours_s.append(_kernel_time_s(run_profile.kernels))
         _run([sys.executable, "scripts/record_trace.py", f"{prefix}.bare.trace.json.gz", "--inductor-costs", "--",
               *script])
         with gzip.open(f"{prefix}.bare.trace.json.gz", "rt") as handle:
-            metadata = dict(load_profile(f"{prefix}.profile.json").metadata)
-            bare_s.append(_kernel_time_s(attribute(from_chrome_trace(json.load(handle)), "cuda", metadata).launches))
+            bare = attribute(from_chrome_trace(json.load(handle)), "cuda", dict(run_profile.metadata)).launches
+        bare_s.append(_kernel_time_s(bare))
 
     profile = load_profile(f"{prefix}.profile.json")
     kernels = profile.kernels
