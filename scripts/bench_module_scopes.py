@@ -10,7 +10,8 @@ python scripts/bench_module_scopes.py [--repeats 5] [--profiles 3]
 2. `rooflinectl profile` of a small CPU script whose step is many small module calls (a generated
    script, see WORKLOAD), run as is, with op scopes and with no scopes (scripts/profile_variant.py):
    the step time the script measures itself while profiled (its median, ms) and the wall time of
-   the whole command (s); min over the profiles, and the plain script's step time for reference.
+   the whole command (s); min over the profiles (the variants alternate), and the plain script's
+   for reference.
 """
 
 from __future__ import annotations
@@ -87,24 +88,23 @@ def scope_costs(repeats: int) -> dict[str, float]:
     return out
 
 
-def profiled_step(variant: str, script: Path, out_dir: Path, profiles: int) -> tuple[float, float]:
-    """(min step ms the script printed, min wall s of the command) over the profiles; variant:
-    plain (no rooflinectl), as-is, op-scopes or no-modules."""
+VARIANTS = {"plain": "plain python (no profiler)", "no-modules": "rooflinectl profile, no scopes",
+            "op-scopes": "rooflinectl profile, op scopes", "as-is": "rooflinectl profile (fast scopes)"}
+
+
+def profiled_run(variant: str, script: Path, out_dir: Path) -> tuple[float, float]:
+    """(step ms the script printed, wall s of the command); variant: a key of VARIANTS."""
     if variant == "plain":
-        head = [sys.executable]
-    elif variant == "as-is":
-        head = [sys.executable, "-m", "rooflinectl", "profile"]
+        cmd = [sys.executable, str(script)]
     else:
-        head = [sys.executable, str(ROOT / "scripts" / "profile_variant.py"), variant]
-    step_ms, wall_s = float("inf"), float("inf")
-    for i in range(profiles):
-        cmd = [*head, str(script)] + ([] if variant == "plain" else ["-q", "-o", str(out_dir / f"{variant}.{i}.json")])
-        start = time.perf_counter()
-        done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=out_dir)
-        wall_s = min(wall_s, time.perf_counter() - start)
-        line = next(x for x in (done.stdout + done.stderr).splitlines() if x.startswith("STEP_MS "))
-        step_ms = min(step_ms, float(line.split()[1]))
-    return step_ms, wall_s
+        head = [sys.executable, "-m", "rooflinectl", "profile"] if variant == "as-is" else \
+            [sys.executable, str(ROOT / "scripts" / "profile_variant.py"), variant]
+        cmd = [*head, str(script), "-q", "-o", str(out_dir / f"{variant}.profile.json")]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=out_dir)
+    wall_s = time.perf_counter() - start
+    line = next(x for x in (done.stdout + done.stderr).splitlines() if x.startswith("STEP_MS "))
+    return float(line.split()[1]), wall_s
 
 
 def main() -> int:
@@ -125,14 +125,16 @@ def main() -> int:
     print(f"one scope's enter + exit (us, min of {args.repeats}): op {costs['enter_exit_op_s'] * 1e6:.2f}, "
           f"fast {costs['enter_exit_fast_s'] * 1e6:.2f}")
     if args.profiles > 0:
+        runs: dict[str, list[tuple[float, float]]] = {v: [] for v in VARIANTS}
         with tempfile.TemporaryDirectory() as tmp:
             script = Path(tmp) / "many_modules.py"
             script.write_text(WORKLOAD)
-            for variant in ("plain", "no-modules", "op-scopes", "as-is"):
-                step_ms, wall_s = profiled_step(variant, script, Path(tmp), args.profiles)
-                label = {"as-is": "rooflinectl profile (fast scopes)", "plain": "plain python (no profiler)",
-                         "op-scopes": "rooflinectl profile, op scopes", "no-modules": "rooflinectl profile, no scopes"}
-                print(f"{label[variant]}: step {step_ms:.3f} ms, command {wall_s:.2f} s (min of {args.profiles})")
+            for _ in range(args.profiles):  # variants alternate, so drift hits them alike
+                for variant in VARIANTS:
+                    runs[variant].append(profiled_run(variant, script, Path(tmp)))
+        for variant, label in VARIANTS.items():
+            print(f"{label}: step {min(r[0] for r in runs[variant]):.3f} ms, "
+                  f"command {min(r[1] for r in runs[variant]):.2f} s (min of {args.profiles})")
     return 0
 
 
