@@ -150,3 +150,21 @@ def test_a_scope_event_is_a_module_scope_whatever_its_category(category, device)
     assert list(zip(launches["op"], launches["module"])) == [("aten::addmm", "Net.fc"), ("aten::relu", "Net")]
     addmm = launches.iloc[0]
     assert (addmm["flops"], addmm["cost_source"]) == (2 * 4 * 32 * 16, "analytic")  # 2*M*N*K, from the op alone
+
+
+def test_a_kernel_launched_straight_from_a_scope_keeps_its_launch_time_and_module() -> None:
+    """A kernel launched with no op around it inside a module (a user's Triton kernel) cites the
+    scope as its External id when the scope is a `cpu_op` (kineto links kernels to the innermost
+    non-user record function): the kernel belongs to that module, and it is counted by when it
+    was launched (inside the region), not by when the scope began (before the region)."""
+    events = [
+        _event(f"{MODULE_PREFIX}Net", "cpu_op", 100.0, 100.0, 1),
+        _event("rooflinectl.region:step", "user_annotation", 150.0, 40.0, 2),
+        {"ph": "X", "cat": "cuda_runtime", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": 160.0, "dur": 5.0,
+         "args": {"External id": 1, "correlation": 50}},
+        {"ph": "X", "cat": "kernel", "name": "my_triton_kernel", "pid": 0, "tid": 7, "ts": 300.0, "dur": 8.0,
+         "args": {"External id": 1, "correlation": 50, "grid": [4, 1, 1], "block": [128, 1, 1]}},
+    ]
+    launches = attribute(from_chrome_trace({"traceEvents": events}), "cuda", {}).launches
+    assert list(zip(launches["kernel"], launches["op"], launches["module"])) == [("my_triton_kernel", "", "Net")]
+    assert launches["launch_ns"].iloc[0] == 60_000  # the launch call, 60 us after the trace's first event
