@@ -168,3 +168,44 @@ def test_a_kernel_launched_straight_from_a_scope_keeps_its_launch_time_and_modul
     launches = attribute(from_chrome_trace({"traceEvents": events}), "cuda", {}).launches
     assert list(zip(launches["kernel"], launches["op"], launches["module"])) == [("my_triton_kernel", "", "Net")]
     assert launches["launch_ns"].iloc[0] == 60_000  # the launch call, 60 us after the trace's first event
+
+
+@pytest.mark.gpu
+@pytest.mark.triton
+@pytest.mark.parametrize("fast", WAYS)
+def test_gpu_kernels_carry_their_module_either_way(monkeypatch, fast) -> None:
+    """On the GPU: a cuBLAS GEMM (launched by aten::addmm) is in Sequential.0 both ways; a Triton
+    kernel launched straight from Sequential.1's forward (no op around it) is in Sequential.1 with
+    fast scopes, because kineto links kernels to a non-user record function (the op scopes are
+    user annotations, which kernels never cite: such a kernel had no module before)."""
+    import triton
+    import triton.language as tl
+
+    import rooflinectl
+
+    @triton.jit
+    def double_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2.0, mask=mask)
+
+    class Double(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.empty_like(x)
+            double_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+            return y
+
+    monkeypatch.setattr(modules, "FAST_SCOPES", fast)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), Double()).cuda()
+    x = torch.randn(64, 256, device="cuda")
+
+    def step() -> None:
+        with torch.no_grad():
+            model(x)
+
+    table = rooflinectl.profile(step, warmup=2, iters=3).kernels
+    assert set(table[table["op"] == "aten::addmm"]["module"]) == {"Sequential.0"}, table.to_string()
+    triton_rows = table[table["kernel"] == "double_kernel"]
+    assert triton_rows["calls"].sum() == 3, table.to_string()
+    if fast:
+        assert set(triton_rows["module"]) == {"Sequential.1"}, table.to_string()
