@@ -2,6 +2,8 @@
 costs a launch-bound program (scripts/gpu.d/68-overhead.sh). Measurement only: not a user option.
 
 python3 scripts/profile_variant.py no-modules PROFILE-ARGS...   (no nn.Module scopes)
+python3 scripts/profile_variant.py op-scopes PROFILE-ARGS...    (scopes through the dispatched
+    record-function ops, as before _RecordFunctionFast: scripts/bench_module_scopes.py)
 
 NVML sampling is switched off the documented way (ROOFLINECTL_NVML_PERIOD_S=0), not here.
 """
@@ -14,12 +16,16 @@ import sys
 
 def main() -> int:
     variant, args = sys.argv[1], sys.argv[2:]
-    if variant != "no-modules":
+    if variant not in ("no-modules", "op-scopes"):
         print(__doc__, file=sys.stderr)
         return 2
+    import rooflinectl.capture.modules as modules
     import rooflinectl.capture.session as session
 
-    session.module_scopes = contextlib.nullcontext  # the session enters module_scopes() by this name
+    if variant == "no-modules":
+        session.module_scopes = contextlib.nullcontext  # the session enters module_scopes() by this name
+    else:
+        modules.FAST_SCOPES = False
     from rooflinectl.cli.main import main as cli
 
     cli(["profile", *args], prog_name="rooflinectl")  # exits with the profile's own exit code

@@ -325,7 +325,10 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         own_i = index.by_external.get(k.external_id, -1)  # a replayed kernel's: the op around the graph launch
         source = replayed.get(id(k))
         op_i = index.by_external.get(source, -1) if source is not None else own_i
-        ts = index.ops[own_i].ts_ns if own_i >= 0 and source is None else trace.launch_ts_ns.get(k.correlation, k.ts_ns)
+        # A kernel cites an annotation only when no op ran around its launch: a module scope recorded
+        # by _RecordFunctionFast (kineto links kernels to it), which began before the launch did.
+        by_op = own_i >= 0 and source is None and index.ops[own_i].category == "cpu_op"
+        ts = index.ops[own_i].ts_ns if by_op else trace.launch_ts_ns.get(k.correlation, k.ts_ns)
         declared = triton_queue[k.name].popleft() if k.category == "kernel" and triton_queue.get(k.name) else None
         if not index.in_window(ts) or (own_i >= 0 and index.compile_work[own_i]):
             continue

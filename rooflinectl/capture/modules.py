@@ -15,6 +15,14 @@ Modules called inside a compiled region get no scope of their own: their kernels
 scope of the eager module around the region and the names of the aten ops Inductor fused.
 Paths come from the outermost module called: its `named_modules()` names every submodule; a
 `torch.compile`d module (OptimizedModule) is named after the module it wraps.
+
+A scope is opened with torch's `_RecordFunctionFast` (what Dynamo and AOTAutograd use for their
+own annotations), not with the two dispatched `torch.ops.profiler` record-function ops that
+torch.profiler.record_function calls: under a profiler recording shapes, an enter + exit costs
+about 0.6 us against about 10 us (docs/benchmarks/steady-state.md), paid at every module call of
+a launch-bound step. Its event is recorded as a `cpu_op`, not a `user_annotation`: the trace
+parser reads scopes by their name whatever the category (capture/trace.py). The ops remain the
+fallback for a torch without it.
 """
 
 from __future__ import annotations
@@ -43,12 +51,13 @@ def _unwrapped(module: torch.nn.Module) -> torch.nn.Module:
 
 
 class _ModuleNames:
-    """Module -> path, learnt from the outermost module called (weakly held: no module is kept alive)."""
+    """Module -> scope name (MODULE_PREFIX + path), learnt from the outermost module called
+    (weakly held: no module is kept alive). Names are built once, not at every call."""
 
     def __init__(self) -> None:
         self.names: weakref.WeakKeyDictionary[torch.nn.Module, str] = weakref.WeakKeyDictionary()
 
-    def name(self, module: torch.nn.Module, outermost: bool) -> str:
+    def scope_name(self, module: torch.nn.Module, outermost: bool) -> str:
         known = self.names.get(module)
         if known is not None:
             return known
@@ -56,16 +65,42 @@ class _ModuleNames:
             root = type(_unwrapped(module)).__name__
             for qualname, sub in module.named_modules():
                 path = ".".join(p for p in qualname.split(".") if p != _WRAPPER_ATTRIBUTE)
-                self.names.setdefault(sub, f"{root}.{path}" if path else root)
-        return self.names.get(module, type(module).__name__)
+                self.names.setdefault(sub, f"{MODULE_PREFIX}{root}.{path}" if path else f"{MODULE_PREFIX}{root}")
+        return self.names.get(module, f"{MODULE_PREFIX}{type(module).__name__}")
+
+
+# torch's cheap record function (torch >= 2.2; private, hence looked up rather than imported).
+_RecordFunctionFast = getattr(torch._C._profiler, "_RecordFunctionFast", None)
+# Whether scopes use it; module_scopes() reads this when it starts (tests switch it to compare).
+FAST_SCOPES = _RecordFunctionFast is not None
+
+
+def _open_fast(name: str) -> Any:
+    scope = _RecordFunctionFast(name)  # type: ignore[misc]
+    scope.__enter__()
+    return scope
+
+
+def _close_fast(scope: Any) -> None:
+    scope.__exit__(None, None, None)
+
+
+def _open_op(name: str) -> Any:
+    """The record function as torch.profiler.record_function opens it: a user_annotation event."""
+    return torch.ops.profiler._record_function_enter_new(name, None)
+
+
+def _close_op(handle: Any) -> None:
+    torch.ops.profiler._record_function_exit._RecordFunction(handle)
 
 
 class _Scopes:
     """Per-thread stacks of open annotations (record functions are thread-local)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fast: bool) -> None:
         self.names = _ModuleNames()
         self.local = threading.local()
+        self.open, self.close = (_open_fast, _close_fast) if fast else (_open_op, _close_op)
 
     def stack(self) -> list[tuple[int, Any]]:
         stack = getattr(self.local, "stack", None)
@@ -75,19 +110,20 @@ class _Scopes:
 
     def enter(self, module: torch.nn.Module, key: int) -> None:
         stack = self.stack()
-        name = self.names.name(module, outermost=not stack)
-        handle = torch.ops.profiler._record_function_enter_new(f"{MODULE_PREFIX}{name}", None)
-        stack.append((key, handle))
+        stack.append((key, self.open(self.names.scope_name(module, outermost=not stack))))
 
     def exit(self, key: int | None) -> None:
         """Close the scope opened for `key` (None: the innermost), and any left open above it by
         a forward that raised (no return event came for those)."""
         stack = self.stack()
+        if stack and stack[-1][0] == key:  # the usual case: the innermost scope returns
+            self.close(stack.pop()[1])
+            return
         if key is not None and all(k != key for k, _ in stack):
             return
         while stack:
             k, handle = stack.pop()
-            torch.ops.profiler._record_function_exit._RecordFunction(handle)
+            self.close(handle)
             if key is None or k == key:
                 return
 
@@ -179,7 +215,7 @@ def module_scopes() -> Iterator[None]:
     if _active:
         yield
         return
-    scopes = _Scopes()
+    scopes = _Scopes(fast=FAST_SCOPES and _RecordFunctionFast is not None)
     _active.append(scopes)
     mechanism = _monitored if uses_monitoring() else _hooked
     try:

@@ -16,8 +16,10 @@ from contextlib import contextmanager
 
 import torch
 
+from rooflinectl.capture.trace import MODULE_PREFIX as TRACE_MODULE_PREFIX
+
 REGION_PREFIX = "rooflinectl.region:"
-MODULE_PREFIX = "rooflinectl.module:"
+MODULE_PREFIX = TRACE_MODULE_PREFIX  # nn.Module scopes: defined where the trace parser reads them
 CALIBRATION_NAME = "rooflinectl.calibration"  # the profiler-overhead probe: never counted
 WARMUP_NAME = "rooflinectl.warmup"  # function mode's warm-up calls: recorded (a CUDA graph's capture), never counted
 

@@ -2,7 +2,8 @@
 
 We read the Chrome-trace JSON that torch.profiler exports (stable across versions, the same
 file HTA and TensorBoard read) and keep what later stages need:
-- ops: CPU ops (`cpu_op`) and annotations (`user_annotation`: our regions and module scopes),
+- ops: CPU ops (`cpu_op`) and annotations (`user_annotation`: our regions and module scopes,
+  whichever category the profiler gave a scope: see MODULE_PREFIX),
   with input dims, strides, types, concrete values and, when the profiler's event tree gave them,
   storage pointers and dtypes of tensor-list elements; the op Inductor names after each kernel
   it launches keeps Inductor's args (its cost estimate, kernel file), and `record_param_comms`
@@ -30,6 +31,11 @@ from rooflinectl.capture.columns import from_columns, to_columns
 
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 OP_CATEGORIES = ("cpu_op", "user_annotation")
+# nn.Module scopes (capture/modules.py) are named with this prefix. They are recorded as
+# `user_annotation` by torch.profiler.record_function, and as `cpu_op` by the cheaper
+# `_RecordFunctionFast` that capture uses now: the parser makes both `user_annotation`, so that
+# old and new traces read the same and a scope is never taken for an op that does work.
+MODULE_PREFIX = "rooflinectl.module:"
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 # What Inductor puts in the args of the op named after each kernel it launches (benchmark_kernel on).
 INDUCTOR_ARGS = ("kernel_num_gb", "kernel_flop", "kernel_name", "kernel_file", "kernel_backend", "kernel_kwargs")
@@ -345,7 +351,8 @@ class TraceBuilder:
                            args={k: args[k] for k in KEPT_OP_ARGS if k in args} or _NO_ARGS,
                            sequence_nr=_int(args.get("Sequence number", -1), -1))
                 op.name = names.setdefault(op.name, op.name)
-                op.category = names.setdefault(op.category, op.category)
+                op.category = "user_annotation" if op.name.startswith(MODULE_PREFIX) else \
+                    names.setdefault(op.category, op.category)
                 op.tid = _int(op.tid)
                 op.ts_ns = ts  # type: ignore[assignment] - microseconds until finish()
                 self._share_inputs(op)
