@@ -1,0 +1,187 @@
+"""Sweep kernel variants and launch configs for the two reference kernels that miss their targets
+(issue 13): the int8 weight-only GEMV (int8 -> fp32 conversion variants) and the coalesced copy
+(block sizes, warps, cache hints, persistent grid). GPU only; measurement, not a test.
+
+Timing is the harness's: triton.testing.do_bench, median, L2 flushed between calls. Each line of
+output is JSON: {"kernel", "variant", "config", "us", "tb_s", "ok"}; bytes are the op's minimum
+(the same the lessons declare). Usage: python3 scripts/kernel_sweep.py [--only gemv|copy]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+MAGIC_BITS = 0x4B000080  # float 2**23 + 128 with the byte's top bit flipped in: exact for -128..127
+MAGIC_VALUE = 8388736.0  # 2**23 + 128
+
+
+@triton.jit
+def gemv_cvt_kernel(x, w, scale, y, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The lesson's kernel: int8 -> fp32 by the conversion instruction."""
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        wv = tl.load(w + rows[:, None].to(tl.int64) * stride_wn + ks[None, :],
+                     mask=(rows[:, None] < N) & (ks[None, :] < K), other=0)
+        xv = tl.load(x + ks, mask=ks < K, other=0.0).to(tl.float32)
+        acc += wv.to(tl.float32) * xv[None, :]
+    out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
+    tl.store(y + rows, out.to(y.dtype.element_ty), mask=rows < N)
+
+
+@triton.jit
+def gemv_magic_kernel(x, w, scale, y, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """int8 -> fp32 by integer ops: the byte xor 0x80 in the mantissa of 2**23, minus 2**23 + 128."""
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        wv = tl.load(w + rows[:, None].to(tl.int64) * stride_wn + ks[None, :],
+                     mask=(rows[:, None] < N) & (ks[None, :] < K), other=0)
+        wf = ((wv.to(tl.int32) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
+        xv = tl.load(x + ks, mask=ks < K, other=0.0).to(tl.float32)
+        acc += wf * xv[None, :]
+    out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
+    tl.store(y + rows, out.to(y.dtype.element_ty), mask=rows < N)
+
+
+@triton.jit
+def gemv_packed_kernel(x, w32, scale, y, N, K4, stride_wn4, BLOCK_N: tl.constexpr, BLOCK_K4: tl.constexpr):
+    """Four int8 weights per int32 load, unpacked by shifts and the same magic-number conversion."""
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N, BLOCK_K4), dtype=tl.float32)
+    for k0 in range(0, K4, BLOCK_K4):
+        ks = k0 + tl.arange(0, BLOCK_K4)
+        packed = tl.load(w32 + rows[:, None].to(tl.int64) * stride_wn4 + ks[None, :],
+                         mask=(rows[:, None] < N) & (ks[None, :] < K4), other=0)
+        for j in tl.static_range(4):
+            wf = (((packed >> (8 * j)) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
+            xv = tl.load(x + ks * 4 + j, mask=ks < K4, other=0.0).to(tl.float32)
+            acc += wf * xv[None, :]
+    out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
+    tl.store(y + rows, out.to(y.dtype.element_ty), mask=rows < N)
+
+
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr, HINTS: tl.constexpr):
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    if HINTS:
+        v = tl.load(src + offsets, mask=mask, eviction_policy="evict_first", cache_modifier=".cg")
+        tl.store(dst + offsets, v, mask=mask, cache_modifier=".cs")
+    else:
+        tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def copy_persistent_kernel(src, dst, n, BLOCK: tl.constexpr, HINTS: tl.constexpr):
+    start = tl.program_id(0)
+    step = tl.num_programs(0)
+    for block in range(start, tl.cdiv(n, BLOCK), step):
+        offsets = block * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        if HINTS:
+            v = tl.load(src + offsets, mask=mask, eviction_policy="evict_first", cache_modifier=".cg")
+            tl.store(dst + offsets, v, mask=mask, cache_modifier=".cs")
+        else:
+            tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
+
+
+def bench_us(fn) -> float:
+    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")) * 1e3
+
+
+def emit(kernel: str, variant: str, config: dict, us: float, nbytes: int, ok: bool) -> None:
+    print(json.dumps({"kernel": kernel, "variant": variant, "config": config, "us": round(us, 2),
+                      "tb_s": round(nbytes / (us * 1e-6) / 1e12, 3), "ok": ok}), flush=True)
+
+
+def sweep_gemv(n: int = 16384, k: int = 16384) -> None:
+    dev = "cuda"
+    w = torch.randint(-127, 128, (n, k), device=dev, dtype=torch.int8)
+    scale = torch.rand(n, device=dev) * 0.01
+    x = torch.randn(1, k, device=dev, dtype=torch.bfloat16)
+    want = (x.float() @ w.float().T) * scale
+    nbytes = w.numel() + scale.numel() * 4 + x.numel() * 2 + n * 2
+    w16 = (w.float() * scale[:, None]).to(torch.bfloat16)
+    emit("gemv", "bf16 F.linear", {}, bench_us(lambda: torch.nn.functional.linear(x, w16)),
+         nbytes + w.numel(), True)
+    w32 = w.view(torch.int32)
+    for block_n, block_k, warps, stages in itertools.product((4, 8, 16, 32), (256, 512, 1024, 2048), (4, 8),
+                                                            (2, 3, 4)):
+        if block_n * block_k > 16384 or block_n * block_k < 2048:
+            continue
+        config = {"BLOCK_N": block_n, "BLOCK_K": block_k, "num_warps": warps, "num_stages": stages}
+        grid = (triton.cdiv(n, block_n),)
+        for variant, kernel in (("cvt", gemv_cvt_kernel), ("magic", gemv_magic_kernel), ("packed", None)):
+            y = torch.empty(1, n, device=dev, dtype=torch.bfloat16)
+            if kernel is None:
+                if block_k < 1024:
+                    continue
+
+                def run(y=y, block_n=block_n, block_k=block_k, warps=warps, stages=stages, grid=grid):
+                    gemv_packed_kernel[grid](x, w32, scale, y, n, k // 4, w32.stride(0), BLOCK_N=block_n,
+                                             BLOCK_K4=block_k // 4, num_warps=warps, num_stages=stages)
+            else:
+                def run(y=y, kernel=kernel, block_n=block_n, block_k=block_k, warps=warps, stages=stages,
+                        grid=grid):
+                    kernel[grid](x, w, scale, y, n, k, w.stride(0), BLOCK_N=block_n, BLOCK_K=block_k,
+                                 num_warps=warps, num_stages=stages)
+            try:
+                run()
+                ok = bool(torch.allclose(y.float(), want, rtol=2e-2, atol=2e-2 * float(want.abs().max())))
+                emit("gemv", variant, config, bench_us(run), nbytes, ok)
+            except Exception as exc:  # noqa: BLE001 - a config that does not compile is a result too
+                print(json.dumps({"kernel": "gemv", "variant": variant, "config": config,
+                                  "error": str(exc).splitlines()[0][:200]}), flush=True)
+
+
+def sweep_copy(n: int = 64 * 1024 * 1024) -> None:
+    dev = "cuda"
+    src = torch.randn(n, device=dev)
+    dst = torch.empty_like(src)
+    nbytes = 2 * src.numel() * src.element_size()
+    emit("copy", "torch copy_", {}, bench_us(lambda: dst.copy_(src)), nbytes, True)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for block, warps, hints in itertools.product((1024, 2048, 4096, 8192, 16384), (4, 8, 16), (False, True)):
+        config = {"BLOCK": block, "num_warps": warps, "hints": hints}
+        dst.zero_()
+        run = lambda block=block, warps=warps, hints=hints: copy_kernel[(triton.cdiv(n, block),)](  # noqa: E731
+            src, dst, n, BLOCK=block, HINTS=hints, num_warps=warps)
+        run()
+        emit("copy", "grid", config, bench_us(run), nbytes, bool(torch.equal(dst, src)))
+    for block, warps, hints, per_sm in itertools.product((4096, 8192, 16384), (4, 8, 16), (False, True), (2, 4, 8)):
+        config = {"BLOCK": block, "num_warps": warps, "hints": hints, "programs": per_sm * sms}
+        dst.zero_()
+        run = lambda block=block, warps=warps, hints=hints, per_sm=per_sm: copy_persistent_kernel[  # noqa: E731
+            (per_sm * sms,)](src, dst, n, BLOCK=block, HINTS=hints, num_warps=warps)
+        run()
+        emit("copy", "persistent", config, bench_us(run), nbytes, bool(torch.equal(dst, src)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("gemv", "copy"))
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("kernel_sweep needs a CUDA GPU.", file=sys.stderr)
+        return 2
+    print(json.dumps({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                      "triton": triton.__version__}), flush=True)
+    if args.only in (None, "gemv"):
+        sweep_gemv()
+    if args.only in (None, "copy"):
+        sweep_copy()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
