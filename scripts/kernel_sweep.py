@@ -71,11 +71,34 @@ def gemv_packed_kernel(x, w32, scale, y, N, K4, stride_wn4, BLOCK_N: tl.constexp
 
 
 @triton.jit
+def gemv_interleaved_kernel(x, w4, scale, y, N, K, K4, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K4: tl.constexpr,
+                            EVICT: tl.constexpr):
+    """The lesson's layout (kernels/quantized.py pack_for_gemv): byte j of word k4 is column j*K4 + k4."""
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N, BLOCK_K4), dtype=tl.float32)
+    for k0 in range(0, K4, BLOCK_K4):
+        ks = k0 + tl.arange(0, BLOCK_K4)
+        offsets = rows[:, None].to(tl.int64) * stride_wn + ks[None, :]
+        mask = (rows[:, None] < N) & (ks[None, :] < K4)
+        if EVICT:
+            words = tl.load(w4 + offsets, mask=mask, other=0, eviction_policy="evict_first")
+        else:
+            words = tl.load(w4 + offsets, mask=mask, other=0)
+        for j in tl.static_range(4):
+            wf = (((words >> (8 * j)) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
+            cols = j * K4 + ks
+            xv = tl.load(x + cols, mask=(ks < K4) & (cols < K), other=0.0).to(tl.float32)
+            acc += wf * xv[None, :]
+    out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
+    tl.store(y + rows, out.to(y.dtype.element_ty), mask=rows < N)
+
+
+@triton.jit
 def copy_kernel(src, dst, n, BLOCK: tl.constexpr, HINTS: tl.constexpr):
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     if HINTS:
-        v = tl.load(src + offsets, mask=mask, eviction_policy="evict_first", cache_modifier=".cg")
+        v = tl.load(src + offsets, mask=mask, eviction_policy="evict_first")
         tl.store(dst + offsets, v, mask=mask, cache_modifier=".cs")
     else:
         tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
@@ -89,7 +112,7 @@ def copy_persistent_kernel(src, dst, n, BLOCK: tl.constexpr, HINTS: tl.constexpr
         offsets = block * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < n
         if HINTS:
-            v = tl.load(src + offsets, mask=mask, eviction_policy="evict_first", cache_modifier=".cg")
+            v = tl.load(src + offsets, mask=mask, eviction_policy="evict_first")
             tl.store(dst + offsets, v, mask=mask, cache_modifier=".cs")
         else:
             tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
@@ -144,21 +167,60 @@ def sweep_gemv(n: int = 16384, k: int = 16384) -> None:
                                   "error": str(exc).splitlines()[0][:200]}), flush=True)
 
 
-def sweep_copy(n: int = 64 * 1024 * 1024) -> None:
+def sweep_gemv_interleaved(n: int = 16384, k: int = 16384) -> None:
+    from rooflinectl_kernels.quantized import pack_for_gemv  # the lesson's own packing
+
     dev = "cuda"
+    w = torch.randint(-127, 128, (n, k), device=dev, dtype=torch.int8)
+    w4 = pack_for_gemv(w)
+    k4 = w4.shape[1]
+    scale = torch.rand(n, device=dev) * 0.01
+    x = torch.randn(1, k, device=dev, dtype=torch.bfloat16)
+    want = (x.float() @ w.float().T) * scale
+    nbytes = w4.numel() * 4 + scale.numel() * 4 + x.numel() * 2 + n * 2
+    for block_n, block_k4, warps, evict in itertools.product((2, 4, 8, 16), (128, 256, 512, 1024), (2, 4, 8),
+                                                             (False, True)):
+        if not 512 <= block_n * block_k4 <= 8192:
+            continue
+        config = {"BLOCK_N": block_n, "BLOCK_K4": block_k4, "num_warps": warps, "num_stages": 2, "evict_first": evict}
+        y = torch.empty(1, n, device=dev, dtype=torch.bfloat16)
+
+        def run(y=y, block_n=block_n, block_k4=block_k4, warps=warps, evict=evict):
+            gemv_interleaved_kernel[(triton.cdiv(n, block_n),)](x, w4, scale, y, n, k, k4, w4.stride(0),
+                                                                BLOCK_N=block_n, BLOCK_K4=block_k4, EVICT=evict,
+                                                                num_warps=warps, num_stages=2)
+        try:
+            run()
+            ok = bool(torch.allclose(y.float(), want, rtol=2e-2, atol=2e-2 * float(want.abs().max())))
+            emit("gemv", "interleaved", config, bench_us(run), nbytes, ok)
+        except Exception as exc:  # noqa: BLE001 - a config that does not compile is a result too
+            print(json.dumps({"kernel": "gemv", "variant": "interleaved", "config": config,
+                              "error": str(exc).splitlines()[0][:200]}), flush=True)
+
+
+def _torch_copy(n: int, label: str) -> None:
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    emit("copy", label, {}, bench_us(lambda: dst.copy_(src)), 2 * src.numel() * 4, True)
+
+
+def sweep_copy(n: int = 512 * 1024 * 1024) -> None:
+    """2 GiB fp32 buffers (the size `ceilings --measure` copies); torch's copy_ at 256 MiB too."""
+    dev = "cuda"
+    _torch_copy(64 * 1024 * 1024, "torch copy_ 256 MiB")
     src = torch.randn(n, device=dev)
     dst = torch.empty_like(src)
     nbytes = 2 * src.numel() * src.element_size()
     emit("copy", "torch copy_", {}, bench_us(lambda: dst.copy_(src)), nbytes, True)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for block, warps, hints in itertools.product((1024, 2048, 4096, 8192, 16384), (4, 8, 16), (False, True)):
+    for block, warps, hints in itertools.product((2048, 4096, 8192, 16384), (4, 8), (False, True)):
         config = {"BLOCK": block, "num_warps": warps, "hints": hints}
         dst.zero_()
         run = lambda block=block, warps=warps, hints=hints: copy_kernel[(triton.cdiv(n, block),)](  # noqa: E731
             src, dst, n, BLOCK=block, HINTS=hints, num_warps=warps)
         run()
         emit("copy", "grid", config, bench_us(run), nbytes, bool(torch.equal(dst, src)))
-    for block, warps, hints, per_sm in itertools.product((4096, 8192, 16384), (4, 8, 16), (False, True), (2, 4, 8)):
+    for block, warps, hints, per_sm in itertools.product((4096, 8192), (4, 8), (False, True), (4, 8)):
         config = {"BLOCK": block, "num_warps": warps, "hints": hints, "programs": per_sm * sms}
         dst.zero_()
         run = lambda block=block, warps=warps, hints=hints, per_sm=per_sm: copy_persistent_kernel[  # noqa: E731
@@ -169,15 +231,18 @@ def sweep_copy(n: int = 64 * 1024 * 1024) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("gemv", "copy"))
+    parser.add_argument("--only", choices=("gemv", "gemv-interleaved", "copy"),
+                        help="default: gemv-interleaved and copy (gemv: the conversion variants)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("kernel_sweep needs a CUDA GPU.", file=sys.stderr)
         return 2
     print(json.dumps({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
                       "triton": triton.__version__}), flush=True)
-    if args.only in (None, "gemv"):
+    if args.only == "gemv":
         sweep_gemv()
+    if args.only in (None, "gemv-interleaved"):
+        sweep_gemv_interleaved()
     if args.only in (None, "copy"):
         sweep_copy()
     return 0
