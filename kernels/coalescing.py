@@ -17,11 +17,11 @@ from rooflinectl_kernels.cost import declare, tensor_bytes
 from rooflinectl_kernels.registry import Lesson, Target, Variant, register, tuned
 
 COPY_BLOCK = 4096  # the strided twin's block
-COPY_CONFIGS = [  # elements per program and warps: bigger blocks give each thread more loads in flight
-    triton.Config({"BLOCK": 4096}, num_warps=4),
-    triton.Config({"BLOCK": 8192}, num_warps=8),
+COPY_CONFIGS = [  # elements per program and warps; torch's own copy gives each thread one 16-byte vector
+    triton.Config({"BLOCK": 512}, num_warps=4),
+    triton.Config({"BLOCK": 1024}, num_warps=4),
+    triton.Config({"BLOCK": 2048}, num_warps=8),
     triton.Config({"BLOCK": 16384}, num_warps=8),
-    triton.Config({"BLOCK": 2048}, num_warps=4),
 ]
 STRIDED_ROW = 1024  # elements per row of the matrix the strided twin walks column-wise
 
