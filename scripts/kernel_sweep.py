@@ -23,30 +23,20 @@ MAGIC_VALUE = 8388736.0  # 2**23 + 128
 
 
 @triton.jit
-def gemv_cvt_kernel(x, w, scale, y, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """The lesson's kernel: int8 -> fp32 by the conversion instruction."""
+def gemv_bytes_kernel(x, w, scale, y, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                      MAGIC: tl.constexpr):
+    """int8 loads; each byte widened by the conversion instruction (MAGIC=False, the first lesson
+    kernel) or by integer ops (the byte xor 0x80 in the mantissa of 2**23, minus 2**23 + 128)."""
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
         wv = tl.load(w + rows[:, None].to(tl.int64) * stride_wn + ks[None, :],
                      mask=(rows[:, None] < N) & (ks[None, :] < K), other=0)
-        xv = tl.load(x + ks, mask=ks < K, other=0.0).to(tl.float32)
-        acc += wv.to(tl.float32) * xv[None, :]
-    out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
-    tl.store(y + rows, out.to(y.dtype.element_ty), mask=rows < N)
-
-
-@triton.jit
-def gemv_magic_kernel(x, w, scale, y, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """int8 -> fp32 by integer ops: the byte xor 0x80 in the mantissa of 2**23, minus 2**23 + 128."""
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        wv = tl.load(w + rows[:, None].to(tl.int64) * stride_wn + ks[None, :],
-                     mask=(rows[:, None] < N) & (ks[None, :] < K), other=0)
-        wf = ((wv.to(tl.int32) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
+        if MAGIC:
+            wf = ((wv.to(tl.int32) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
+        else:
+            wf = wv.to(tl.float32)
         xv = tl.load(x + ks, mask=ks < K, other=0.0).to(tl.float32)
         acc += wf * xv[None, :]
     out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
@@ -144,9 +134,9 @@ def sweep_gemv(n: int = 16384, k: int = 16384) -> None:
             continue
         config = {"BLOCK_N": block_n, "BLOCK_K": block_k, "num_warps": warps, "num_stages": stages}
         grid = (triton.cdiv(n, block_n),)
-        for variant, kernel in (("cvt", gemv_cvt_kernel), ("magic", gemv_magic_kernel), ("packed", None)):
+        for variant, magic in (("cvt", False), ("magic", True), ("packed", None)):
             y = torch.empty(1, n, device=dev, dtype=torch.bfloat16)
-            if kernel is None:
+            if magic is None:
                 if block_k < 1024:
                     continue
 
@@ -154,10 +144,10 @@ def sweep_gemv(n: int = 16384, k: int = 16384) -> None:
                     gemv_packed_kernel[grid](x, w32, scale, y, n, k // 4, w32.stride(0), BLOCK_N=block_n,
                                              BLOCK_K4=block_k // 4, num_warps=warps, num_stages=stages)
             else:
-                def run(y=y, kernel=kernel, block_n=block_n, block_k=block_k, warps=warps, stages=stages,
+                def run(y=y, magic=magic, block_n=block_n, block_k=block_k, warps=warps, stages=stages,
                         grid=grid):
-                    kernel[grid](x, w, scale, y, n, k, w.stride(0), BLOCK_N=block_n, BLOCK_K=block_k,
-                                 num_warps=warps, num_stages=stages)
+                    gemv_bytes_kernel[grid](x, w, scale, y, n, k, w.stride(0), BLOCK_N=block_n, BLOCK_K=block_k,
+                                            MAGIC=magic, num_warps=warps, num_stages=stages)
             try:
                 run()
                 ok = bool(torch.allclose(y.float(), want, rtol=2e-2, atol=2e-2 * float(want.abs().max())))
