@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Why a GEMM is far from its roof, verified (expected runtime about 2.5 minutes): the examples for
 # gemm.alignment (lm_head: GPT-2's vocabulary), gemm.batch-small (small_gemms) and
-# gemm.legacy-kernel (int8_matmul) profiled before and after their fix, advised and timed; then
+# gemm.legacy-kernel (int8_matmul), and grid.wave-quantisation (wave_tail: a Triton grid of 1 1/8
+# waves) profiled before and after their fix, advised and timed; then
 # `advise --verify` on every before-profile, 50-advice's too when that piece ran first (their files
 # are copied here). scripts/advice_report.py writes estimate, --verify and measured saving per
 # step to $PIECE_OUT/advice.md (for docs/benchmarks/advice.md).
@@ -12,6 +13,7 @@ examples=(
   "lm_head||gemm.alignment"
   "small_gemms||gemm.batch-small"
   "int8_matmul||gemm.legacy-kernel"
+  "wave_tail||grid.wave-quantisation"
 )
 pairs=()
 for entry in "${examples[@]}"; do
