@@ -7,8 +7,8 @@ per output at the end (y[n] = scale[n] * sum_k w[n, k] x[k]). The GEMV accumulat
 cores; the GEMM (a few dozen rows of activations) converts the tile to bf16 for `tl.dot`.
 
 The GEMV has to widen a byte for every two FLOPs, and the int8 -> fp32 conversion instruction
-runs at a quarter of the FMA rate on Hopper: with it the kernel was bound by conversions, not
-DRAM (92.7 us, 62% of the roof, on the H200; scripts/kernel_sweep.py). So, as quantised
+has a fraction of the FMA's throughput: with it the kernel reached 62% of the DRAM roof (92.7 us
+on the H200, scripts/kernel_sweep.py), and only integer ops in its place took 10% off. So, as quantised
 inference kernels do, the weights are packed once, offline, for the kernel:
 - four bytes per int32 word, interleaved so that byte j of word k4 is column j*K4 + k4 (K4 =
   K/4 rounded up, zero-padded): one 4-byte load brings four weights, and the activations each
