@@ -108,21 +108,31 @@ def _modern(row: pd.Series, arch: int | None) -> bool:
     return not (arch and own and own < arch) and not is_gemv_like(name) and not is_simt_gemm(name)
 
 
-def peer_efficiency(ctx: AdviceContext, row: pd.Series, exclude: set[int]) -> tuple[float, str]:
-    """The efficiency this profile's aligned, modern library kernels of the same family and
-    precision reach (time-weighted, calls of at least 5 us), else a typical library figure."""
+PeerTimes = dict[tuple[str, str], tuple[float, float]]  # (family, precision) -> (time_s, roof_time_s)
+
+
+def peer_times(ctx: AdviceContext) -> PeerTimes:
+    """Time and roof time of this profile's aligned, modern library kernels (calls of at least
+    5 us), per family and precision: the peers a misaligned or legacy kernel is held to. Those
+    kernels are never peers themselves (misaligned, or not modern), so one table serves all."""
     arch = device_arch(ctx)
-    family, precision = cell_text(row, "op_family"), cell_text(row, "precision")
-    time_s = roof_s = 0.0
-    for i, other in ctx.kernels.iterrows():
-        if int(i) in exclude or is_custom(other) or not usable(other) or is_helper(cell_text(other, "kernel")):
-            continue
-        if cell_text(other, "op_family") != family or cell_text(other, "precision") != precision:
+    peers: PeerTimes = {}
+    for _, other in ctx.kernels.iterrows():
+        if is_custom(other) or not usable(other) or is_helper(cell_text(other, "kernel")):
             continue
         if is_short_launch(other) or misaligned(other) or not _modern(other, arch):
             continue
-        time_s += cell_float(other, "time_s", 0.0)
-        roof_s += cell_float(other, "roof_time_s", 0.0)
+        key = (cell_text(other, "op_family"), cell_text(other, "precision"))
+        time_s, roof_s = peers.get(key, (0.0, 0.0))
+        peers[key] = (time_s + cell_float(other, "time_s", 0.0), roof_s + cell_float(other, "roof_time_s", 0.0))
+    return peers
+
+
+def peer_efficiency(peers: PeerTimes, row: pd.Series) -> tuple[float, str]:
+    """The efficiency the peers of the row's family and precision reach (time-weighted), else a
+    typical library figure."""
+    family, precision = cell_text(row, "op_family"), cell_text(row, "precision")
+    time_s, roof_s = peers.get((family, precision), (0.0, 0.0))
     if time_s > 0 and roof_s > 0:
         return min(roof_s / time_s, 1.0), f"the aligned {family} kernels of this profile ({precision})"
     return TYPICAL_LIBRARY_EFFICIENCY.get(family, 0.6), f"a typical library {family}"
@@ -181,13 +191,13 @@ def alignment(ctx: AdviceContext) -> list[Finding]:
     """
     if not ctx.on_gpu:
         return []
-    arch = device_arch(ctx)
+    arch, peers = device_arch(ctx), peer_times(ctx)
     groups: dict[tuple[str, tuple[int, ...]], list[tuple[int, Misaligned, float]]] = defaultdict(list)
     for i, row in ctx.kernels.iterrows():
         case = misaligned(row) if usable(row) and not is_custom(row) else None
         if case is None or is_short_launch(row):
             continue
-        peer, _ = peer_efficiency(ctx, row, {int(i)})
+        peer, _ = peer_efficiency(peers, row)
         new_s = cell_float(row, "roof_time_s", 0.0) * case.work_ratio / peer
         saving_s = cell_float(row, "time_s", 0.0) - new_s
         if saving_s > 0:
@@ -198,7 +208,7 @@ def alignment(ctx: AdviceContext) -> list[Finding]:
         first = ctx.kernels.iloc[rows[0]]
         time_s = sum(cell_float(ctx.kernels.iloc[i], "time_s", 0.0) for i in rows)
         eff = sum(cell_float(ctx.kernels.iloc[i], "roof_time_s", 0.0) for i in rows) / time_s
-        peer, source = peer_efficiency(ctx, first, set(rows))
+        peer, source = peer_efficiency(peers, first)
         case = items[0][1]
         named: dict[int, set[str]] = defaultdict(set)
         for _, c, _ in items:
@@ -268,7 +278,7 @@ def legacy_kernel(ctx: AdviceContext) -> list[Finding]:
     """
     if not ctx.on_gpu:
         return []
-    arch = device_arch(ctx)
+    arch, peers = device_arch(ctx), peer_times(ctx)
     findings = []
     for i, row in ctx.kernels.iterrows():
         if cell_text(row, "op_family") not in ("gemm", "conv") or is_custom(row) or not usable(row):
@@ -279,7 +289,7 @@ def legacy_kernel(ctx: AdviceContext) -> list[Finding]:
         if reason is None:
             continue
         eff = cell_float(row, "efficiency", 0.0)
-        peer, source = peer_efficiency(ctx, row, {int(i)})
+        peer, source = peer_efficiency(peers, row)
         if eff >= LEGACY_GAP * peer:
             continue
         time_s = cell_float(row, "time_s", 0.0)
