@@ -98,9 +98,13 @@ def _figure(figures: dict[str, Any], key: str) -> float:
     return float(value) if isinstance(value, (int, float)) else math.nan
 
 
-def rank_table(profiles: list[ProfileData]) -> pd.DataFrame:
-    """One row per rank: step time, device work, communication (overlapped, exposed, waited) per step."""
-    waits = _waits(profiles, match_collectives(profiles))
+Matches = list[dict[int, dict[str, Any]]]
+
+
+def rank_table(profiles: list[ProfileData], matches: Matches) -> pd.DataFrame:
+    """One row per rank: step time, device work, communication (overlapped, exposed, waited) per
+    step. matches: match_collectives(profiles)."""
+    waits = _waits(profiles, matches)
     rows = []
     for p in profiles:
         comm = p.summary.get("communication") or {}
@@ -187,11 +191,10 @@ def merged_table(profiles: list[ProfileData]) -> pd.DataFrame:
     return placed[columns].sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def collective_groups(profiles: list[ProfileData]) -> list[dict[str, Any]]:
+def collective_groups(profiles: list[ProfileData], matches: Matches) -> list[dict[str, Any]]:
     """Per collective (op, message), over the matched launches: calls per rank, time per call
     (mean over ranks), transfer time per call (the shortest rank's), waiting, exposed time, the
     bus bandwidth of the transfer and the link at that message size (measured curve) and peak."""
-    matches = match_collectives(profiles)
     ceilings = profiles[0].ceilings
     link = ceilings.link()
     grouped: dict[tuple[str, str, str], list[dict[int, dict[str, Any]]]] = defaultdict(list)
@@ -226,7 +229,8 @@ def merge_ranks(profiles: list[ProfileData], paths: list[str] | None = None) -> 
     whose times are the ranks' means, and summary["distributed"] with the per-rank figures."""
     profiles = sorted(profiles, key=rank_of)
     table = merged_table(profiles)
-    ranks = rank_table(profiles)
+    matches = match_collectives(profiles)  # launch matching across ranks: the costly part, done once
+    ranks = rank_table(profiles, matches)
     means = {key: statistics.fmean(float(p.summary.get(key) or 0.0) for p in profiles)
              for key in ("window_s", "device_idle_s", "launches", "short_launches")}
     empty = pd.DataFrame({"start_ns": [], "end_ns": [], "time_s": []})
@@ -251,7 +255,7 @@ def merge_ranks(profiles: list[ProfileData], paths: list[str] | None = None) -> 
         "files": dict(zip([rank_of(p) for p in profiles], paths or [])),
         "ranks": ranks.to_dict(orient="records"),
         "straggler": _with_kernels(straggler(ranks), profiles),
-        "collectives": collective_groups(profiles),
+        "collectives": collective_groups(profiles, matches),
         "step_time_s": float(ranks["step_time_s"].median()) if ranks["step_time_s"].notna().any() else None,
         "steps": min(int((p.summary.get("communication") or {}).get("iterations") or 1) for p in profiles),
     })
