@@ -22,3 +22,14 @@ def test_matmul_lesson_declaration_reads_as_a_tensor_core_gemm(dtype, precision)
     assert (cost.family, cost.unit, cost.dtype) == ("gemm", "tensor", precision)
     assert cost.flops == 2 * 64 * 48 * 32
     assert cost.bytes == (64 * 32 + 32 * 48 + 64 * 48) * 2
+
+
+def test_a_16_bit_declaration_without_tensor_cores_stays_on_cuda_cores() -> None:
+    """tensor_core=False is said, not left out: the profiler would read a missing key on 16-bit
+    FLOPs as tensor-core work and hold an element-wise bf16 kernel to the tensor roof."""
+    from rooflinectl.attribution.join import declared_cost
+    from rooflinectl.capture.triton_hook import summarise_declaration
+    from rooflinectl_kernels.cost import declare
+
+    declared = declare("ew16", family="elementwise", nbytes=100, flops=10, bits=16, dtype=torch.bfloat16)
+    assert declared_cost(summarise_declaration(declared)).unit == "simt"
