@@ -39,7 +39,8 @@ GEMV_CONFIGS = [  # BLOCK_K4: packed words (4 weights each) per row and step; th
     triton.Config({"BLOCK_N": 2, "BLOCK_K4": 256}, num_warps=2, num_stages=2),
     triton.Config({"BLOCK_N": 4, "BLOCK_K4": 1024}, num_warps=8, num_stages=2),
 ]
-MAGIC_FLOAT = tl.constexpr(8388736.0)  # 2**23 + 128: the float whose mantissa holds (byte xor 0x80), minus w
+MAGIC_BITS = tl.constexpr(0x4B000080)  # the float 2**23 + 128: xor a byte into it, flipping the top bit
+MAGIC_FLOAT = tl.constexpr(8388736.0)  # 2**23 + 128, subtracted to leave the byte's signed value
 GEMM_CONFIGS = [
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128}, num_warps=4, num_stages=4),
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128}, num_warps=4, num_stages=4),
@@ -59,6 +60,14 @@ def _gemm_cost(grid, metadata, args):
                    dtype=args["x"].dtype, nbytes=tensor_bytes(args["x"], args["w"], args["scale"], args["y"]))
 
 
+@triton.jit
+def byte_as_float(value):
+    """The low byte of an int32 (a signed int8) as an exact fp32, by integer ops and one
+    subtraction: (byte xor 0x80) in the mantissa of 2**23 is 2**23 + 128 + w. A zero byte
+    (padding, masked loads) gives 0.0."""
+    return ((value & 0xFF) ^ MAGIC_BITS).to(tl.float32, bitcast=True) - MAGIC_FLOAT
+
+
 @triton.autotune(configs=tuned(GEMV_CONFIGS), key=["N", "K"])
 @triton.jit(launch_metadata=_gemv_cost)
 def int8_gemv_kernel(x, w4, scale, y, N, K, K4, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K4: tl.constexpr):
@@ -71,8 +80,7 @@ def int8_gemv_kernel(x, w4, scale, y, N, K, K4, stride_wn, BLOCK_N: tl.constexpr
         words = tl.load(w4 + rows[:, None].to(tl.int64) * stride_wn + ks[None, :],
                         mask=(rows[:, None] < N) & (ks[None, :] < K4), other=0, eviction_policy="evict_first")
         for j in tl.static_range(4):
-            # byte j as a float by integer ops (a padded or masked byte is 0 and gives 0.0)
-            wf = (((words >> (8 * j)) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - MAGIC_FLOAT
+            wf = byte_as_float(words >> (8 * j))
             cols = j * K4 + ks
             xv = tl.load(x + cols, mask=(ks < K4) & (cols < K), other=0.0).to(tl.float32)
             acc += wf * xv[None, :]

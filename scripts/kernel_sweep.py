@@ -1,6 +1,8 @@
 """Sweep kernel variants and launch configs for the two reference kernels that miss their targets
 (issue 13): the int8 weight-only GEMV (int8 -> fp32 conversion variants) and the coalesced copy
 (block sizes, warps, cache hints, persistent grid). GPU only; measurement, not a test.
+The sweep of 2026-11-30 (docs/benchmarks/data/) also had the interleaved kernel without evict_first,
+since folded into the lesson kernel.
 
 Timing is the harness's: triton.testing.do_bench, median, L2 flushed between calls. Each line of
 output is JSON: {"kernel", "variant", "config", "us", "tb_s", "ok"}; bytes are the op's minimum
@@ -18,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-MAGIC_BITS = 0x4B000080  # float 2**23 + 128 with the byte's top bit flipped in: exact for -128..127
-MAGIC_VALUE = 8388736.0  # 2**23 + 128
+from rooflinectl_kernels.harness import time_call
+from rooflinectl_kernels.quantized import _gemv_cost, byte_as_float, int8_gemv_kernel, pack_for_gemv
 
 
 @triton.jit
@@ -33,10 +35,7 @@ def gemv_bytes_kernel(x, w, scale, y, N, K, stride_wn, BLOCK_N: tl.constexpr, BL
         ks = k0 + tl.arange(0, BLOCK_K)
         wv = tl.load(w + rows[:, None].to(tl.int64) * stride_wn + ks[None, :],
                      mask=(rows[:, None] < N) & (ks[None, :] < K), other=0)
-        if MAGIC:
-            wf = ((wv.to(tl.int32) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
-        else:
-            wf = wv.to(tl.float32)
+        wf = byte_as_float(wv.to(tl.int32)) if MAGIC else wv.to(tl.float32)
         xv = tl.load(x + ks, mask=ks < K, other=0.0).to(tl.float32)
         acc += wf * xv[None, :]
     out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
@@ -53,31 +52,8 @@ def gemv_packed_kernel(x, w32, scale, y, N, K4, stride_wn4, BLOCK_N: tl.constexp
         packed = tl.load(w32 + rows[:, None].to(tl.int64) * stride_wn4 + ks[None, :],
                          mask=(rows[:, None] < N) & (ks[None, :] < K4), other=0)
         for j in tl.static_range(4):
-            wf = (((packed >> (8 * j)) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
+            wf = byte_as_float(packed >> (8 * j))
             xv = tl.load(x + ks * 4 + j, mask=ks < K4, other=0.0).to(tl.float32)
-            acc += wf * xv[None, :]
-    out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
-    tl.store(y + rows, out.to(y.dtype.element_ty), mask=rows < N)
-
-
-@triton.jit
-def gemv_interleaved_kernel(x, w4, scale, y, N, K, K4, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K4: tl.constexpr,
-                            EVICT: tl.constexpr):
-    """The lesson's layout (kernels/quantized.py pack_for_gemv): byte j of word k4 is column j*K4 + k4."""
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_N, BLOCK_K4), dtype=tl.float32)
-    for k0 in range(0, K4, BLOCK_K4):
-        ks = k0 + tl.arange(0, BLOCK_K4)
-        offsets = rows[:, None].to(tl.int64) * stride_wn + ks[None, :]
-        mask = (rows[:, None] < N) & (ks[None, :] < K4)
-        if EVICT:
-            words = tl.load(w4 + offsets, mask=mask, other=0, eviction_policy="evict_first")
-        else:
-            words = tl.load(w4 + offsets, mask=mask, other=0)
-        for j in tl.static_range(4):
-            wf = (((words >> (8 * j)) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
-            cols = j * K4 + ks
-            xv = tl.load(x + cols, mask=(ks < K4) & (cols < K), other=0.0).to(tl.float32)
             acc += wf * xv[None, :]
     out = tl.sum(acc, axis=1) * tl.load(scale + rows, mask=rows < N, other=0.0)
     tl.store(y + rows, out.to(y.dtype.element_ty), mask=rows < N)
@@ -109,7 +85,27 @@ def copy_persistent_kernel(src, dst, n, BLOCK: tl.constexpr, HINTS: tl.constexpr
 
 
 def bench_us(fn) -> float:
-    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")) * 1e3
+    """The lessons' timing (kernels/harness.py), in microseconds."""
+    return time_call(fn, torch.device("cuda")) * 1e6
+
+
+def _gemv_problem(n: int, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """int8 weights [N, K], fp32 scales, one bf16 row x, and the exact answer."""
+    w = torch.randint(-127, 128, (n, k), device="cuda", dtype=torch.int8)
+    scale = torch.rand(n, device="cuda") * 0.01
+    x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
+    return w, scale, x, (x.float() @ w.float().T) * scale
+
+
+def _trial(variant: str, config: dict, run, y: torch.Tensor, want: torch.Tensor, nbytes: float) -> None:
+    """Run once, check against the answer, time, print one line (or the reason it did not compile)."""
+    try:
+        run()
+        ok = bool(torch.allclose(y.float(), want, rtol=2e-2, atol=2e-2 * float(want.abs().max())))
+        emit("gemv", variant, config, bench_us(run), nbytes, ok)
+    except Exception as exc:  # noqa: BLE001 - a config that does not compile is a result too
+        print(json.dumps({"kernel": "gemv", "variant": variant, "config": config,
+                          "error": str(exc).splitlines()[0][:200]}), flush=True)
 
 
 def emit(kernel: str, variant: str, config: dict, us: float, nbytes: int, ok: bool) -> None:
@@ -118,11 +114,8 @@ def emit(kernel: str, variant: str, config: dict, us: float, nbytes: int, ok: bo
 
 
 def sweep_gemv(n: int = 16384, k: int = 16384) -> None:
-    dev = "cuda"
-    w = torch.randint(-127, 128, (n, k), device=dev, dtype=torch.int8)
-    scale = torch.rand(n, device=dev) * 0.01
-    x = torch.randn(1, k, device=dev, dtype=torch.bfloat16)
-    want = (x.float() @ w.float().T) * scale
+    """Byte loads widened by the conversion instruction or by integer ops; four bytes per load."""
+    w, scale, x, want = _gemv_problem(n, k)
     nbytes = w.numel() + scale.numel() * 4 + x.numel() * 2 + n * 2
     w16 = (w.float() * scale[:, None]).to(torch.bfloat16)
     emit("gemv", "bf16 F.linear", {}, bench_us(lambda: torch.nn.functional.linear(x, w16)),
@@ -135,7 +128,7 @@ def sweep_gemv(n: int = 16384, k: int = 16384) -> None:
         config = {"BLOCK_N": block_n, "BLOCK_K": block_k, "num_warps": warps, "num_stages": stages}
         grid = (triton.cdiv(n, block_n),)
         for variant, magic in (("cvt", False), ("magic", True), ("packed", None)):
-            y = torch.empty(1, n, device=dev, dtype=torch.bfloat16)
+            y = torch.empty(1, n, device="cuda", dtype=torch.bfloat16)
             if magic is None:
                 if block_k < 1024:
                     continue
@@ -148,44 +141,26 @@ def sweep_gemv(n: int = 16384, k: int = 16384) -> None:
                         grid=grid):
                     gemv_bytes_kernel[grid](x, w, scale, y, n, k, w.stride(0), BLOCK_N=block_n, BLOCK_K=block_k,
                                             MAGIC=magic, num_warps=warps, num_stages=stages)
-            try:
-                run()
-                ok = bool(torch.allclose(y.float(), want, rtol=2e-2, atol=2e-2 * float(want.abs().max())))
-                emit("gemv", variant, config, bench_us(run), nbytes, ok)
-            except Exception as exc:  # noqa: BLE001 - a config that does not compile is a result too
-                print(json.dumps({"kernel": "gemv", "variant": variant, "config": config,
-                                  "error": str(exc).splitlines()[0][:200]}), flush=True)
+            _trial(variant, config, run, y, want, nbytes)
 
 
 def sweep_gemv_interleaved(n: int = 16384, k: int = 16384) -> None:
-    from rooflinectl_kernels.quantized import pack_for_gemv  # the lesson's own packing
-
-    dev = "cuda"
-    w = torch.randint(-127, 128, (n, k), device=dev, dtype=torch.int8)
+    """The lesson's kernel itself (its weights interleaved by pack_for_gemv), config by config."""
+    w, scale, x, want = _gemv_problem(n, k)
     w4 = pack_for_gemv(w)
     k4 = w4.shape[1]
-    scale = torch.rand(n, device=dev) * 0.01
-    x = torch.randn(1, k, device=dev, dtype=torch.bfloat16)
-    want = (x.float() @ w.float().T) * scale
-    nbytes = w4.numel() * 4 + scale.numel() * 4 + x.numel() * 2 + n * 2
-    for block_n, block_k4, warps, evict in itertools.product((2, 4, 8, 16), (128, 256, 512, 1024), (2, 4, 8),
-                                                             (False, True)):
+    kernel = int8_gemv_kernel.fn  # under the autotuner: launched with each config in turn
+    for block_n, block_k4, warps in itertools.product((2, 4, 8, 16), (128, 256, 512, 1024), (2, 4, 8)):
         if not 512 <= block_n * block_k4 <= 8192:
             continue
-        config = {"BLOCK_N": block_n, "BLOCK_K4": block_k4, "num_warps": warps, "num_stages": 2, "evict_first": evict}
-        y = torch.empty(1, n, device=dev, dtype=torch.bfloat16)
+        config = {"BLOCK_N": block_n, "BLOCK_K4": block_k4, "num_warps": warps, "num_stages": 2}
+        y = torch.empty(1, n, device="cuda", dtype=torch.bfloat16)
+        nbytes = _gemv_cost(None, None, {"N": n, "K": k, "x": x, "w4": w4, "scale": scale, "y": y})["bytes"]
 
-        def run(y=y, block_n=block_n, block_k4=block_k4, warps=warps, evict=evict):
-            gemv_interleaved_kernel[(triton.cdiv(n, block_n),)](x, w4, scale, y, n, k, k4, w4.stride(0),
-                                                                BLOCK_N=block_n, BLOCK_K4=block_k4, EVICT=evict,
-                                                                num_warps=warps, num_stages=2)
-        try:
-            run()
-            ok = bool(torch.allclose(y.float(), want, rtol=2e-2, atol=2e-2 * float(want.abs().max())))
-            emit("gemv", "interleaved", config, bench_us(run), nbytes, ok)
-        except Exception as exc:  # noqa: BLE001 - a config that does not compile is a result too
-            print(json.dumps({"kernel": "gemv", "variant": "interleaved", "config": config,
-                              "error": str(exc).splitlines()[0][:200]}), flush=True)
+        def run(y=y, block_n=block_n, block_k4=block_k4, warps=warps):
+            kernel[(triton.cdiv(n, block_n),)](x, w4, scale, y, n, k, k4, w4.stride(0), BLOCK_N=block_n,
+                                               BLOCK_K4=block_k4, num_warps=warps, num_stages=2)
+        _trial("interleaved", config, run, y, want, nbytes)
 
 
 def _torch_copy(n: int, label: str) -> None:
