@@ -31,7 +31,8 @@ def _heavy_modules_after(args: list[str], env: dict[str, str] | None = None) -> 
     return json.loads(done.stderr.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("args", [["--version"], ["--help"], [], ["profile", "--help"]])
+@pytest.mark.parametrize("args", [["--version"], ["--help"], [], ["profile", "--help"], ["kernels", "--help"],
+                                  ["ceilings", "--help"]])
 def test_group_options_import_nothing_heavy(args) -> None:
     assert _heavy_modules_after(args) == []
 
@@ -49,12 +50,6 @@ def test_registry_lines_are_each_commands_own_help() -> None:
         command = main.get_command(ctx, name)
         assert command is not None and command.name == name
         assert (command.help or "").strip().splitlines()[0] == line, name
-
-
-def test_profile_counter_modes_match_the_counters_module() -> None:
-    from rooflinectl.cli import profile_cmd, profile_counters
-
-    assert profile_cmd.COUNTER_MODES == profile_counters.COUNTER_MODES
 
 
 def test_every_command_module_is_registered() -> None:

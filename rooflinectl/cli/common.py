@@ -9,10 +9,8 @@ from typing import Any
 import click
 from rich.console import Console, RenderableType
 
-from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
-from rooflinectl.profile_model import ProfileData
-
 PIPE_WIDTH = 200  # piped output without COLUMNS: wide enough that nothing is dropped
+WIDE_WIDTH = 1000  # --wide: lines as long as the columns need
 
 
 def terminal_width() -> int:
@@ -47,5 +45,3 @@ class FormatChoice(click.Choice):
         return super().convert(self.aliases.get(value, value), param, ctx)
 
 
-def load_or_default(path: str | None) -> ProfileData:
-    return load_profile(path or DEFAULT_PROFILE_PATH)

@@ -12,11 +12,9 @@ from typing import Any
 import click
 
 from rooflinectl._version import __version__
-from rooflinectl.cli.common import console, terminal_width
-from rooflinectl.cli.show_cmd import WIDE_WIDTH
+from rooflinectl.cli.common import WIDE_WIDTH, console, terminal_width
 from rooflinectl.errors import EXIT_FINDINGS, EnvironmentProblem, UsageError
-from rooflinectl.outputs.plot_names import ellipsize
-from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH
+from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
 CHART_SUFFIXES = (".png", ".svg", ".pdf")
 RESTART_ENV = "ROOFLINECTL_KERNELS_RESTARTED"
@@ -44,6 +42,7 @@ def _check_paths(output: str, plot_path: str | None) -> None:
 
 def run_lessons(selected: list[Any], size: str, device: Any) -> list[dict[str, Any]]:
     """Each lesson's entry: what it teaches, its target, every variant's result (as dicts)."""
+    from rooflinectl.outputs.plot_names import ellipsize  # pandas: not at --help
     from rooflinectl_kernels.harness import run_lesson  # imported after load_lessons fixed the mode
 
     entries = []

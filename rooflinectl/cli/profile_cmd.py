@@ -22,8 +22,7 @@ from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
 # What runs the profile (torch through capture, pandas) is imported in the functions below:
 # `rooflinectl --help`, `profile --help` and Tab completion must not pay seconds for it.
-# cli/profile_counters.py's COUNTER_MODES (a test keeps them equal), for the same reason.
-COUNTER_MODES = ("none", "ncu", "auto")
+COUNTER_MODES = ("none", "ncu", "auto")  # --counters
 
 if TYPE_CHECKING:
     from rooflinectl.capture.session import Capture

@@ -45,8 +45,6 @@ from rooflinectl.outputs.validate_render import coverage_text
 from rooflinectl.pipeline import add_counters
 from rooflinectl.profile_model import ProfileData
 
-COUNTER_MODES = ("none", "ncu", "auto")
-
 
 @dataclass
 class CounterOptions:

@@ -7,6 +7,7 @@ import pandas as pd
 
 from rooflinectl.analysis.regroup import regroup, unknown_costs
 from rooflinectl.cli.common import (
+    WIDE_WIDTH,
     FormatChoice,
     console,
     render_text,
@@ -16,8 +17,6 @@ from rooflinectl.cli.output_paths import STDOUT, write_text_output
 from rooflinectl.cli.profiles import load_arguments
 from rooflinectl.outputs.table import render_profile, table_csv, table_json, unknown_table
 from rooflinectl.profile_model import ProfileData
-
-WIDE_WIDTH = 1000  # --wide: lines as long as the columns need
 
 
 def _show(renderable: object, output: str | None, wide: bool) -> None:

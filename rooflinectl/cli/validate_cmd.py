@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from rooflinectl.analysis.validate import agreement, validate_families, validate_rows
-from rooflinectl.cli.common import console, load_or_default
+from rooflinectl.cli.common import console
 from rooflinectl.errors import UsageError
+from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 from rooflinectl.outputs.validate_render import render_validate, validate_json, validate_markdown
 
 
@@ -22,7 +23,7 @@ def command(profile: str | None, top: int, fmt: str) -> None:
     PROFILE (default: rooflinectl.profile.json here) must hold counters: `rooflinectl profile
     --counters ncu` (or `--counters auto`, which says when ncu cannot run).
     """
-    data = load_or_default(profile)
+    data = load_profile(profile or DEFAULT_PROFILE_PATH)
     counters = data.summary.get("counters") or {}
     if counters.get("status") != "measured":
         why = f" (the counters run {counters['status']}: {counters.get('reason', '')})" if counters.get("status") else ""
