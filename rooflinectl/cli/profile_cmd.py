@@ -25,6 +25,8 @@ from rooflinectl.schema import DEFAULT_PROFILE_PATH
 COUNTER_MODES = ("none", "ncu", "auto")  # --counters
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from rooflinectl.capture.session import Capture
     from rooflinectl.profile_model import ProfileData
 
@@ -37,16 +39,15 @@ def _is_capture(path: Path) -> bool:
     return any(holds_marker(marker)(path) for marker in CAPTURE_MARKERS)
 
 
-def _save_annotated_trace(capture: Capture, data: ProfileData, target: Path) -> None:
-    """torch.profiler's trace of the session with our numbers on each counted kernel."""
-    from rooflinectl.attribution.join import attribute
+def _save_annotated_trace(capture: Capture, data: ProfileData, launches: pd.DataFrame, target: Path) -> None:
+    """torch.profiler's trace of the session with our numbers on each counted kernel; launches:
+    the build's attributed launches (pipeline.build_profile), not attributed a second time."""
     from rooflinectl.outputs.chrome_trace import annotate, write_trace
 
     if capture.chrome_trace_path is None or capture.trace is None:
         return
     with open(capture.chrome_trace_path, encoding="utf-8") as handle:
         trace = json.load(handle)
-    launches = attribute(capture.trace, capture.device_kind, data.metadata).launches
     annotate(trace, launches, data)
     write_trace(trace, target)
 
@@ -202,7 +203,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
             save_capture(outcome.capture, str(capture_target))
         if trace_target is not None:
             report(f"writing {trace_target}")
-            _save_annotated_trace(outcome.capture, data, trace_target)
+            _save_annotated_trace(outcome.capture, data, launches, trace_target)
     problem = None
     if counters != "none":
         options = CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report)
