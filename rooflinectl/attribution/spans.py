@@ -17,11 +17,9 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     s, e = starts[order], ends[order]
     running_end = np.maximum.accumulate(e)
     new = np.concatenate(([True], s[1:] > running_end[:-1]))
-    group = np.cumsum(new) - 1
-    out_s = s[new]
-    out_e = np.full(len(out_s), e.min(), dtype=e.dtype)
-    np.maximum.at(out_e, group, e)
-    return out_s, out_e
+    # each merged interval ends where the running end stands at its last member (ends >= starts)
+    last = np.concatenate((np.flatnonzero(new)[1:] - 1, [len(e) - 1]))
+    return s[new], running_end[last]
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int | float:

@@ -491,8 +491,9 @@ def add_tensor_info(trace: RawTrace, tensor_info: dict[tuple[str, int], dict[str
     decimals), while two ops of one name on one thread start microseconds apart, so the nearest
     key within TREE_MATCH_NS is the op's own (rounding both to whole microseconds was not: x * x
     and x * y a microsecond apart swapped their identities)."""
+    names = {name for name, _ in tensor_info}  # the few ops walked for identities: skip the rest at once
     for op in trace.ops:
-        if op.category != "cpu_op":
+        if op.category != "cpu_op" or op.name not in names:
             continue
         start_ns = trace.origin_ns + op.ts_ns
         for delta in _NEAREST_FIRST:
