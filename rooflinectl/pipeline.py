@@ -23,7 +23,7 @@ from rooflinectl.analysis.communication import communication_summary
 from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.launch_runs import back_to_back_runs
-from rooflinectl.analysis.roofline import place_on_roofline, summarise
+from rooflinectl.analysis.roofline import cost_shares, place_on_roofline, summarise
 from rooflinectl.attribution.counters import CounterJoin, class_coverage, counters_by_row
 from rooflinectl.attribution.group import MAX_SEQUENCE, group_index, group_launches
 from rooflinectl.attribution.iterations import Iterations, find_iterations
@@ -199,10 +199,8 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
     summary = dict(data.summary)
     total_s = float(table["time_s"].sum())
     measured = table["measured_launches"] > 0
-    known_s = float(table.loc[table["cost_source"] != "none", "time_s"].sum())
-    if total_s > 0:
-        summary["known_cost_time_share"] = known_s / total_s
-        summary["unknown_time_share"] = 1 - known_s / total_s
+    if total_s > 0:  # ncu's measurements give costs to rows that had none
+        summary.update(cost_shares(table))
     summary["counters"] = {
         **info,
         "status": "measured",

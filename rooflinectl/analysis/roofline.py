@@ -112,16 +112,21 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     return out
 
 
+def cost_shares(table: pd.DataFrame) -> dict[str, float | None]:
+    """Share of kernel time with a known cost (any cost_source but none) and without one."""
+    total = float(table["time_s"].sum()) if len(table) else 0.0
+    known = float(table.loc[table["cost_source"] != "none", "time_s"].sum()) if len(table) else 0.0
+    return {"known_cost_time_share": known / total if total > 0 else None,
+            "unknown_time_share": 1 - known / total if total > 0 else None}
+
+
 def summarise(table: pd.DataFrame, launches: pd.DataFrame, window_s: float, sequence: list[int],
               iterations: int = 1) -> dict[str, object]:
     """Whole-run figures (schema.SUMMARY_KEYS): known-cost share, device busy and idle time."""
-    total = float(table["time_s"].sum()) if len(table) else 0.0
-    known = float(table.loc[table["cost_source"] != "none", "time_s"].sum()) if len(table) else 0.0
     busy_s = union_length(launches["start_ns"].to_numpy(), launches["end_ns"].to_numpy()) / 1e9
     return {
-        "total_kernel_time_s": total,
-        "known_cost_time_share": known / total if total > 0 else None,
-        "unknown_time_share": 1 - known / total if total > 0 else None,
+        "total_kernel_time_s": float(table["time_s"].sum()) if len(table) else 0.0,
+        **cost_shares(table),
         "window_s": window_s,
         "device_busy_s": busy_s,
         "device_idle_s": max(window_s - busy_s, 0.0),
