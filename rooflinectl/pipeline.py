@@ -25,9 +25,10 @@ from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.launch_runs import back_to_back_runs
 from rooflinectl.analysis.roofline import cost_shares, place_on_roofline, summarise
 from rooflinectl.attribution.counters import CounterJoin, class_coverage, counters_by_row
-from rooflinectl.attribution.group import MAX_SEQUENCE, group_index, group_launches
+from rooflinectl.attribution.group import MAX_SEQUENCE, group_table
 from rooflinectl.attribution.iterations import Iterations, find_iterations
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
+from rooflinectl.attribution.records import PER_LAUNCH_COLUMNS
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.steady import SteadyState, setup_figures, split_steady
 from rooflinectl.capture.chrome_json import gc_paused
@@ -48,15 +49,15 @@ def _placed_table(launches: pd.DataFrame, ceilings: Ceilings, rank: int = 0) -> 
     """Kernel-table rows (KERNEL_COLUMNS order, by time), the launch sequence as row positions
     (first MAX_SEQUENCE), and every launch's row (index: the launches' index); rank: the process's
     rank in a distributed job (0 otherwise)."""
-    table, _ = group_launches(launches)
+    table, index = group_table(launches)
     if table.empty:
-        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in ("start_ns", "end_ns", "launch_ns", "correlation")] + ["calls"])
+        table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in PER_LAUNCH_COLUMNS] + ["calls"])
     placed = place_on_roofline(table, ceilings)
     placed["rank"] = rank
     placed = placed[list(KERNEL_COLUMNS)]
     order = placed.sort_values("time_s", ascending=False, kind="stable").index
     remap = {old: new for new, old in enumerate(order)}
-    rows = group_index(launches).map(remap).set_axis(launches.index) if len(launches) else pd.Series([], dtype=int)
+    rows = index.map(remap).set_axis(launches.index) if len(launches) else pd.Series([], dtype=int)
     return placed.loc[order].reset_index(drop=True), rows.head(MAX_SEQUENCE).tolist(), rows
 
 

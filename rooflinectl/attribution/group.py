@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rooflinectl.aggregate import aggregate
+from rooflinectl.attribution.records import PER_LAUNCH_COLUMNS
 
 GROUP_KEY = ["kernel", "op", "shapes", "dtype", "module"]  # module too: repeated layers stay apart
 MAX_SEQUENCE = 100_000
@@ -17,8 +18,15 @@ MAX_SEQUENCE = 100_000
 def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
     """Aggregate launches (rooflinectl.aggregate: one NaN rule); returns the table (ordered by
     first launch) and the launch sequence as row positions in that table (first MAX_SEQUENCE)."""
+    table, rows = group_table(launches)
+    return table, rows.head(MAX_SEQUENCE).tolist()
+
+
+def group_table(launches: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """The table (ordered by first launch) and every launch's row in it (group_index)."""
     if launches.empty:
-        return launches.drop(columns=["start_ns", "end_ns", "launch_ns", "correlation"], errors="ignore").assign(calls=[]), []
+        return (launches.drop(columns=list(PER_LAUNCH_COLUMNS), errors="ignore").assign(calls=[]),
+                pd.Series([], dtype=int))
     keyed = launches.reset_index(drop=True)
     table = aggregate(
         keyed, GROUP_KEY,
@@ -34,8 +42,7 @@ def group_launches(launches: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
         unit=("unit", "first"),
         precision=("precision", "first"),
     )
-    sequence = group_index(keyed).head(MAX_SEQUENCE).tolist()
-    return table, sequence
+    return table, group_index(keyed)
 
 
 def group_index(launches: pd.DataFrame) -> pd.Series:

@@ -19,6 +19,7 @@ LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "dev
                   "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block",
                   "registers_per_thread", "shared_bytes_per_block", "unit",
                   "precision", "start_ns", "end_ns", "launch_ns", "correlation"]
+PER_LAUNCH_COLUMNS = ("start_ns", "end_ns", "launch_ns", "correlation")  # one launch's own: not in a table row
 
 
 class Launch(NamedTuple):  # a tuple: made once per launch, millions of times on a long run
