@@ -28,6 +28,7 @@ launches of table rows are planned.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 from collections import Counter, defaultdict
@@ -54,6 +55,7 @@ def sampling_class(key: LaunchKey) -> Hashable:
 _ANON = re.compile(r"\(anonymous namespace\)|<unnamed>")
 
 
+@functools.lru_cache(maxsize=8192)  # compared launch by launch when joining: a few hundred names
 def function_name(kernel: str) -> str:
     """The kernel's function identifier without return type, namespaces, templates or parameters:
     'void at::native::(anonymous namespace)::foo<float, 4>(int)' -> 'foo'. Nsight Compute and
