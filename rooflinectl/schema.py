@@ -72,7 +72,6 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
 BOUNDS = ("memory", "compute", "link", "latency", "unknown")
 OP_FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", "softmax", "copy", "index", "loss",
                "optimizer", "collective", "other")
-UNITS = ("tensor", "simt", "link")
 ORIGINS = ("aten", "triton", "inductor", "library", "other")
 # "mixed": a row that sums rows of several known sources (show --by op|module, diff's matched
 # groups; rooflinectl/aggregate.py). "ncu": flops and bytes measured by Nsight Compute because the

@@ -79,8 +79,6 @@ class Collective:
     group_size: int
     dtype: str  # short name: fp32, bf16, ...
     itemsize: int
-    group_ranks: str = ""  # "[0, 1]": which ranks took part (the process group)
-    in_splits: tuple[int, ...] = ()  # all-to-all(v): elements sent to each rank (empty: equal)
 
     @property
     def size_bytes(self) -> int:
@@ -109,11 +107,6 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _splits(text: Any) -> tuple[int, ...]:
-    numbers = re.findall(r"-?\d+", str(text or ""))
-    return tuple(int(n) for n in numbers)
-
-
 def collective_from_args(args: dict[str, Any]) -> Collective | None:
     """The collective of a `record_param_comms` op or NCCL kernel (its profiler args); None when
     the args do not name a collective we model or lack its size."""
@@ -123,8 +116,7 @@ def collective_from_args(args: dict[str, Any]) -> Collective | None:
     group = _int(args.get("Group size"))
     if kind is None or dtype is None or in_n is None or out_n is None or not group:
         return None
-    return Collective(kind, in_n, out_n, group, dtype[0], dtype[1], str(args.get("Process Group Ranks", "")),
-                      _splits(args.get("In split size")))
+    return Collective(kind, in_n, out_n, group, dtype[0], dtype[1])
 
 
 def collective_from_gloo(name: str, input_dims: list[Any], input_types: list[str], group_size: int) -> Collective | None:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from rooflinectl.costs.signature import bind, has_schema, recorded_kind
 from rooflinectl.costs.tensors import UNKNOWN_DTYPE, OpCall
+from rooflinectl.schema import OP_FAMILIES
 
-FAMILIES = ("gemm", "conv", "attention", "elementwise", "reduction", "norm", "softmax", "copy",
-            "index", "loss", "optimizer", "collective", "other")
+FAMILIES = OP_FAMILIES  # the profile file's vocabulary (schema.py), one list
 
 # Why a call has no cost (the first words of the reason; show --unknown groups by them).
 NO_FORMULA = "no cost formula"

@@ -27,7 +27,6 @@ from rooflinectl.schema import BOUNDS, COST_SOURCES, COUNTER_COLUMNS, KERNEL_COL
 # moves an exabyte per second. (value >= low, value <= high; None: no bound.)
 MAX_SECONDS = 1e7
 MAX_RATE = 1e18
-NON_NEGATIVE = (0.0, None)
 
 # kernel-table columns: (low, high, may be missing)
 COLUMN_RANGES: dict[str, tuple[float, float | None, bool]] = {

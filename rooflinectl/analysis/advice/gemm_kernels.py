@@ -47,8 +47,6 @@ _SIMT = re.compile(r"sgemm|dgemm|hgemm(?!.*tensor)|_f32f32_f32f32_f32_|ffma", re
 _TENSOR = re.compile(r"nvjet|tensorop|wgmma|gmma|s16816|s1688|i16832|h884|s884|bf16bf16|f16f16|xmma_gemm_(?:bf|f16|e4m3|e5m2|i8)",
                      re.IGNORECASE)
 _HELPERS = re.compile(r"splitKreduce|ReduceSplitK|init_device_workspace|AddPadding|prepare_grouped", re.IGNORECASE)
-GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_int_mm", "aten::_scaled_mm",
-            "aten::linear", "aten::matmul")
 
 
 @dataclass(frozen=True)
@@ -59,13 +57,6 @@ class GemmDims:
     n: int
     k: int
     batch: int = 1
-
-    @property
-    def flops(self) -> float:
-        return 2.0 * self.batch * self.m * self.n * self.k
-
-    def named(self) -> dict[str, int]:
-        return {"M": self.m, "N": self.n, "K": self.k}
 
 
 def gemm_dims(op: str, shapes_text: str) -> GemmDims | None:
