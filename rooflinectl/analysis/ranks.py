@@ -33,6 +33,7 @@ from rooflinectl.aggregate import combined_cost_source, common_module, sum_known
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.analysis.links import link_at_size, message_bytes
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
+from rooflinectl.costs.collectives import collective_kind
 from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.schema import KERNEL_COLUMNS
 
@@ -77,7 +78,7 @@ def match_collectives(profiles: list[ProfileData]) -> list[dict[int, dict[str, A
     for key in first:
         group = {r: recs[key] for r, recs in by_rank.items() if key in recs}
         messages = {(rec["shapes"], rec["dtype"]) for rec in group.values()}
-        if len(group) == len(by_rank) and (len(messages) == 1 or "to_all" in key[0] or "alltoall" in key[0]):
+        if len(group) == len(by_rank) and (len(messages) == 1 or collective_kind(key[0]) == "all_to_all"):
             matches.append(group)
     return matches
 

@@ -10,6 +10,7 @@ from typing import Any
 from rooflinectl.analysis.advice.common import cell_text
 from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
 from rooflinectl.analysis.links import link_at_size, message_bytes
+from rooflinectl.costs.collectives import collective_kind
 from rooflinectl.units import percent, seconds, si
 
 MIN_EXPOSED_SHARE = 0.05  # exposed communication from this share of a step
@@ -190,7 +191,7 @@ def alltoall_imbalance(ctx: AdviceContext) -> list[Finding]:
     """
     findings = []
     for g in (_distributed(ctx).get("collectives") or []):
-        if "to_all" not in g["op"] and "alltoall" not in g["op"]:
+        if collective_kind(g["op"]) != "all_to_all":
             continue
         ratio = float(g.get("imbalance") or 1.0)
         if ratio < MIN_IMBALANCE:

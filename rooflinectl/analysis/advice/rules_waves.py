@@ -13,6 +13,7 @@ from rooflinectl.analysis.advice.common import (
     MATH_FAMILIES,
     cell_float,
     cell_text,
+    is_custom,
     sm_count,
     time_per_call_s,
     usable,
@@ -93,7 +94,7 @@ def waves_of(ctx: AdviceContext, row: pd.Series, sms: int) -> Waves | None:
         if resident:
             return Waves(tiles, sms * resident, f"output tiles of {tile[0]}x{tile[1]}", tile)
         return None
-    if resident and cell_text(row, "origin") in ("triton", "other"):  # a grid the user chose
+    if resident and is_custom(row):  # a grid the user chose
         return Waves(int(blocks), sms * resident, "blocks")
     return None
 
@@ -210,7 +211,7 @@ def low_occupancy(ctx: AdviceContext) -> list[Finding]:
         saving_s = time_s - new_s
         if saving_s <= 0:
             continue
-        custom = cell_text(row, "origin") in ("triton", "other")
+        custom = is_custom(row)
         findings.append(make_finding(
             "kernel.low-occupancy",
             evidence=(f"{where(row)}: {cell_float(row, 'registers_per_thread', 0):.0f} registers per thread x "
