@@ -18,6 +18,9 @@ FUSIBLE_FAMILIES: frozenset[str] = frozenset({"elementwise", "norm", "softmax", 
 # Per call: kernels this long are where the grid's shape (waves, a tail, too few blocks for the SMs)
 # costs time worth a finding; in shorter ones launch latency and ramp-up dominate.
 LONG_KERNEL_S = 20.0e-6
+MIN_SHARE = 0.01  # of kernel time: a row smaller than this is not worth a shape or kernel finding
+FAR_EFFICIENCY = 0.5  # a kernel under this share of its roof is "far" from it
+TARGET_EFFICIENCY = 0.8  # what a well-tuned kernel reaches: the estimates' target
 
 
 def numel(shape: tuple[int, ...]) -> int:

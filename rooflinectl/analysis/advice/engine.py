@@ -23,7 +23,6 @@ from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from rooflinectl.profile_model import ProfileData, incomplete_reason
 from rooflinectl.schema import KERNEL_COLUMNS
 
-ALWAYS_SHOWN = ("gate.", "data.", "roof.")  # gates, warnings about the numbers, "stop here": never hidden as small
 _DEFAULTS = {"str": "", "int": 0, "float": math.nan, "bool": False}
 
 
@@ -146,7 +145,9 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
     for entry in rules:
         for f in entry.fn(ctx):
             f = _cap(f, kernels, idle_s)
-            if not entry.id.startswith(ALWAYS_SHOWN) and 0 < f.est_saving_s < thresholds.hide_below_share * run_time_s:
+            # only a saving can be too small: findings that estimate none (gates, warnings about the
+            # numbers, "stop here") are always shown
+            if 0 < f.est_saving_s < thresholds.hide_below_share * run_time_s:
                 hidden += 1  # worth a microsecond: noise, not advice
                 continue
             small = run_time_s <= 0 or f.est_saving_s < thresholds.min_saving_share * run_time_s

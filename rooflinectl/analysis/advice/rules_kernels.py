@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from rooflinectl.analysis.advice.common import (
+    FAR_EFFICIENCY,
     MATH_FAMILIES,
+    TARGET_EFFICIENCY,
     TYPICAL_LIBRARY_EFFICIENCY,
     cell_float,
     cell_text,
@@ -19,8 +21,6 @@ from rooflinectl.units import percent, seconds
 
 STOP_EFFICIENCY = 0.8  # at or above this share of the roof, a custom kernel cannot win much
 STOP_MIN_SHARE = 0.05
-FAR_EFFICIENCY = 0.5  # a custom kernel under this share of its roof is "far" from it
-TARGET_EFFICIENCY = 0.8  # what a well-tuned kernel reaches: the tiling rules' target
 LIBRARY_GAP = 0.5  # custom efficiency under this fraction of the library's: call the library
 
 

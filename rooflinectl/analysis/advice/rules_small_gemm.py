@@ -9,6 +9,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rooflinectl.analysis.advice.common import (
+    FAR_EFFICIENCY,
+    MIN_SHARE,
+    TARGET_EFFICIENCY,
     TYPICAL_LIBRARY_EFFICIENCY,
     cell_float,
     cell_text,
@@ -27,10 +30,7 @@ from rooflinectl.units import percent, seconds, si
 
 SKINNY_MAX = 256  # a GEMM with at most this many rows (or columns) is skinny
 SMALL_K_MAX = 64
-MIN_SHARE = 0.01
-FAR_EFFICIENCY = 0.5
 MEMORY_BOUND_SHARE = 0.5  # intensity under half the ridge: memory-bound whatever the kernel
-TARGET_EFFICIENCY = 0.8
 BATCHABLE_OPS = ("aten::mm", "aten::addmm", "aten::matmul", "aten::linear")
 
 

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rooflinectl.analysis.advice.common import (
+    FAR_EFFICIENCY,
     LONG_KERNEL_S,
     MATH_FAMILIES,
+    MIN_SHARE,
+    TARGET_EFFICIENCY,
     cell_float,
     cell_text,
     is_custom,
@@ -25,13 +28,10 @@ from rooflinectl.analysis.occupancy import Occupancy, device_limits, occupancy
 from rooflinectl.schema import SHORT_LAUNCH_S
 from rooflinectl.units import percent, seconds
 
-MIN_SHARE = 0.01  # of kernel time
 MAX_WAVES = 8  # past this many waves a partial last one costs at most 1/8 of the time
 MIN_TAIL_WASTE = 0.10  # share of the kernel's slot-time the last wave leaves idle
 LOW_OCCUPANCY = 0.25  # resident warps / max warps under which a memory-bound kernel hides latency badly
 TARGET_OCCUPANCY = 0.5
-FAR_EFFICIENCY = 0.5
-TARGET_EFFICIENCY = 0.8
 
 
 def weighty_rows(ctx: AdviceContext, min_call_s: float) -> list[tuple[int, pd.Series]]:
