@@ -40,6 +40,17 @@ def cache_path(kind: str, identity: dict[str, Any]) -> Path:
     return cache_dir() / f"{cache_key(kind, identity)}.json"
 
 
+def _entry(data: dict[str, Any], path: Path) -> tuple[list[Measurement], dict[str, Any]] | None:
+    """(measurements, header) of a cache file's parsed content, None when it is malformed."""
+    try:
+        measurements = [Measurement.from_dict(m) for m in data.get("measurements", [])]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    header = {k: v for k, v in data.items() if k != "measurements"}
+    header["path"] = str(path)
+    return measurements, header
+
+
 def load(kind: str, identity: dict[str, Any]) -> tuple[list[Measurement], dict[str, Any]] | None:
     """(measurements, header) from the cache, or None when absent, foreign or unreadable."""
     path = cache_path(kind, identity)
@@ -49,18 +60,15 @@ def load(kind: str, identity: dict[str, Any]) -> tuple[list[Measurement], dict[s
             json.dumps(identity, default=str)
         ):
             return None
-        measurements = [Measurement.from_dict(m) for m in data.get("measurements", [])]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, AttributeError):
         return None
-    header = {k: v for k, v in data.items() if k != "measurements"}
-    header["path"] = str(path)
-    return measurements, header
+    return _entry(data, path)
 
 
 def load_same_model(kind: str, identity: dict[str, Any], device_name: str) -> tuple[list[Measurement], dict[str, Any]] | None:
     """A measurement of another device of the same model (name), driver and torch on this
     machine: the newest such cache file, or None."""
-    found: list[tuple[str, Path]] = []
+    found: list[tuple[str, str, dict[str, Any]]] = []
     for path in cache_dir().glob(f"ceilings-{kind}-*.json"):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -70,11 +78,11 @@ def load_same_model(kind: str, identity: dict[str, Any], device_name: str) -> tu
         except (OSError, ValueError, AttributeError):
             continue
         if same:
-            found.append((str(data.get("measured_at", "")), path))
+            found.append((str(data.get("measured_at", "")), str(path), data))  # read once: the data is kept
     if not found:
         return None
-    data = json.loads(max(found)[1].read_text(encoding="utf-8"))
-    return load(kind, data["identity"])
+    _, path, data = max(found, key=lambda f: (f[0], f[1]))
+    return _entry(data, Path(path))
 
 
 def store(kind: str, identity: dict[str, Any], measurements: list[Measurement], *,
