@@ -12,6 +12,12 @@ import math
 from typing import Any
 
 
+def number_or_nan(value: Any) -> float:
+    """A summary figure as a float, NaN where it is missing or not a number (None in JSON): never a
+    missing figure read as zero."""
+    return float(value) if isinstance(value, (int, float)) else math.nan
+
+
 def json_ready(value: Any) -> Any:
     """A copy with NaN and +-inf as None and numpy scalars (anything with .item()) as Python
     numbers, all the way down dicts, lists and tuples (tuples become lists, as JSON writes them)."""

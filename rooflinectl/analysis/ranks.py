@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.aggregate import combined_cost_source, common_module, sum_known
-from rooflinectl.analysis.json_values import json_ready
+from rooflinectl.analysis.json_values import json_ready, number_or_nan
 from rooflinectl.analysis.links import link_at_size, message_bytes
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.costs.collectives import collective_kind
@@ -93,12 +93,6 @@ def _waits(profiles: list[ProfileData], matches: list[dict[int, dict[str, Any]]]
     return waits
 
 
-def _figure(figures: dict[str, Any], key: str) -> float:
-    """A number of the summary, NaN where it is missing (never a missing figure read as zero)."""
-    value = figures.get(key)
-    return float(value) if isinstance(value, (int, float)) else math.nan
-
-
 Matches = list[dict[int, dict[str, Any]]]
 
 
@@ -117,10 +111,10 @@ def rank_table(profiles: list[ProfileData], matches: Matches) -> pd.DataFrame:
             "rank": rank_of(p), "host": str(p.metadata.get("host", "")), "local_rank": p.metadata.get("local_rank"),
             "step_time_s": step if step is not None else math.nan,
             "kernel_time_per_step_s": float(p.summary.get("total_kernel_time_s") or 0.0) / iterations_of(p),
-            "compute_per_step_s": _figure(comm, "compute_busy_s") / steps,
-            "comm_per_step_s": _figure(comm, "busy_s") / steps,
-            "overlapped_per_step_s": _figure(comm, "overlapped_s") / steps,
-            "exposed_per_step_s": _figure(comm, "exposed_s") / steps,
+            "compute_per_step_s": number_or_nan(comm.get("compute_busy_s")) / steps,
+            "comm_per_step_s": number_or_nan(comm.get("busy_s")) / steps,
+            "overlapped_per_step_s": number_or_nan(comm.get("overlapped_s")) / steps,
+            "exposed_per_step_s": number_or_nan(comm.get("exposed_s")) / steps,
             "wait_per_step_s": waits.get(rank_of(p), math.nan) / steps if comm else math.nan,
             "idle_per_step_s": (step - busy / steps) if step is not None and comm else math.nan,
         })

@@ -9,6 +9,7 @@ from typing import Any
 
 from rooflinectl.analysis.advice.common import cell_text
 from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.analysis.json_values import number_or_nan
 from rooflinectl.analysis.links import link_at_size, message_bytes
 from rooflinectl.costs.collectives import collective_kind
 from rooflinectl.units import percent, seconds, si
@@ -98,8 +99,8 @@ def straggler(ctx: AdviceContext) -> list[Finding]:
         return []
     steps = float(_distributed(ctx).get("steps") or 1)
     rank = found["rank"]
-    extra_work = _num(found.get("compute_per_step_s")) - _num(found.get("others_compute_per_step_s"))
-    extra_idle = _num(found.get("idle_per_step_s")) - _num(found.get("others_idle_per_step_s"))
+    extra_work = number_or_nan(found.get("compute_per_step_s")) - number_or_nan(found.get("others_compute_per_step_s"))
+    extra_idle = number_or_nan(found.get("idle_per_step_s")) - number_or_nan(found.get("others_idle_per_step_s"))
     kernels = [k for k in found.get("kernels") or [] if abs(k["diff_s"]) > 0]
     if found["how"] == "waited for" and _finite(extra_idle) and extra_idle > max(extra_work, 0.0):
         cause = (f"its device work per step is {seconds(found['compute_per_step_s'])} (others "
@@ -226,11 +227,6 @@ def _groups(ctx: AdviceContext) -> list[dict[str, Any]]:
                     "transfer_per_call_s": time_s / calls, "bus_bytes_per_call": bus / calls,
                     "bus_bytes_per_s": bus / time_s, "matched": False, "rows": tuple(rows)})
     return out
-
-
-def _num(value: Any) -> float:
-    """A figure of the summary as a float, NaN where it is not known (None)."""
-    return float(value) if isinstance(value, (int, float)) else math.nan
 
 
 def _finite(value: Any) -> bool:
