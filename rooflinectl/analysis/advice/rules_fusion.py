@@ -208,26 +208,26 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
         if len(shape) < 3 or shape[-1] < 16:
             continue
         scores = numel(shape)
-        consumers, producers, scalers = [], [], []
+        module = cell_text(row, "module")
+        consumers, producers, scalers, averaged = [], [], [], []
         for j in range(len(kernels)):
             other = kernels.iloc[j]
             family = cell_text(other, "op_family")
-            shapes = parse_shapes(other.get("shapes", ""))
             if family == "gemm":
+                shapes = parse_shapes(other.get("shapes", ""))
                 if any(numel(s) == scores and len(s) >= 3 for s in shapes):
                     consumers.append(j)
                 elif _gemm_output_numel(shapes) == scores:
                     producers.append(j)
             elif family in ("elementwise", "copy") and j != i and numel(main_shape(other.get("shapes", ""))) == scores:
                 scalers.append(j)
+            # nn.MultiheadAttention with need_weights=True (its default) averages the weights it
+            # returns over the heads: a mean over the score matrix's elements in the same module
+            elif (cell_text(other, "op") == "aten::mean" and cell_text(other, "module") == module
+                  and numel(main_shape(other.get("shapes", ""))) == scores):
+                averaged.append(j)
         if not consumers:
             continue
-        module = cell_text(row, "module")
-        # nn.MultiheadAttention with need_weights=True (its default) averages the weights it
-        # returns over the heads: a mean over the score matrix's elements in the same module
-        averaged = [j for j in range(len(kernels)) if cell_text(kernels.iloc[j], "op") == "aten::mean"
-                    and cell_text(kernels.iloc[j], "module") == module
-                    and numel(main_shape(kernels.iloc[j].get("shapes", ""))) == scores]
         scalers += averaged
         calls = max(1.0, cell_float(row, "calls", 1.0))
         score_bytes = scores * element_bytes(row) * calls
