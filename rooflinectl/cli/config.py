@@ -32,9 +32,6 @@ from typing import Any
 from rooflinectl.analysis.advice.registry import SEVERITIES
 from rooflinectl.errors import UsageError
 
-_FLOAT_KEYS = ("min_efficiency", "max_unknown_share", "max_launch_overhead", "min_saving_share", "hide_below",
-               "fail_on_regression")
-
 
 @dataclass
 class AdviceConfig:
@@ -65,6 +62,7 @@ def find_pyproject(start: Path) -> Path | None:
 # key -> (low, high) for numbers; shares are fractions of a whole, the regression a percentage
 _NUMBER_RANGES = {"min_efficiency": (0.0, 1.0), "max_unknown_share": (0.0, 1.0), "max_launch_overhead": (0.0, 1.0),
                   "min_saving_share": (0.0, 1.0), "hide_below": (0.0, 1.0), "fail_on_regression": (0.0, math.inf)}
+_FLOAT_KEYS = tuple(_NUMBER_RANGES)
 KNOWN_KEYS = (*_FLOAT_KEYS, "fail_on", "max_findings_per_rule", "disable", "select", "ignore")
 SECTIONS = ("advise", "diff")
 

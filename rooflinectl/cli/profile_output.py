@@ -9,7 +9,6 @@ Rules (README "Script mode"):
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ import pandas as pd
 from rooflinectl.capture.session import Capture, active_capture
 from rooflinectl.cli.output_paths import fallback_path
 from rooflinectl.errors import EXIT_USAGE
-from rooflinectl.outputs.profile_file import save_profile, to_json_dict
+from rooflinectl.outputs.profile_file import profile_json, save_profile
 from rooflinectl.pipeline import build_profile
 from rooflinectl.profile_model import ProfileData
 
@@ -59,7 +58,7 @@ class ProfileWriter:
         note = "" if completed else " (incomplete run)"
         if self.target is None:
             stream = self.stdout or sys.stdout
-            stream.write(json.dumps(to_json_dict(data), indent=1, allow_nan=False) + "\n")
+            stream.write(profile_json(data) + "\n")
             stream.flush()
             return 0, f"profile written to standard output{note}"
         try:

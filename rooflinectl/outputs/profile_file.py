@@ -34,7 +34,7 @@ from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import DEFAULT_PROFILE_PATH, KERNEL_COLUMNS, SCHEMA_VERSION
 
 FORMAT_NAME = "rooflinectl-profile"
-__all__ = ["DEFAULT_PROFILE_PATH", "FORMAT_NAME", "load_profile", "save_profile", "to_json_dict"]
+__all__ = ["DEFAULT_PROFILE_PATH", "FORMAT_NAME", "load_profile", "profile_json", "save_profile", "to_json_dict"]
 
 
 def _table_dict(table: pd.DataFrame) -> dict[str, Any]:
@@ -56,8 +56,13 @@ def to_json_dict(data: ProfileData) -> dict[str, Any]:
     return json_ready(out)
 
 
+def profile_json(data: ProfileData) -> str:
+    """The profile file's text (what save_profile writes, and `profile -o -` prints)."""
+    return json.dumps(to_json_dict(data), indent=1, allow_nan=False)
+
+
 def save_profile(data: ProfileData, path: str | os.PathLike[str]) -> None:
-    write_atomic(path, json.dumps(to_json_dict(data), indent=1, allow_nan=False))
+    write_atomic(path, profile_json(data))
 
 
 def load_profile(path: str | os.PathLike[str]) -> ProfileData:
