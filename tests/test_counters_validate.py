@@ -72,5 +72,9 @@ def test_cli_validate(tmp_path, measured):
     assert table.exit_code == 0 and "By op family" in table.output
     markdown = CliRunner().invoke(main, ["validate", str(with_counters), "--format", "markdown"])
     assert markdown.output.startswith("## rooflinectl validate") and "| gemm |" in markdown.output
+    # kernel names are markdown-escaped and so not in a code span, where a backslash shows as itself
+    kernel_cells = [line.split(" | ")[2] for line in markdown.output.splitlines() if " · " in line]
+    assert kernel_cells and not any("`" in cell for cell in kernel_cells), kernel_cells
+    assert any("\\_" in cell for cell in kernel_cells), kernel_cells  # names with underscores, escaped
     refused = CliRunner().invoke(main, ["validate", str(without)])
     assert refused.exit_code == 2 and "holds no counters" in refused.output and "--counters ncu" in refused.output

@@ -12,19 +12,13 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Group
-from rich.markup import escape as escape_markup
 from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.json_values import json_ready
-from rooflinectl.outputs.escape import markdown, plain
+from rooflinectl.outputs.escape import markdown, rich_text
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.units import percent, seconds, si
-
-
-def escape(value: object) -> str:
-    """Rich markup and terminal control codes escaped (outputs/escape.py: names are data)."""
-    return escape_markup(plain(value))
 
 
 def _ratio(value: Any) -> str:
@@ -65,7 +59,7 @@ def family_table(families: pd.DataFrame) -> Table:
     for name in ("family", "groups", "time", "FLOPs", "measured", "ratio", "bytes", "DRAM", "ratio ", "bound agrees"):
         grid.add_column(name, justify="left" if name == "family" else "right")
     for r in families.itertuples(index=False):
-        grid.add_row(escape(str(r.op_family)), str(r.groups), seconds(r.time_s), si(r.flops, "FLOP"),
+        grid.add_row(rich_text(r.op_family), str(r.groups), seconds(r.time_s), si(r.flops, "FLOP"),
                      si(r.measured_flops, "FLOP"), _ratio(r.flops_ratio), si(r.bytes, "B"), si(r.dram_bytes, "B"),
                      _ratio(r.bytes_ratio), percent(r.agree_time_share))
     return grid
@@ -79,21 +73,19 @@ def kernel_rows_table(rows: pd.DataFrame, top: int) -> Table:
         grid.add_column(name, justify="right" if name not in ("kernel", "op · shapes", "roof → ran on", "bound → measured")
                         else "left", overflow="fold")
     for r in rows.head(top).itertuples(index=False):
-        bound = f"{r.bound} → {r.measured_bound}" + ("" if r.agree is not False else " [red]✗[/]")
+        bound = Text(f"{r.bound} → {r.measured_bound}")
+        if r.agree is False:
+            bound.append(" ✗", style="red")
         grid.add_row(percent(r.time_share), si(r.flops, "FLOP"), si(r.measured_flops, "FLOP"), _ratio(r.flops_ratio),
                      si(r.bytes, "B"), si(r.dram_bytes, "B"), _ratio(r.bytes_ratio), si(r.l2_bytes, "B"),
-                     si(r.l1_bytes, "B"), escape(f"{r.analytic_roof} → {r.measured_precision or 'no FLOPs'}"), bound,
-                     escape(shorten_kernel_name(str(r.kernel), 40)), escape(f"{r.op} · {r.shapes}"))
+                     si(r.l1_bytes, "B"), rich_text(f"{r.analytic_roof} → {r.measured_precision or 'no FLOPs'}"), bound,
+                     rich_text(shorten_kernel_name(str(r.kernel), 40)), rich_text(f"{r.op} · {r.shapes}"))
     return grid
 
 
 def render_validate(summary: dict[str, Any], rows: pd.DataFrame, families: pd.DataFrame,
                     agreement: dict[str, Any], top: int) -> Group:
     return Group(Text("\n".join(headline(summary, agreement))), family_table(families), kernel_rows_table(rows, top))
-
-
-def _md(text: Any) -> str:
-    return markdown(text)
 
 
 def validate_markdown(summary: dict[str, Any], rows: pd.DataFrame, families: pd.DataFrame,
@@ -103,14 +95,15 @@ def validate_markdown(summary: dict[str, Any], rows: pd.DataFrame, families: pd.
     out += ["| family | groups | time | FLOPs | measured | ratio | bytes | DRAM bytes | ratio | bound agrees |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in families.itertuples(index=False):
-        out.append(f"| {_md(r.op_family)} | {r.groups} | {seconds(r.time_s)} | {si(r.flops, 'FLOP')} | "
+        out.append(f"| {markdown(r.op_family)} | {r.groups} | {seconds(r.time_s)} | {si(r.flops, 'FLOP')} | "
                    f"{si(r.measured_flops, 'FLOP')} | {_ratio(r.flops_ratio)} | {si(r.bytes, 'B')} | "
                    f"{si(r.dram_bytes, 'B')} | {_ratio(r.bytes_ratio)} | {percent(r.agree_time_share)} |")
     out += ["", "| share | op · shapes | kernel | FLOPs ratio | bytes ratio | L2 / DRAM | bound → measured |",
             "|---:|---|---|---:|---:|---:|---|"]
     for r in rows.head(top).itertuples(index=False):
         l2 = r.l2_bytes / r.dram_bytes if r.dram_bytes and r.dram_bytes > 0 else math.nan
-        out.append(f"| {percent(r.time_share)} | {_md(r.op)} · {_md(r.shapes)} | `{_md(shorten_kernel_name(str(r.kernel), 48))}` | "
+        out.append(f"| {percent(r.time_share)} | {markdown(r.op)} · {markdown(r.shapes)} | "
+                   f"{markdown(shorten_kernel_name(str(r.kernel), 48))} | "
                    f"{_ratio(r.flops_ratio)} | {_ratio(r.bytes_ratio)} | {_ratio(l2)} | {r.bound} → {r.measured_bound} |")
     return "\n".join(out) + "\n"
 
