@@ -20,7 +20,7 @@ from rooflinectl.analysis.advice import RULES, SEVERITIES, Thresholds, advise, e
 from rooflinectl.cli.common import FormatChoice, console, terminal_width
 from rooflinectl.cli.config import load_config
 from rooflinectl.cli.output_paths import STDOUT, write_text_output
-from rooflinectl.cli.profiles import default_paths, load_arguments
+from rooflinectl.cli.profiles import load_arguments_paths
 from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
 from rooflinectl.outputs.advice_render import FORMATS, render_text, rich_renderable
 
@@ -118,10 +118,10 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
         level = settings.get("fail_on")
         if level is None and any(settings.get(k) is not None for k in _GATES):
             level = "error"  # a threshold is a request to fail when it is crossed
-        data, notes = load_arguments(profiles)
+        data, notes, paths = load_arguments_paths(profiles)
         for note in notes:
             click.echo(f"rooflinectl: {note}", err=True)
-        label = " ".join(profiles) or " ".join(str(p) for p in default_paths())
+        label = " ".join(profiles) or " ".join(str(p) for p in paths)
         report = advise(data, thresholds_from(settings), profile_path=label)
         if verify:
             from rooflinectl.verify import verify_report  # imports torch: only when asked

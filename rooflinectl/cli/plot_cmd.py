@@ -10,11 +10,11 @@ import click
 
 from rooflinectl.cli.output_paths import check_writable
 from rooflinectl.cli.profiles import (
-    default_paths,
     expand,
-    is_rank_set,
-    load_arguments,
-    load_profiles,
+    load_arguments_paths,
+    load_profile,
+    merge_loaded,
+    rank_set_problem,
 )
 from rooflinectl.errors import RooflineError, UsageError
 from rooflinectl.profile_model import ProfileData
@@ -90,13 +90,16 @@ def _chart_profiles(arguments: tuple[str, ...]) -> tuple[list[ProfileData], list
     """The profiles to draw and their names: one profile or rank set (a folder, a glob, a list of
     one job's rank files: merged), or two to compare (each a file or a rank set)."""
     if not arguments:
-        data, notes = load_arguments(())
-        return [data], [str(p) for p in default_paths()][:1], notes
-    expanded = expand(arguments)
-    if len(arguments) == 2 and not is_rank_set(expanded):
-        (a, notes_a), (b, notes_b) = load_arguments([arguments[0]]), load_arguments([arguments[1]])
+        data, notes, paths = load_arguments_paths(())
+        return [data], [str(paths[0])], notes
+    per_argument = [expand([a]) for a in arguments]
+    loaded = {p: load_profile(p) for paths in per_argument for p in paths}  # each file read once
+    expanded = [p for paths in per_argument for p in paths]
+    if len(arguments) == 2 and (len(expanded) < 2 or rank_set_problem([loaded[p] for p in expanded]) is not None):
+        (a, notes_a), (b, notes_b) = (merge_loaded([loaded[p] for p in paths], paths) for paths in per_argument)
         return [a, b], list(arguments), notes_a + notes_b
-    data, notes = load_profiles(expanded)  # one profile, or one job's ranks (else one sentence why not)
+    # one profile, or one job's ranks (else one sentence why not)
+    data, notes = merge_loaded([loaded[p] for p in expanded], expanded)
     return [data], [arguments[0]], notes
 
 

@@ -66,9 +66,13 @@ def rank_set_problem(profiles: list[ProfileData]) -> str | None:
 
 def load_profiles(paths: list[Path]) -> tuple[ProfileData, list[str]]:
     """One profile, or the merged profile of a rank set; with the notes to tell the user."""
-    if len(paths) == 1:
-        return load_profile(paths[0]), []
-    profiles = [load_profile(p) for p in paths]
+    return merge_loaded([load_profile(p) for p in paths], paths)
+
+
+def merge_loaded(profiles: list[ProfileData], paths: list[Path]) -> tuple[ProfileData, list[str]]:
+    """load_profiles for profiles already read (paths: theirs, in order)."""
+    if len(profiles) == 1:
+        return profiles[0], []
     problem = rank_set_problem(profiles)
     if problem is not None:
         raise ProfileFileError(f"{len(paths)} profiles given, but {problem}: give one profile, or the rank "
@@ -84,11 +88,8 @@ def load_arguments(arguments: tuple[str, ...] | list[str]) -> tuple[ProfileData,
     return load_profiles(expand(arguments) if arguments else default_paths())
 
 
-def is_rank_set(paths: list[Path]) -> bool:
-    """The files are the ranks of one job (used where two files could also mean before/after)."""
-    if len(paths) < 2:
-        return False
-    try:
-        return rank_set_problem([load_profile(p) for p in paths]) is None
-    except ProfileFileError:
-        return False
+def load_arguments_paths(arguments: tuple[str, ...] | list[str]) -> tuple[ProfileData, list[str], list[Path]]:
+    """load_arguments, with the files it read (the default ones without arguments)."""
+    paths = expand(arguments) if arguments else default_paths()
+    data, notes = load_profiles(paths)
+    return data, notes, paths
