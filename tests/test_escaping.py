@@ -88,3 +88,20 @@ def test_plot_with_mathtext_in_names_and_title(evil_profile: Path, tmp_path: Pat
     cmp = tmp_path / "cmp.png"
     result = CliRunner().invoke(main, ["plot", str(GOOD), str(evil_profile), "-o", str(cmp), "--title", "$x"])
     assert result.exit_code == 0, result.output
+
+
+def test_no_chart_text_is_mathtext(evil_profile: Path) -> None:
+    """Charts draw with mathtext off: names, the title and the --filter note (a regex ending in
+    '$') are text, whatever the caller left in Matplotlib's settings."""
+    from matplotlib.text import Text
+
+    from rooflinectl.outputs.plot import plot_profile
+    from rooflinectl.outputs.plot_compare import plot_comparison
+    from rooflinectl.outputs.profile_file import load_profile
+
+    data, good = load_profile(evil_profile), load_profile(GOOD)
+    figures = [plot_profile(data, title="a $x$ b", filter_regex="^.*$"), plot_comparison(good, data, title="$y$")]
+    for fig in figures:
+        texts = [t for t in fig.findobj(Text) if t.get_text()]
+        assert texts and not any(t.get_parse_math() for t in texts)
+        assert any("$" in t.get_text() and "\\$" not in t.get_text() for t in texts)  # shown as it is

@@ -5,7 +5,8 @@ named its kernels). Unescaped, it could move the terminal's cursor or retitle it
 (escape sequences), inject rich markup (`[link=...]`, or crash on a stray `[/]`), add GitHub
 workflow commands on a line of its own (`::add-mask::`, `::error::`), inject Markdown or HTML
 into a PR comment, or crash Matplotlib's mathtext parser (`$\\frac{$`). One function per medium;
-every renderer passes untrusted strings through the one for its output.
+every renderer passes untrusted strings through the one for its output (charts draw with mathtext
+off: outputs/plot.py literal_text).
 """
 
 from __future__ import annotations
@@ -49,8 +50,3 @@ def github_data(value: object) -> str:
 def github_property(value: object) -> str:
     """A property value of a workflow command (title=...): also ':' and ',' encoded."""
     return github_data(value).replace(":", "%3A").replace(",", "%2C")
-
-
-def mathtext(value: object) -> str:
-    """For Matplotlib text: '$' escaped, so no name (or --title) is parsed as mathtext."""
-    return plain(value).replace("$", r"\$")

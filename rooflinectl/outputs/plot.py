@@ -7,11 +7,15 @@ on it is the layout that gets saved.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
+import matplotlib
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -20,7 +24,7 @@ from matplotlib.lines import Line2D
 
 from rooflinectl.atomic import atomic_file
 from rooflinectl.errors import UsageError
-from rooflinectl.outputs.escape import mathtext
+from rooflinectl.outputs.escape import plain
 from rooflinectl.outputs.plot_clocks import draw_clock_strip, strip_samples
 from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
 from rooflinectl.outputs.plot_link import draw_link_panel, link_rows
@@ -83,12 +87,26 @@ def filter_table(kernels: pd.DataFrame, filter_regex: str | None) -> pd.DataFram
     return kernels[text.map(lambda s: bool(pattern.search(s)))]
 
 
-def escape_names(table: pd.DataFrame) -> pd.DataFrame:
-    """The table with its names escaped for Matplotlib (a '$' in a kernel name is text, not mathtext)."""
+_Draw = TypeVar("_Draw", bound=Callable[..., Any])
+
+
+def literal_text(draw: _Draw) -> _Draw:
+    """Draw with Matplotlib's mathtext off: every string on a chart (names from a trace, --title,
+    --filter) is text, and a '$' in it a dollar sign (`$\\frac{$` would crash the parser). The
+    setting stays with each text it made, so saving the figure later keeps it."""
+    @functools.wraps(draw)
+    def drawn(*args: Any, **kwargs: Any) -> Any:
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+    return drawn  # type: ignore[return-value]
+
+
+def plain_names(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with terminal control codes taken out of its names (escape.plain): no glyph for them."""
     out = table.copy()
     for column in ("kernel", "op", "module", "shapes"):
         if column in out.columns:
-            out[column] = out[column].map(mathtext)
+            out[column] = out[column].map(plain)
     return out
 
 
@@ -99,6 +117,7 @@ def color_for(row: pd.Series, color_by: str, families: list[str]) -> str:
     return BOUND_COLORS.get(str(row.get("bound", "unknown")), BOUND_COLORS["unknown"])
 
 
+@literal_text
 def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", filter_regex: str | None = None,
                  title: str | None = None, dpi: float = 110, clocks: bool = False) -> Figure:
     """The roofline chart of one profile as a Figure (shown inline by Jupyter, saved by save_figure);
@@ -109,7 +128,7 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
         raise UsageError("The profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
     all_rows = data.kernels
     total_time_s = float(all_rows["time_s"].sum())
-    table = escape_names(filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True))
+    table = plain_names(filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True))
     if total_time_s > 0:
         table = table.assign(time_share=table["time_s"] / total_time_s)
     points = place_groups(table)
@@ -157,10 +176,10 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     draw_legend(fig, drawn, color_by, families)
     draw_notes(fig, points, table, all_rows, filter_regex, total_time_s)
     device = data.ceilings.device_name or data.metadata.get("device", "")
-    heading = mathtext(title) if title else f"Roofline: {mathtext(device)}"
+    heading = plain(title) if title else f"Roofline: {plain(device)}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
     fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s, micro='µs')} of kernel time in {len(all_rows)} groups"
-             + (f" · {mathtext(command_text(data.metadata.get('command')))}" if data.metadata.get("command") else ""),
+             + (f" · {plain(command_text(data.metadata.get('command')))}" if data.metadata.get("command") else ""),
              fontsize=9.5, color="#444444", gid="subtitle")
     return root
 

@@ -15,14 +15,15 @@ from matplotlib.figure import Figure
 
 from rooflinectl.analysis.matching import GroupMatch, match_groups, per_iteration
 from rooflinectl.errors import UsageError
-from rooflinectl.outputs.escape import mathtext
+from rooflinectl.outputs.escape import plain
 from rooflinectl.outputs.plot import (
     MAIN_RECT,
     TABLE_RECT,
     WARN_COLOR,
-    escape_names,
     filter_table,
+    literal_text,
     new_figure,
+    plain_names,
 )
 from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
 from rooflinectl.outputs.plot_names import ellipsize, short_op
@@ -68,15 +69,16 @@ def _side(table: pd.DataFrame, side: str) -> pd.DataFrame:
     return place_groups(table[list(cols)].rename(columns=cols))
 
 
+@literal_text
 def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, filter_regex: str | None = None,
                     title: str | None = None, names: tuple[str, str] = ("before", "after"), dpi: float = 110) -> Figure:
     """Roofline with an arrow per matched group, its speedup, and the total time of each profile."""
     if after.ceilings.memory_bytes_per_s.get("dram") is None:
         raise UsageError("The second profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
     match = compared_groups(before, after, filter_regex)
-    pairs, b_rest, a_rest = match.pairs, escape_names(match.only_base), escape_names(match.only_new)
-    pairs["label"] = pairs["label"].map(mathtext)  # names are text on the chart, never mathtext
-    names = (mathtext(names[0]), mathtext(names[1]))
+    pairs, b_rest, a_rest = match.pairs, plain_names(match.only_base), plain_names(match.only_new)
+    pairs["label"] = pairs["label"].map(plain)
+    names = (plain(names[0]), plain(names[1]))
     b_rows = filter_table(per_iteration(before), filter_regex)
     a_rows = filter_table(per_iteration(after), filter_regex)
     pb, pa = _side(pairs, "base"), _side(pairs, "new")
@@ -127,7 +129,7 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
     t_before, t_after = float(b_rows["time_s"].sum()), float(a_rows["time_s"].sum())
     overall = t_before / t_after if t_after > 0 else math.inf
     per = " per iteration" if max(iterations_of(before), iterations_of(after)) > 1 else ""
-    fig.suptitle(mathtext(title) if title else f"Roofline comparison: {mathtext(after.ceilings.device_name)}",
+    fig.suptitle(plain(title) if title else f"Roofline comparison: {plain(after.ceilings.device_name)}",
                  x=MAIN_RECT[0], y=0.975, ha="left",
                  fontsize=14, fontweight="bold")
     fig.text(MAIN_RECT[0], 0.935, f"{names[0]}: {seconds(t_before, micro='µs')}  →  {names[1]}: {seconds(t_after, micro='µs')} of kernel time{per}"
@@ -172,8 +174,8 @@ def _draw_notes(fig: Figure, pairs: pd.DataFrame, drawable: pd.Series, b_rest: p
             notes.append(f"Only in {name} (✕ marker, {share:.1f}% of its time): " + ", ".join(
                 ellipsize(short_op(str(o)) or "?", 24) for o in rest.sort_values("time_s", ascending=False)["op"].head(6)))
     if before.ceilings.device_name != after.ceilings.device_name:
-        notes.append(f"Roofs are {names[1]}'s device ({mathtext(after.ceilings.device_name)}); {names[0]} ran on "
-                     f"{mathtext(before.ceilings.device_name)}.")
+        notes.append(f"Roofs are {names[1]}'s device ({plain(after.ceilings.device_name)}); {names[0]} ran on "
+                     f"{plain(before.ceilings.device_name)}.")
     notes.append("○ grey: position in " + names[0] + " · ● colour: position in " + names[1] + " (green faster, red slower)")
     for i, text in enumerate(notes):
         fig.text(MAIN_RECT[0], 0.17 - i * 0.03, text, fontsize=8.8, color="#444444", gid=f"note:{i}")

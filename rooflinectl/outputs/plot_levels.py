@@ -19,16 +19,17 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from rooflinectl.errors import UsageError
-from rooflinectl.outputs.escape import mathtext
+from rooflinectl.outputs.escape import plain
 from rooflinectl.outputs.plot import (
     FAMILY_PALETTE,
     MAIN_RECT,
     TABLE_RECT,
     draw_table,
-    escape_names,
     filter_table,
+    literal_text,
     marker_area_pt2,
     new_figure,
+    plain_names,
 )
 from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
 from rooflinectl.outputs.plot_names import group_label
@@ -83,6 +84,7 @@ def level_roofs(data: ProfileData, table: pd.DataFrame) -> tuple[list[RoofLine],
     return lines, missing
 
 
+@literal_text
 def plot_levels(data: ProfileData, *, top: int = 10, filter_regex: str | None = None, title: str | None = None,
                 dpi: float = 110) -> Figure:
     """The hierarchical roofline of a profile with counters, as a Figure."""
@@ -93,7 +95,7 @@ def plot_levels(data: ProfileData, *, top: int = 10, filter_regex: str | None = 
         raise UsageError("The profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
     all_rows = data.kernels
     total_time_s = float(all_rows["time_s"].sum())
-    table = escape_names(filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True))
+    table = plain_names(filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True))
     table = table.assign(time_share=table["time_s"] / total_time_s if total_time_s > 0 else 0.0,
                          rank_by_time=range(1, len(table) + 1), where="roofline")
     points = level_points(table)
@@ -133,7 +135,7 @@ def plot_levels(data: ProfileData, *, top: int = 10, filter_regex: str | None = 
                fontsize=8.5, frameon=False, title="marker: memory level · colour: kernel group · area: time share",
                title_fontsize=8.5, alignment="left")
     _notes(fig, table, points, missing)
-    heading = mathtext(title) if title else f"Hierarchical roofline: {mathtext(data.ceilings.device_name)}"
+    heading = plain(title) if title else f"Hierarchical roofline: {plain(data.ceilings.device_name)}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
     counters = data.summary.get("counters") or {}
     fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s, micro='µs')} of kernel time; counters from ncu "
