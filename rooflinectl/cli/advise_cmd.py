@@ -17,9 +17,9 @@ from typing import Any
 import click
 
 from rooflinectl.analysis.advice import RULES, SEVERITIES, Thresholds, advise, exit_code
-from rooflinectl.cli.common import FormatChoice, console, terminal_width
+from rooflinectl.cli.common import FormatChoice, show_or_write, terminal_width
 from rooflinectl.cli.config import load_config
-from rooflinectl.cli.output_paths import STDOUT, write_text_output
+from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import load_arguments_paths
 from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
 from rooflinectl.outputs.advice_render import FORMATS, render_text, rich_renderable
@@ -131,11 +131,11 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)
         return
-    if fmt == "table" and (output is None or output == STDOUT):
-        width = terminal_width()
-        console(width).print(rich_renderable(report, level, width))
+    width = terminal_width()
+    if fmt == "table":
+        show_or_write(rich_renderable(report, level, width), output, width)
     else:
-        write_text_output(render_text(report, fmt, level, width=terminal_width()), output)
+        write_text_output(render_text(report, fmt, level, width=width), output)
     code = exit_code(report, level)
     if code == EXIT_INCOMPLETE:
         click.echo(f"rooflinectl: {report.profile_path} is an incomplete profile ({report.incomplete}): the gate fails.",

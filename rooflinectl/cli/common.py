@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import os
 from typing import Any
 
 import click
 from rich.console import Console, RenderableType
+
+from rooflinectl.outputs.plain_text import plain_text
 
 PIPE_WIDTH = 200  # piped output without COLUMNS: wide enough that nothing is dropped
 WIDE_WIDTH = 1000  # --wide: lines as long as the columns need
@@ -27,11 +28,15 @@ def console(width: int | None = None) -> Console:
     return Console(width=width or terminal_width())
 
 
-def render_text(renderable: RenderableType, width: int) -> str:
-    """A rich renderable as plain text (no colour), for a file."""
-    buffer = io.StringIO()
-    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
-    return buffer.getvalue()
+def show_or_write(renderable: RenderableType, output: str | None, width: int) -> None:
+    """Print to the terminal at `width`, or write it as plain text to -o FILE ('-': standard output
+    gets the coloured table)."""
+    from rooflinectl.cli.output_paths import STDOUT, write_text_output
+
+    if output is None or output == STDOUT:
+        console(width).print(renderable)
+    else:
+        write_text_output(plain_text(renderable, width), output)
 
 
 class FormatChoice(click.Choice):

@@ -16,9 +16,9 @@ from pathlib import Path
 import click
 
 from rooflinectl.analysis.diff import diff_profiles
-from rooflinectl.cli.common import FormatChoice, console, render_text, terminal_width
+from rooflinectl.cli.common import FormatChoice, show_or_write, terminal_width
 from rooflinectl.cli.config import load_config
-from rooflinectl.cli.output_paths import STDOUT, write_text_output
+from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import load_arguments
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError
 from rooflinectl.outputs.diff import (
@@ -69,11 +69,10 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)
         return
-    if fmt == "table" and (output is None or output == STDOUT):
-        console().print(diff_renderable(report, pct, top))
+    if fmt == "table":
+        show_or_write(diff_renderable(report, pct, top), output, terminal_width())
     else:
         text = {
-            "table": lambda: render_text(diff_renderable(report, pct, top), terminal_width()),
             "json": lambda: json.dumps(diff_dict(report, pct), indent=1) + "\n",
             "markdown": lambda: render_diff_markdown(report, pct, top),
             "github": lambda: render_diff_github(report, pct, top),

@@ -9,11 +9,10 @@ from rooflinectl.analysis.regroup import regroup, unknown_costs
 from rooflinectl.cli.common import (
     WIDE_WIDTH,
     FormatChoice,
-    console,
-    render_text,
+    show_or_write,
     terminal_width,
 )
-from rooflinectl.cli.output_paths import STDOUT, write_text_output
+from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import load_arguments
 from rooflinectl.outputs.table import render_profile, table_csv, table_json, unknown_table
 from rooflinectl.profile_model import ProfileData
@@ -21,11 +20,7 @@ from rooflinectl.profile_model import ProfileData
 
 def _show(renderable: object, output: str | None, wide: bool) -> None:
     """Print to the terminal (its width, or unlimited with --wide), or write to -o FILE."""
-    width = WIDE_WIDTH if wide else terminal_width()
-    if output is None or output == STDOUT:
-        console(width).print(renderable)
-    else:
-        write_text_output(render_text(renderable, width=width), output)
+    show_or_write(renderable, output, WIDE_WIDTH if wide else terminal_width())
 
 
 @click.command("show")

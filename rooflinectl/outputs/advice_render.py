@@ -5,11 +5,10 @@ Renderers return strings or rich renderables; they never print.
 
 from __future__ import annotations
 
-import io
 import json
 
 from rich import box
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -17,6 +16,7 @@ from rooflinectl.analysis.advice.engine import AdviceReport, exit_code
 from rooflinectl.analysis.advice.registry import Finding, severity_rank
 from rooflinectl.outputs.escape import github_data, github_property, markdown, plain, rich_text
 from rooflinectl.outputs.junit import JUnitSuite
+from rooflinectl.outputs.plain_text import plain_text
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.outputs.table import fit_columns
 from rooflinectl.units import seconds
@@ -202,10 +202,8 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
 
 def render_text(report: AdviceReport, fmt: str, fail_on: str | None = None, width: int = 100) -> str:
     """Any format as a string (rich without colour), for files and tests."""
-    if fmt in ("table", "rich"):
-        buffer = io.StringIO()
-        Console(file=buffer, width=width, color_system=None).print(rich_renderable(report, fail_on, width))
-        return buffer.getvalue()
+    if fmt == "table":
+        return plain_text(rich_renderable(report, fail_on, width), width)
     renderers = {"markdown": render_markdown, "json": render_json, "github": render_github, "junit": render_junit}
     if fmt not in renderers:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")

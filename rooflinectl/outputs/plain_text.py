@@ -1,0 +1,14 @@
+"""A rich renderable as plain text (no colour, no control codes): what a report file, a test or a
+non-table format gets where the terminal would get the coloured table."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, RenderableType
+
+
+def plain_text(renderable: RenderableType, width: int) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
+    return buffer.getvalue()
