@@ -115,3 +115,18 @@ def test_setup_transfers_count_array_copies() -> None:
                           "time_s": [3e-3, 1e-3, 2e-3], "bytes": [4e6, 1e6, 0.0]})
     figures = setup_figures(setup, Iterations("none"), window_s=1.0, run_wall_s=2.0)
     assert figures["setup_transfer_time_s"] == pytest.approx(3e-3) and figures["setup_transfer_bytes"] == 4e6
+
+
+@pytest.mark.parametrize("kind", sorted(CUPTI_KINDS))
+def test_attribution_counts_each_copy_by_the_same_classifier(kind: str) -> None:
+    """A copy inside one device's memory reads and writes its bytes (2x); one over a link moves
+    them once, and its note names that link (a peer copy is not a host-device one)."""
+    from rooflinectl.attribution.join import _transfer_attribution
+    from rooflinectl.capture.trace import RawKernel
+
+    src, dst, link = CUPTI_KINDS[kind]
+    k = RawKernel(f"Memcpy {kind} ({src} -> {dst})", "gpu_memcpy", 0, 10, -1, 1, bytes=1000)
+    cost = _transfer_attribution(k, "aten::copy_").cost
+    assert cost.bytes == (1000 if link else 2000)
+    expected = "device copy" if link is None else "peer copy" if link == "peer" else "host-device copy"
+    assert cost.note.startswith(expected), cost.note

@@ -44,6 +44,7 @@ from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
 from rooflinectl.attribution.spans import merge_spans
+from rooflinectl.attribution.transfers import MEMCPY, copy_link
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
 from rooflinectl.costs import NO_WORK_OPS, OpCost, explain_cost, has_formula
@@ -380,10 +381,13 @@ def _transfer_attribution(k: RawKernel, op_name: str) -> Attribution:
     (cuBLAS clears a workspace with a memset inside a GEMM op, for example)."""
     if k.bytes is None:
         return Attribution(op_name, None, 0.0, "", "aten", "none", "memset/memcpy size not recorded in the trace")
-    device_to_device = k.category == "gpu_memcpy" and "DtoD" in k.name
-    moved = 2 * k.bytes if device_to_device else k.bytes
+    link = copy_link(k.name)  # the classifier analysis holds the copy's roof with (attribution/transfers.py)
+    in_device = k.category == "gpu_memcpy" and link is None and MEMCPY.match(k.name) is not None  # DtoD, DtoA, AtoD, AtoA
+    moved = 2 * k.bytes if in_device else k.bytes
     what = "memset: bytes written" if k.category == "gpu_memset" else (
-        "device copy: bytes read and written" if device_to_device else "host-device copy: bytes transferred (PCIe/C2C bound, not DRAM)")
+        "device copy: bytes read and written" if in_device else
+        "peer copy: bytes transferred (bound by the link between GPUs, not DRAM)" if link == "peer" else
+        "host-device copy: bytes transferred (PCIe/C2C bound, not DRAM)")
     cost = OpCost(0.0, float(moved), "copy", "", f"{what}, size from the trace")
     return Attribution(op_name, cost, 1.0, "", "aten", "analytic")
 
