@@ -26,6 +26,7 @@ from rooflinectl.capture.hard_exit import SaveOnExit, saving_on_hard_exit
 from rooflinectl.capture.region import WARMUP_NAME
 from rooflinectl.capture.session import Capture, profiling
 from rooflinectl.capture.user_profiler import stand_ins_installed
+from rooflinectl.capture.workers import PACKAGE_FOLDER
 from rooflinectl.errors import RooflineError, UsageError
 
 
@@ -82,13 +83,10 @@ def _as_main_script(path: Path, argv: list[str]) -> Iterator[None]:
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-_OUR_FOLDER = str(Path(__file__).resolve().parents[1])
-
-
 def _is_ours(filename: str) -> bool:
     """A frame of rooflinectl, runpy or the import machinery: not the user's."""
     return (filename.startswith(("<frozen runpy", "<frozen importlib")) or filename == runpy.__file__
-            or str(Path(filename).resolve()).startswith(_OUR_FOLDER))
+            or str(Path(filename).resolve()).startswith(PACKAGE_FOLDER))
 
 
 def _print_user_traceback(exc: BaseException) -> None:

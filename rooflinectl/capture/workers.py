@@ -20,12 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-_OURS = str(Path(__file__).resolve().parents[1])
+PACKAGE_FOLDER = str(Path(__file__).resolve().parents[1])  # rooflinectl's own files: frames that are not the user's
 
 
 def _from_user_code() -> bool:
     """The call came from outside rooflinectl (two frames up: the caller of the wrapper)."""
-    return not sys._getframe(2).f_code.co_filename.startswith(_OURS)
+    return not sys._getframe(2).f_code.co_filename.startswith(PACKAGE_FOLDER)
 
 
 @contextmanager
