@@ -46,15 +46,17 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def verified_ms(out: Path, name: str, rule: str, steps: int) -> tuple[float | None, str]:
-    """(the saving --verify measured for the rule's findings per step, its status) or (None, why not)."""
+def verified_ms(out: Path, name: str, rule: str, steps: int) -> tuple[float | None, str, str | None]:
+    """(the saving --verify measured for the rule's findings per step, its status, the first
+    check's detail) or (None, why not, None)."""
     report = read_json(out / f"{name}.before.verify.json")
     checks = [f.get("verification") or {} for f in (report or {}).get("findings", []) if f["rule_id"] == rule]
     measured = [c["measured_saving_s"] for c in checks if c.get("status") in ("gain", "no-gain")]
     if not checks:
-        return None, "not run" if report is None else "no finding"
+        return None, "not run" if report is None else "no finding", None
     status = "/".join(sorted({c.get("status", "?") for c in checks}))
-    return (1e3 * sum(measured) / steps if measured else None), status
+    detail = next((c["detail"] for c in checks if c.get("detail")), None)
+    return (1e3 * sum(measured) / steps if measured else None), status, detail
 
 
 def row(out: Path, name: str, rule: str, steps: int) -> tuple[str, str]:
@@ -62,7 +64,7 @@ def row(out: Path, name: str, rule: str, steps: int) -> tuple[str, str]:
     found = [f for f in (before or {}).get("findings", []) if f["rule_id"] == rule]
     left = [f for f in (after or {}).get("findings", []) if f["rule_id"] == rule]
     est_ms = 1e3 * sum(f["est_saving_s"] for f in found) / steps if found else None
-    verify_ms, verify_status = verified_ms(out, name, rule, steps)
+    verify_ms, verify_status, verify_detail = verified_ms(out, name, rule, steps)
     t_before, t_after = timing_ms(out / f"{name}.before.timing"), timing_ms(out / f"{name}.after.timing")
     measured = t_before - t_after if t_before is not None and t_after is not None else None
     w_before = window_ms(out / f"{name}.before.profile.json", steps)
@@ -77,10 +79,7 @@ def row(out: Path, name: str, rule: str, steps: int) -> tuple[str, str]:
             f"{fmt(verify_ms)} ({verify_status}) | {fmt(measured)} | {fmt(w_measured)} | {fmt(ratio, 2)} ({verdict}) | "
             f"{fmt(verify_ratio, 2)} |")
     evidence = found[0]["evidence"] if found else "(expected finding not produced)"
-    report = read_json(out / f"{name}.before.verify.json")
-    checked = [f["verification"]["detail"] for f in (report or {}).get("findings", [])
-               if f["rule_id"] == rule and f.get("verification")]
-    return line, f"- **{name}**: {evidence}" + (f" --verify: {checked[0]}" if checked else "")
+    return line, f"- **{name}**: {evidence}" + (f" --verify: {verify_detail}" if verify_detail else "")
 
 
 def main() -> None:
