@@ -24,6 +24,7 @@ from counters_suite import module_kind  # noqa: E402
 from rooflinectl.analysis.validate import agreement, validate_families, validate_rows  # noqa: E402
 from rooflinectl.outputs.profile_file import load_profile  # noqa: E402
 from rooflinectl.outputs.validate_render import validate_markdown  # noqa: E402
+from rooflinectl.units import percent  # noqa: E402
 
 FLOPS_TOLERANCE = 0.03
 BYTES_TOLERANCE = 0.20
@@ -92,12 +93,12 @@ def main(folder: str) -> None:
         total = float(data.kernels["time_s"].sum())
         a = agreement(prow, total)
         all_rows.append(prow)
-        lines.append(f"| {path.name} | {_pct(a['compared_time_share'])} | {_pct(a['classified_time_share'])} | "
-                     f"{_pct(a['agree_time_share'])} |")
+        lines.append(f"| {path.name} | {percent(a['compared_time_share'])} | {percent(a['classified_time_share'])} | "
+                     f"{percent(a['agree_time_share'])} |")
     if all_rows:
         combined = pd.concat(all_rows)
         a = agreement(combined, float(combined["time_s"].sum()))
-        lines.append(f"| all of the above | | | **{_pct(a['agree_time_share'])}** |")
+        lines.append(f"| all of the above | | | **{percent(a['agree_time_share'])}** |")
         misses = combined[combined["agree"] == False].sort_values("time_s", ascending=False).head(10)  # noqa: E712
         if len(misses):
             lines += ["", "Disagreements, largest time first:", "",
@@ -114,10 +115,6 @@ def main(folder: str) -> None:
                                                                validate_families(validate_rows(suite.kernels, suite.ceilings)),
                                                                agreement(rows, float(suite.kernels['time_s'].sum())), 60)]
     print("\n".join(lines))
-
-
-def _pct(x) -> str:
-    return "-" if x is None else f"{100 * float(x):.1f}%"
 
 
 if __name__ == "__main__":
