@@ -23,6 +23,8 @@ def main() -> None:
     p.add_argument("--layers", type=int, default=1)
     p.add_argument("--batch", type=int, default=8)
     args = p.parse_args()
+    if args.compile != "none":  # the all_reduce sits between backward and step: no compiled step here
+        p.error("--compile does not apply to manual_dp (its step all-reduces the gradients by hand)")
     device = pick_device(args.device)
     rank = int(os.environ.get("RANK", 0))
     if device == "cuda":
