@@ -111,6 +111,11 @@ def skinny(ctx: AdviceContext) -> list[Finding]:
     return findings
 
 
+def _one_bmm_s(calls: int, roof_per_call_s: float, floor_s: float) -> float:
+    """`calls` same-shape GEMMs as one bmm: at a library GEMM's efficiency, one launch at least."""
+    return max(calls * roof_per_call_s / TYPICAL_LIBRARY_EFFICIENCY["gemm"], floor_s)
+
+
 def same_shape_runs(sequence: list[int]) -> dict[int, Counter[int]]:
     """For each row, how many times it was launched back to back N times in a row (run lengths)."""
     runs: dict[int, Counter[int]] = defaultdict(Counter)
@@ -181,14 +186,13 @@ def batchable_runs(ctx: AdviceContext) -> list[BatchableRuns]:
             lengths[int(e["length"])] += int(e["runs"])
         per_call_s = time_per_call_s(row)
         roof_per_call_s = cell_float(row, "roof_time_s", 0.0) / max(cell_float(row, "calls", 1.0), 1.0)
-        bmm_s = sum(count * max(n * roof_per_call_s / TYPICAL_LIBRARY_EFFICIENCY["gemm"], floor_s)
-                    for n, count in lengths.items())
+        bmm_s = sum(count * _one_bmm_s(n, roof_per_call_s, floor_s) for n, count in lengths.items())
         launches = sum(n * count for n, count in lengths.items())
         if recorded is None:
             busy_s = launches * per_call_s
             span_s = expected_s = None
-            saving_s = sum(count * max(0.0, n * per_call_s - max(n * roof_per_call_s / TYPICAL_LIBRARY_EFFICIENCY["gemm"],
-                                                                 floor_s)) for n, count in lengths.items())
+            saving_s = sum(count * max(0.0, n * per_call_s - _one_bmm_s(n, roof_per_call_s, floor_s))
+                           for n, count in lengths.items())
         else:
             busy_s = sum(float(e["busy_s"]) for e in entries)
             span_s = sum(float(e["span_s"]) for e in entries)
