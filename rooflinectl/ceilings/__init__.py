@@ -102,13 +102,18 @@ def current_ceilings(device_kind: str, *, use_measured: bool = True) -> Ceilings
     return _with_cache(ceilings, identity, kind)
 
 
+def _measure_link(progress: Progress | None) -> list[Measurement]:
+    """The all-reduce bus bandwidth between this machine's GPUs (measure_link.py), in its own budget."""
+    from rooflinectl.ceilings.measure_link import LINK_BUDGET_S, measure_link
+
+    return run_steps([("link all-reduce", measure_link)], budget_s=LINK_BUDGET_S, progress=progress)
+
+
 def _add_link_measurement(kind: str, identity: dict[str, Any], cached: tuple[list[Measurement], dict[str, Any]],
                           ceilings: Ceilings, progress: Progress | None) -> None:
     """Measure the link and add it to a cached measurement that lacks it."""
-    from rooflinectl.ceilings.measure_link import LINK_BUDGET_S, measure_link
-
     measurements, header = cached
-    measurements = measurements + run_steps([("link all-reduce", measure_link)], budget_s=LINK_BUDGET_S, progress=progress)
+    measurements = measurements + _measure_link(progress)
     try:
         cache.store(kind, identity, measurements, measured_at=str(header.get("measured_at", "")),
                     extra={"device": header.get("device") or ceilings.details["device"]})
@@ -136,9 +141,7 @@ def measure_ceilings(device_kind: str = "auto", *, refresh: bool = False,
         steps = cpu_steps(info.threads)
     measurements: list[Measurement] = run_steps(steps, budget_s=budget_s, progress=progress)
     if kind == "cuda":
-        from rooflinectl.ceilings.measure_link import LINK_BUDGET_S, measure_link
-
-        measurements += run_steps([("link all-reduce", measure_link)], budget_s=LINK_BUDGET_S, progress=progress)
+        measurements += _measure_link(progress)
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     ceilings.details["identity"] = identity
     try:
