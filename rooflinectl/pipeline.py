@@ -140,6 +140,7 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
         "iteration_time_s": float(np.median(state.iteration_times_s)) if state.iteration_times_s else None,
         "iteration_times_s": state.iteration_times_s[:MAX_ITERATION_TIMES],
     })
+    summary.update(unprofiled_figures(metadata.get("profile_steps")))
     summary.update(setup_figures(state.setup, found, state.window_s, _run_wall_s(trace)))
     summary.update(host_figures(trace, state.steady, host_spans_ns))
     overhead_s = metadata.get("profiler_overhead_per_op_s")
@@ -148,6 +149,24 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
     row = pd.Series(-1, index=launches.index, dtype=int)
     row.loc[rows.index] = rows.astype(int)
     return placed, summary, setup_table, launches.assign(row=row)
+
+
+def unprofiled_figures(limit: Any) -> dict[str, Any]:
+    """`--profile-steps`: the iterations timed after the profiler stopped (capture/step_limit.py)."""
+    if not isinstance(limit, dict):
+        return {}
+    times = [float(t) for t in limit.get("step_times_s") or []]
+    return {
+        "profile_steps": limit.get("steps"),
+        "profile_steps_stopped": bool(limit.get("stopped")),
+        "profile_steps_marker": limit.get("marker"),
+        "profile_steps_marker_name": limit.get("marker_name"),
+        "profile_steps_seen": limit.get("iterations_seen"),
+        "unprofiled_timed_by": limit.get("timed_by"),
+        "unprofiled_steps": len(times),
+        "unprofiled_step_time_s": float(np.median(times)) if times else None,
+        "unprofiled_step_times_s": times[:MAX_ITERATION_TIMES],
+    }
 
 
 def build_profile(capture: Capture, *, command: list[str], completed: bool, exit_code: int | None = None,

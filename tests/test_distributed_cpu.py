@@ -22,11 +22,12 @@ WIDTH = 256  # examples/real/manual_dp.py: Linear(256, 1024), GELU, Linear(1024,
 
 def test_two_gloo_ranks_profiled_and_read_together(tmp_path: Path) -> None:
     # --iterations 3: the 3 timed steps after the warm-up one, whatever the machine's load (which of
-    # the first steps are slow enough to be warm-up is choose_warmup's, tested on given times)
+    # the first steps are slow enough to be warm-up is choose_warmup's, tested on given times);
+    # --profile-steps 4: each rank stops its profiler after 4 of its 7 steps and times steps 6 and 7
     command = [sys.executable, "-m", "rooflinectl", "profile", "--nproc-per-node", "2", "--device", "cpu",
-               "-o", str(tmp_path / "job.r{rank}.json"), "--top", "3", "--iterations", "3",
+               "-o", str(tmp_path / "job.r{rank}.json"), "--top", "3", "--iterations", "3", "--profile-steps", "4",
                str(EXAMPLES / "real" / "manual_dp.py"), "--",
-               "--device", "cpu", "--layers", "1", "--batch", "8", "--warmup", "1", "--steps", "3"]
+               "--device", "cpu", "--layers", "1", "--batch", "8", "--warmup", "1", "--steps", "6"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     decoder = json.JSONDecoder()  # two processes share the pipe: a TIMING line may sit after other text
@@ -52,7 +53,13 @@ def test_two_gloo_ranks_profiled_and_read_together(tmp_path: Path) -> None:
         assert set(data.kernels["rank"]) == {rank}
         assert data.summary["communication"]["launches"] == steps
         assert data.summary["iterations_marker"].startswith("Optimizer.step#")
+        assert (s["profile_steps_stopped"], s["profile_steps_seen"], s["unprofiled_steps"]) == (True, 7, 2)
+        own_ms = next(t for t in timing if t["rank"] == rank)["iter_ms"][-2:]  # the script's own clock, steps 6-7
+        ours_ms = [t * 1e3 for t in s["unprofiled_step_times_s"]]
+        assert all(0.5 < a / b < 2.0 for a, b in zip(ours_ms, own_ms, strict=True)), (ours_ms, own_ms)
     assert len(pids) == 2
+    header = next(line for line in done.stdout.splitlines() if line.startswith("rank "))
+    assert "step" in header and "unprofiled" in header  # the ranks table shows both step times
     shown = CliRunner().invoke(main, ["show", str(tmp_path / "job.r*.json"), "--format", "json"])
     assert shown.exit_code == 0, shown.output
     dist = json.loads(shown.stdout)["summary"]["distributed"]  # the note on the merge goes to stderr

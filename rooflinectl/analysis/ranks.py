@@ -110,6 +110,7 @@ def rank_table(profiles: list[ProfileData], matches: Matches) -> pd.DataFrame:
         rows.append({
             "rank": rank_of(p), "host": str(p.metadata.get("host", "")), "local_rank": p.metadata.get("local_rank"),
             "step_time_s": step if step is not None else math.nan,
+            "unprofiled_step_time_s": number_or_nan(p.summary.get("unprofiled_step_time_s")),  # --profile-steps
             "kernel_time_per_step_s": float(p.summary.get("total_kernel_time_s") or 0.0) / iterations_of(p),
             "compute_per_step_s": number_or_nan(comm.get("compute_busy_s")) / steps,
             "comm_per_step_s": number_or_nan(comm.get("busy_s")) / steps,
@@ -235,13 +236,20 @@ def merge_ranks(profiles: list[ProfileData], paths: list[str] | None = None) -> 
     summary.update({"device_busy_s": means["window_s"] - means["device_idle_s"], "device_idle_s": means["device_idle_s"],
                     "launches": int(round(means["launches"])), "short_launches": int(round(means["short_launches"])),
                     "regions": profiles[0].summary.get("regions") or [], "clocks": None})
-    for key in ("iterations_method", "iterations_marker", "iterations_found", "warmup_iterations"):
+    for key in ("iterations_method", "iterations_marker", "iterations_found", "warmup_iterations",
+                "profile_steps", "profile_steps_stopped", "profile_steps_marker", "profile_steps_marker_name",
+                "unprofiled_timed_by"):
         summary[key] = profiles[0].summary.get(key)  # how rank 0's steps were found: the others' alike
     for key in SETUP_MEANS:  # the setup, on average over the ranks
         values = [float(p.summary[key]) for p in profiles if isinstance(p.summary.get(key), (int, float))]
         summary[key] = statistics.fmean(values) if values else None
     steps = [t for t in (step_time_s(p) for p in profiles) if t is not None]
     summary["iteration_time_s"] = statistics.median(steps) if steps else None
+    unprofiled = [float(p.summary["unprofiled_step_time_s"]) for p in profiles
+                  if isinstance(p.summary.get("unprofiled_step_time_s"), (int, float))]
+    if unprofiled:  # --profile-steps: each rank timed its own later steps; their median, and the fewest timed
+        summary["unprofiled_step_time_s"] = statistics.median(unprofiled)
+        summary["unprofiled_steps"] = min(int(p.summary.get("unprofiled_steps") or 0) for p in profiles)
     world = int(profiles[0].metadata.get("world_size") or len(profiles))
     found = set(ranks["rank"])
     summary["distributed"] = json_ready({

@@ -31,7 +31,7 @@ import sys
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -97,8 +97,9 @@ def _close_op(handle: Any) -> None:
 class _Scopes:
     """Per-thread stacks of open annotations (record functions are thread-local)."""
 
-    def __init__(self, fast: bool) -> None:
+    def __init__(self, fast: bool, on_outermost: Callable[[torch.nn.Module], None] | None = None) -> None:
         self.names = _ModuleNames()
+        self.on_outermost = on_outermost
         self.local = threading.local()
         self.open, self.close = (_open_fast, _close_fast) if fast else (_open_op, _close_op)
 
@@ -110,6 +111,8 @@ class _Scopes:
 
     def enter(self, module: torch.nn.Module, key: int) -> None:
         stack = self.stack()
+        if not stack and self.on_outermost is not None:
+            self.on_outermost(module)
         stack.append((key, self.open(self.names.scope_name(module, outermost=not stack))))
 
     def exit(self, key: int | None) -> None:
@@ -210,12 +213,15 @@ def uses_monitoring() -> bool:
 
 
 @contextmanager
-def module_scopes() -> Iterator[None]:
-    """Annotate every eager nn.Module call while the block runs (nested uses share the outer one)."""
+def module_scopes(on_outermost: Callable[[torch.nn.Module], None] | None = None) -> Iterator[None]:
+    """Annotate every eager nn.Module call while the block runs (nested uses share the outer one).
+
+    on_outermost(module) is called at each eager call of a module that no other module called
+    (capture/step_limit.py finds the top-level module so)."""
     if _active:
         yield
         return
-    scopes = _Scopes(fast=FAST_SCOPES and _RecordFunctionFast is not None)
+    scopes = _Scopes(fast=FAST_SCOPES and _RecordFunctionFast is not None, on_outermost=on_outermost)
     _active.append(scopes)
     mechanism = _monitored if uses_monitoring() else _hooked
     try:

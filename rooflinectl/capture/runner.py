@@ -126,11 +126,14 @@ def _guarded(run: Callable[[], None]) -> tuple[int, bool]:
     return 0, True
 
 
-def run_script(path: Path, argv: list[str], device_kind: str, on_hard_exit: SaveOnExit | None = None) -> RunOutcome:
-    """Run the script profiled; a script that does not compile runs nothing (trace None, exit 1)."""
+def run_script(path: Path, argv: list[str], device_kind: str, on_hard_exit: SaveOnExit | None = None,
+               profile_steps: int | None = None) -> RunOutcome:
+    """Run the script profiled; a script that does not compile runs nothing (trace None, exit 1).
+    profile_steps: profile that many iterations, then run on unprofiled (capture/step_limit.py)."""
     if not _compiles(path):
         return RunOutcome(Capture(device_kind=device_kind), 1, False)
-    with _as_main_script(path, argv), saving_on_hard_exit(on_hard_exit), profiling(device_kind) as capture:
+    with (_as_main_script(path, argv), saving_on_hard_exit(on_hard_exit),
+          profiling(device_kind, profile_steps=profile_steps) as capture):
         code, completed = _guarded(lambda: runpy.run_path(str(path), run_name="__main__"))
     return RunOutcome(capture, code, completed)
 

@@ -14,6 +14,7 @@ import os
 import platform
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from rooflinectl.capture.nvml_sampler import nvml_sampling
 from rooflinectl.capture.progress import report
 from rooflinectl.capture.quiet import kineto_noise_filtered
 from rooflinectl.capture.region import CALIBRATION_NAME
+from rooflinectl.capture.step_limit import StepLimit
 from rooflinectl.capture.trace import (
     RawTrace,
     add_tensor_info,
@@ -225,10 +227,12 @@ def _refuse_nested() -> None:
 
 
 @contextmanager
-def profiling(device_kind: str) -> Iterator[Capture]:
+def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Capture]:
     """Profile the block; on exit (also on error) the capture holds what ran.
 
     capture.finish() ends the session early (a hard exit saves what ran); it runs once.
+    profile_steps: stop recording after that many iterations and time the later ones without
+    the profiler (capture/step_limit.py); the trace is still read when the block ends.
     """
     _refuse_nested()
     capture = Capture(device_kind=device_kind, metadata=run_metadata(device_kind))
@@ -244,13 +248,41 @@ def profiling(device_kind: str) -> Iterator[Capture]:
     # FunctionEvent list, which costs more time and memory than the whole run on a long trace;
     # we read the exported trace instead.
     prof = torch.profiler.profile(activities=activities, record_shapes=True)
+    recording = ExitStack()  # what only the profiled part needs: closed when a step limit stops the profiler
+    stopped: list[bool] = []
+
+    def stop_recording() -> None:
+        """End the profiler's recording (once): GPU work finished first, so the trace has all of it."""
+        if stopped:
+            return
+        stopped.append(True)
+        report("stopping the profiler")
+        if device_kind == "cuda":
+            with suppress(RuntimeError):  # a failed script may leave the device in an error state
+                torch.cuda.synchronize()
+        with kineto_noise_filtered():
+            prof.stop()
+
+    limit = None
+    if profile_steps is not None:
+        def stop_at_limit() -> None:
+            stop_recording()
+            recording.close()  # module scopes and the Triton hook cost the un-profiled steps too
+
+        limit = StepLimit(profile_steps, device_kind, stop_at_limit)
     with ExitStack() as stack:
-        stack.enter_context(module_scopes())
+        stack.enter_context(recording)
+        recording.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))
         stack.enter_context(inductor_annotations())
-        stack.enter_context(triton_launches(triton_sink))
+        recording.enter_context(triton_launches(triton_sink))
+        if limit is not None:
+            limit.install()
+            stack.callback(limit.remove)
         _tiny_op_loop_s(probe)  # warm the loop once (allocator, kernel load)
         plain_s = _tiny_op_loop_s(probe)
-        with kineto_noise_filtered():
+        with kineto_noise_filtered(), warnings.catch_warnings():
+            # torch >= 2.11 warns that events are not kept across cycles: we run one cycle, on purpose
+            warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
             prof.start()
         stack.enter_context(cooperating())  # the script's own torch.profiler starts no second session
         stack.enter_context(counting_workers(capture.metadata))  # threads and children are not followed: count them
@@ -264,12 +296,12 @@ def profiling(device_kind: str) -> Iterator[Capture]:
             if capture not in _ACTIVE:
                 return
             _ACTIVE.remove(capture)
-            report("stopping the profiler")
-            if device_kind == "cuda":
-                with suppress(RuntimeError):  # a failed script may leave the device in an error state
-                    torch.cuda.synchronize()
-            with kineto_noise_filtered():
-                prof.stop()
+            if limit is not None:
+                if limit.stopped and device_kind == "cuda":
+                    with suppress(RuntimeError):  # the timed steps' events must have completed
+                        torch.cuda.synchronize()
+                capture.metadata["profile_steps"] = limit.metadata()
+            stop_recording()
             report("exporting the trace")
             path = export_trace_file(prof)
             kept = False

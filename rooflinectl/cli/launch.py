@@ -23,23 +23,26 @@ from rooflinectl.errors import UsageError
 
 
 def torchrun_command(nproc: int, target: str, output: str, script_args: list[str], *, device: str,
-                     save_trace: str | None, iterations_mode: str = "auto") -> list[str]:
+                     save_trace: str | None, iterations_mode: str = "auto", profile_steps: int | None = None) -> list[str]:
     """The torch.distributed.run command line that profiles each rank (quietly: the parent speaks)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "rooflinectl", "profile", target, "-o", output, "--device", device,
                "--iterations", iterations_mode, "-q"]
     if save_trace:
         command += ["--save-trace", save_trace]
+    if profile_steps is not None:
+        command += ["--profile-steps", str(profile_steps)]
     return command + ["--", *script_args]
 
 
 def launch_ranks(nproc: int, target: str, output: str, script_args: list[str], *, device: str,
-                 save_trace: str | None, iterations_mode: str = "auto") -> tuple[int, list[Path]]:
+                 save_trace: str | None, iterations_mode: str = "auto",
+                 profile_steps: int | None = None) -> tuple[int, list[Path]]:
     """Run the job; (torchrun's exit code, the rank profiles this run wrote, in rank order)."""
     env = dict(os.environ)
     keep_multicast_off(env)
     command = torchrun_command(nproc, target, output, script_args, device=device, save_trace=save_trace,
-                               iterations_mode=iterations_mode)
+                               iterations_mode=iterations_mode, profile_steps=profile_steps)
     started = time.time()
     code = subprocess.call(command, env=env)
     expected = [Path(rank_output_path(output, {"rank": r, "world_size": nproc, "local_rank": r, "node_rank": 0}))
@@ -49,7 +52,7 @@ def launch_ranks(nproc: int, target: str, output: str, script_args: list[str], *
 
 def launch_and_show(ctx: click.Context, nproc: int, target: str, function: str | None, script_args: list[str],
                     output: str, *, device: str, top: int, save_trace: str | None, quiet: bool,
-                    iterations_mode: str) -> None:
+                    iterations_mode: str, profile_steps: int | None = None) -> None:
     """`profile --nproc-per-node N`: torch.distributed.run starts the ranks; then their profiles are
     shown together, and the command exits with torchrun's code."""
     from rooflinectl.cli.common import console, terminal_width
@@ -61,7 +64,7 @@ def launch_and_show(ctx: click.Context, nproc: int, target: str, function: str |
     if rank_info() is not None:
         raise UsageError("--nproc-per-node starts torchrun: this process already is a rank of a distributed job.")
     code, files = launch_ranks(nproc, target, output, script_args, device=device, save_trace=save_trace,
-                               iterations_mode=iterations_mode)
+                               iterations_mode=iterations_mode, profile_steps=profile_steps)
     if files and not quiet:
         data, _ = load_profiles(files)
         width = terminal_width()

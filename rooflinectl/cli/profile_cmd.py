@@ -62,6 +62,17 @@ def _check_distributed(ranks: dict | None, nproc_per_node: int | None, output: s
                          "name (each rank writes its own).")
 
 
+def _check_profile_steps(profile_steps: int | None, function: str | None, counters: str) -> None:
+    """--profile-steps stops the profiler inside a script's loop: say where it cannot apply."""
+    if profile_steps is None:
+        return
+    if function is not None:
+        raise UsageError("--profile-steps applies to scripts: a FILE.py:FUNCTION target is profiled for --iters calls.")
+    if counters != "none":
+        raise UsageError("--counters measures the launches the whole profile recorded: profile without "
+                         "--profile-steps to add counters.")
+
+
 class IterationsMode(click.ParamType):
     """auto, none, or a positive whole number."""
 
@@ -90,6 +101,10 @@ class IterationsMode(click.ParamType):
 @click.option("--iterations", "iterations_mode", type=IterationsMode(), default="auto", show_default=True,
               help="script mode without a region: auto (find the loop's iterations, count the steady state, "
                    "keep setup apart), none (count the whole run), or N (count the last N iterations found)")
+@click.option("--profile-steps", type=click.IntRange(min=1), default=None,
+              help="script mode: profile the first N iterations (optimizer steps, else calls of the top-level "
+                   "module), then let the script run on without the profiler and report the later iterations' "
+                   "un-profiled step time (CUDA events)")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
 @click.option("--save-trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="also write the Chrome/Perfetto trace, each kernel annotated with its FLOPs, bytes, roof and "
@@ -120,7 +135,8 @@ class IterationsMode(click.ParamType):
 def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, force: bool, warmup: int,
             iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
-            ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None) -> None:
+            ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None,
+            profile_steps: int | None) -> None:
     """Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
     Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
@@ -150,12 +166,14 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")
     ranks = rank_info()
     _check_distributed(ranks, nproc_per_node, output, counters)
+    _check_profile_steps(profile_steps, function, counters)
     if nproc_per_node is not None:
         from rooflinectl.cli.launch import launch_and_show
 
         resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3, before any process starts
         launch_and_show(ctx, nproc_per_node, target, function, list(script_args), output, device=device, top=top,
-                        save_trace=trace_path, quiet=quiet, iterations_mode=iterations_mode)
+                        save_trace=trace_path, quiet=quiet, iterations_mode=iterations_mode,
+                        profile_steps=profile_steps)
         return
     pattern = output  # each rank of a distributed job writes its own files
     output = rank_output_path(output, ranks)
@@ -184,7 +202,8 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
               script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout):
             writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output
             if function is None:
-                outcome = run_script(path, list(script_args), device_kind, on_hard_exit=writer.save_on_hard_exit)
+                outcome = run_script(path, list(script_args), device_kind, on_hard_exit=writer.save_on_hard_exit,
+                                     profile_steps=profile_steps)
             else:
                 outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind,
                                        on_hard_exit=writer.save_on_hard_exit)

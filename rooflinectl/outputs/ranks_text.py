@@ -22,14 +22,23 @@ def ranks_table(distributed: dict[str, Any]) -> Table:
     """One row per rank: step time and, per step, device work, communication, exposed, waited, idle."""
     straggler = (distributed.get("straggler") or {}).get("rank")
     grid = _table("per rank, per step (device time)")
-    for name in ("rank", "host", "step", "compute", "comm", "overlapped", "exposed", "waited", "idle"):
+    rows = distributed.get("ranks") or []
+    unprofiled = any(_finite(r.get("unprofiled_step_time_s")) for r in rows)  # --profile-steps
+    names = ["rank", "host", "step", *(["unprofiled"] if unprofiled else []),
+             "compute", "comm", "overlapped", "exposed", "waited", "idle"]
+    for name in names:
         grid.add_column(name, justify="left" if name == "host" else "right", no_wrap=name != "host")
-    for r in distributed.get("ranks") or []:
+    for r in rows:
         mark = " *" if r["rank"] == straggler else ""
         grid.add_row(f"{r['rank']}{mark}", rich_text(str(r.get("host") or "")), _s(r.get("step_time_s")),
+                     *([_s(r.get("unprofiled_step_time_s"))] if unprofiled else []),
                      _s(r.get("compute_per_step_s")), _s(r.get("comm_per_step_s")), _s(r.get("overlapped_per_step_s")),
                      _s(r.get("exposed_per_step_s")), _s(r.get("wait_per_step_s")), _s(r.get("idle_per_step_s")))
     return grid
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def straggler_lines(distributed: dict[str, Any]) -> list[str]:

@@ -72,3 +72,30 @@ def setup_lines(s: dict[str, Any]) -> list[str]:
         parts.append(f"compilation {seconds(s['compile_s'])} (host)")
     return ["setup (outside the steady state; not in the table or the advice; `show --include-setup`): "
             + "; ".join(parts)]
+
+
+UNPROFILED_MARKERS = {"optimizer_step": "optimizer steps", "module_forward": "calls of the top-level module"}
+
+
+def unprofiled_lines(s: dict[str, Any]) -> list[str]:
+    """--profile-steps: the step time of the iterations that ran after the profiler stopped, beside
+    the profiled one (what the profiler's own cost added to a step)."""
+    steps = s.get("profile_steps")
+    if steps is None:
+        return []
+    marker = UNPROFILED_MARKERS.get(str(s.get("profile_steps_marker")), "iterations")
+    name = f" ({s['profile_steps_marker_name']})" if s.get("profile_steps_marker_name") else ""
+    if not s.get("profile_steps_stopped"):
+        return [f"--profile-steps {steps}: the run ended after {_count(s.get('profile_steps_seen'))} {marker}{name}; "
+                "all of it was profiled, nothing timed without the profiler"]
+    timed = _count(s.get("unprofiled_steps"))
+    head = f"--profile-steps {steps}: profiled {steps} {marker}{name}, then the run went on without the profiler"
+    if not timed:
+        return [head + "; fewer than two iterations followed, none timed (a run of M iterations times M - N - 1)"]
+    clock = "CUDA events" if s.get("unprofiled_timed_by") == "cuda_events" else "wall clock"
+    unprofiled = s.get("unprofiled_step_time_s")
+    profiled = s.get("iteration_time_s")
+    versus = ""
+    if isinstance(profiled, (int, float)) and isinstance(unprofiled, (int, float)) and unprofiled > 0:
+        versus = f"; profiled steady state {seconds(profiled)} ({(profiled / unprofiled - 1) * 100:+.1f}%)"
+    return [head, f"un-profiled step: {seconds(unprofiled)} (median of {timed} timed by {clock}){versus}"]

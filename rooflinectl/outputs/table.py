@@ -19,7 +19,7 @@ from rooflinectl.outputs.escape import plain, rich_text
 from rooflinectl.outputs.plot_names import ellipsize, shorten_kernel_name
 from rooflinectl.outputs.profile_checks import consistency_notes
 from rooflinectl.outputs.ranks_text import communication_lines, distributed_renderables
-from rooflinectl.outputs.steady_text import iteration_lines, setup_lines
+from rooflinectl.outputs.steady_text import iteration_lines, setup_lines, unprofiled_lines
 from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import percent, seconds, si
 
@@ -161,6 +161,7 @@ def summary_text(data: ProfileData) -> Text:
         + ("" if m.get("completed", True) else "   [run did not complete: partial profile]"),
         _roofs_line(data),
         *iteration_lines(s),
+        *(plain(line) for line in unprofiled_lines(s)),
         f"window {seconds(s.get('window_s') or 0.0)}: device busy {seconds(s.get('device_busy_s') or 0.0)},"
         f" idle {seconds(s.get('device_idle_s') or 0.0)}"
         + (f"; regions: {', '.join(plain(r) for r in s['regions'])}" if s.get("regions") else ""),

@@ -1,0 +1,141 @@
+"""`profile --profile-steps N`: profile a script's first N iterations, then let it run on without
+the profiler and time each later iteration as the script would time its loop.
+
+Why: the profiler's host cost per recorded op stretches a launch-bound step (eager ResNet-50
+training on the H200 machine: +41% to +100% with a bare torch.profiler,
+docs/benchmarks/steady-state.md), so a profiled step time is not the user's step time. The
+iterations after the profile run as the program runs alone (profiler stopped, module scopes and
+the Triton launch hook removed), and the time between consecutive iteration boundaries, taken
+with CUDA events on the current stream (wall clock on CPU), is the un-profiled step time,
+measured in the same process on the same data.
+
+Iterations are found live by what the program marks, as attribution/iterations.py finds them
+after the run: steps of the first optimizer that steps (torch's global optimizer step hook),
+else calls of the first top-level module (a forward pre-hook on that one module, added at its
+first call and removed at the end). The profiler stops right after the N-th optimizer step, or
+when the top-level module is called for the (N+1)-th time; an annotation open at that moment
+(the optimizer's own, a region) simply ends there. A run of M iterations gives M - N - 1 timed
+steps: each is the time from one boundary to the next, none straddles the stop.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+MAX_TIMED_STEPS = 100_000  # boundaries kept: a long run's timing stays a few MB
+
+OPTIMIZER_STEP = "optimizer_step"
+MODULE_FORWARD = "module_forward"
+
+
+class StepLimit:
+    """Counts iterations as they happen; calls `stop` once N have been profiled, then records a
+    timestamp at each later boundary."""
+
+    def __init__(self, steps: int, device_kind: str, stop: Callable[[], None]) -> None:
+        self.steps = steps
+        self.cuda = device_kind == "cuda"
+        self._stop = stop
+        self.stopped = False
+        self.optimizer: weakref.ref[Any] | None = None
+        self.optimizer_name = ""
+        self.optimizer_steps = 0
+        self.module: weakref.ref[torch.nn.Module] | None = None
+        self.module_name = ""
+        self.module_calls = 0
+        self.marker = ""
+        self.events: list[tuple[Any, float]] = []  # (CUDA event or None, perf_counter) per boundary
+        self._handles: list[Any] = []
+
+    def install(self) -> None:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        self._handles.append(register_optimizer_step_post_hook(self._after_optimizer_step))
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def at_top_level_call(self, module: torch.nn.Module) -> None:
+        """Module scopes saw an outermost module call (before its hooks run): the first such
+        module is watched, and its calls are counted here while the profiler runs."""
+        if torch.compiler.is_compiling():
+            return
+        if self.module is None:
+            self.module = weakref.ref(module)
+            self.module_name = type(getattr(module, "_orig_mod", module)).__name__
+            self._handles.append(module.register_forward_pre_hook(self._before_module_call))
+        if self.module() is module:
+            self.module_calls += 1
+
+    def _after_optimizer_step(self, optimizer: Any, _args: Any, _kwargs: Any) -> None:
+        if self.optimizer is None:
+            self.optimizer = weakref.ref(optimizer)
+            self.optimizer_name = type(optimizer).__name__
+        elif self.optimizer() is not optimizer:
+            return
+        self.optimizer_steps += 1
+        if self.stopped:
+            if self.marker == OPTIMIZER_STEP:
+                self._mark()
+        elif self.optimizer_steps >= self.steps:
+            self._stop_here(OPTIMIZER_STEP)
+
+    def _before_module_call(self, _module: torch.nn.Module, _inputs: Any) -> None:
+        """The watched module's pre-hook: where the profiler stops (no profiler callback of ours
+        is running here), and, once stopped, a boundary (the module scopes are gone then, so the
+        calls are counted here)."""
+        if torch.compiler.is_compiling():
+            return
+        if self.stopped:
+            self.module_calls += 1
+            if self.marker == MODULE_FORWARD:
+                self._mark()
+        elif self.optimizer is None and self.module_calls > self.steps:
+            self._stop_here(MODULE_FORWARD)
+
+    def _stop_here(self, marker: str) -> None:
+        self.stopped = True
+        self.marker = marker
+        self._stop()
+        if marker == MODULE_FORWARD:
+            self._mark()  # this call starts the first un-profiled iteration
+
+    def _mark(self) -> None:
+        if len(self.events) >= MAX_TIMED_STEPS + 1:
+            return
+        event = None
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+        self.events.append((event, time.perf_counter()))
+
+    def step_times_s(self) -> list[float]:
+        """Seconds between consecutive boundaries (CUDA events on the GPU; call after a sync)."""
+        times: list[float] = []
+        for (a, a_s), (b, b_s) in zip(self.events, self.events[1:], strict=False):
+            times.append(a.elapsed_time(b) / 1e3 if a is not None and b is not None else b_s - a_s)
+        return times
+
+    def metadata(self) -> dict[str, Any]:
+        """What the profile keeps: how iterations were marked, and the timed steps."""
+        marker = self.marker or (OPTIMIZER_STEP if self.optimizer is not None else MODULE_FORWARD)
+        try:
+            times = self.step_times_s()
+        except RuntimeError:  # a failed script may leave the device in an error state
+            times = []
+        return {
+            "steps": self.steps,
+            "stopped": self.stopped,
+            "marker": marker,
+            "marker_name": self.optimizer_name if marker == OPTIMIZER_STEP else self.module_name,
+            "iterations_seen": self.optimizer_steps if self.optimizer is not None else self.module_calls,
+            "timed_by": "cuda_events" if self.cuda else "wall_clock",
+            "step_times_s": times,
+        }

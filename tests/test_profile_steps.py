@@ -1,0 +1,117 @@
+"""`profile --profile-steps N`: the profiler stops after N iterations and the later ones are timed
+without it (capture/step_limit.py), on CPU through click's CliRunner.
+
+The scripts sleep a known time in each iteration and leave a numbered annotation after each
+optimizer step (or forward): which annotations the saved trace holds says where the profiler
+really stopped, and the sleep bounds what an un-profiled step can take."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rooflinectl.cli.main import main
+from rooflinectl.errors import EXIT_USAGE
+
+SLEEP_S = 0.02
+
+TRAINING = f"""
+import sys, time, torch
+model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+loss_fn = torch.nn.MSELoss()  # a second top-level module: iterations still follow the optimizer
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(16, 32), torch.randn(16, 4)
+for i in range(int(sys.argv[1])):
+    loss = loss_fn(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    with torch.profiler.record_function(f"after_step_{{i}}"):
+        time.sleep({SLEEP_S})
+"""
+
+FORWARD = f"""
+import sys, time, torch
+model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU())
+x = torch.randn(16, 32)
+with torch.no_grad():
+    for i in range(int(sys.argv[1])):
+        with torch.profiler.record_function(f"before_call_{{i}}"):
+            time.sleep({SLEEP_S})
+        model(x)
+"""
+
+
+def _profile(tmp_path: Path, source: str, iterations: int, *options: str):
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    out, trace = tmp_path / "p.json", tmp_path / "trace.json"
+    result = CliRunner().invoke(main, ["profile", str(script), "-o", str(out), "--device", "cpu", "--save-trace",
+                                       str(trace), *options, "--", str(iterations)])
+    return result, out, trace
+
+
+def _annotations(trace: Path, prefix: str) -> list[int]:
+    events = json.loads(trace.read_text())["traceEvents"]
+    return sorted(int(e["name"].rsplit("_", 1)[1]) for e in events if str(e.get("name", "")).startswith(prefix))
+
+
+def test_training_script_stops_after_n_optimizer_steps(tmp_path: Path) -> None:
+    result, out, trace = _profile(tmp_path, TRAINING, 10, "--profile-steps", "4")
+    assert result.exit_code == 0, result.output
+    # step i's annotation follows step i + 1 (0-based): steps 1-4 profiled, so annotations 0-2
+    # and not the fourth, which runs after the stop
+    assert _annotations(trace, "after_step_") == [0, 1, 2]
+    s = json.loads(out.read_text())["summary"]
+    assert s["profile_steps_stopped"] is True and s["profile_steps_marker"] == "optimizer_step"
+    assert s["profile_steps_marker_name"] == "SGD" and s["profile_steps_seen"] == 10
+    assert s["iterations_found"] == 4  # found in the trace afterwards, by its own method
+    assert s["unprofiled_steps"] == 10 - 4 - 1  # post-hook to post-hook after the stop
+    assert all(SLEEP_S <= t < SLEEP_S + 0.5 for t in s["unprofiled_step_times_s"])
+    assert "--profile-steps 4: profiled 4 optimizer steps (SGD)" in result.output
+    assert "un-profiled step:" in result.output and "median of 5 timed by wall clock" in result.output
+
+
+def test_forward_only_script_stops_at_the_next_call(tmp_path: Path) -> None:
+    result, out, trace = _profile(tmp_path, FORWARD, 8, "--profile-steps", "3")
+    assert result.exit_code == 0, result.output
+    # the profiler stops as the fourth forward starts: the sleep before it is still recorded
+    assert _annotations(trace, "before_call_") == [0, 1, 2, 3]
+    s = json.loads(out.read_text())["summary"]
+    assert s["profile_steps_marker"] == "module_forward" and s["profile_steps_marker_name"] == "Sequential"
+    assert s["profile_steps_seen"] == 8
+    assert s["unprofiled_steps"] == 8 - 3 - 1
+    assert all(SLEEP_S <= t < SLEEP_S + 0.5 for t in s["unprofiled_step_times_s"])
+
+
+def test_run_shorter_than_the_limit_is_profiled_whole(tmp_path: Path) -> None:
+    result, out, trace = _profile(tmp_path, TRAINING, 3, "--profile-steps", "5")
+    assert result.exit_code == 0, result.output
+    assert _annotations(trace, "after_step_") == [0, 1, 2]
+    s = json.loads(out.read_text())["summary"]
+    assert s["profile_steps_stopped"] is False and s["unprofiled_steps"] == 0
+    assert "the run ended after 3 optimizer steps (SGD); all of it was profiled" in result.output
+
+
+def test_without_the_option_nothing_is_timed(tmp_path: Path) -> None:
+    result, out, trace = _profile(tmp_path, TRAINING, 4)
+    assert result.exit_code == 0, result.output
+    assert _annotations(trace, "after_step_") == [0, 1, 2, 3]
+    assert "profile_steps" not in json.loads(out.read_text())["summary"]
+
+
+@pytest.mark.parametrize(("target", "extra", "words"), [
+    ("script.py:main", (), "applies to scripts"),
+    ("script.py", ("--counters", "ncu"), "profile without --profile-steps to add counters"),
+])
+def test_refused_where_it_cannot_apply(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
+                                       extra: tuple[str, ...], words: str) -> None:
+    (tmp_path / "script.py").write_text("def main():\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["profile", target, "--device", "cpu", "--profile-steps", "2", *extra])
+    assert result.exit_code == EXIT_USAGE
+    assert words in result.output
+    assert not (tmp_path / "rooflinectl.profile.json").exists()

@@ -1,0 +1,46 @@
+"""`profile --profile-steps N` on the GPU: the profiler stops after N optimizer steps, the trace
+holds only their kernels, and the later steps are timed with CUDA events."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rooflinectl.cli.main import main
+
+pytestmark = pytest.mark.gpu
+
+# each step: one matmul forward (and two in backward) plus a tell-tale kernel after the step whose
+# count in the trace says how many steps the profiler saw
+SCRIPT = """
+import torch
+model = torch.nn.Linear(1024, 1024, device="cuda")
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(256, 1024, device="cuda")
+marker = torch.zeros(7, device="cuda")
+for i in range(12):
+    model(x).square().mean().backward()
+    opt.step()
+    opt.zero_grad()
+    torch.cumsum(marker, 0)  # one cumsum kernel per step, after its optimizer step
+torch.cuda.synchronize()
+"""
+
+
+def test_profiler_stops_after_n_steps_and_times_the_rest_with_events(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    out, trace = tmp_path / "p.json", tmp_path / "t.json"
+    result = CliRunner().invoke(main, ["profile", str(script), "-o", str(out), "--device", "cuda", "--save-trace",
+                                       str(trace), "--profile-steps", "5"])
+    assert result.exit_code == 0, result.output
+    kernels = [e["name"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("cat") == "kernel"]
+    # the profiler stopped inside step 5's optimizer step: steps 1-4 ran their cumsum under it
+    assert sum("cumsum" in k.lower() or "scan" in k.lower() for k in kernels) == 4
+    s = json.loads(out.read_text())["summary"]
+    assert s["unprofiled_timed_by"] == "cuda_events" and s["unprofiled_steps"] == 12 - 5 - 1
+    assert s["iterations_found"] == 5
+    assert all(0 < t < 0.5 for t in s["unprofiled_step_times_s"])
