@@ -104,6 +104,43 @@ def test_a_short_reduction_is_memory_bound():
     assert f.numbers["K"] == 32 and "fold it into the next GEMM" in f.recommendation
 
 
+LAYER_NORM = Launch("aten::native_layer_norm", [[64, 2304]],
+                    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>", 3.0,
+                    block=(256, 1, 1), registers=32)
+QKV_KERNEL = "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_bias_TNT"  # a cuBLAS bias kernel for few rows (resnet50's fc)
+
+
+def test_the_qkv_projections_example_is_skinny_and_not_a_batch():
+    """examples/qkv_projections.py before its fix: per layer a LayerNorm, then F.linear for q, k
+    and v, each addmm([2304], [64, 2304], [2304, 2304]) in bf16, 4 layers. Bytes: bias, input,
+    weight and output once, 2 x (2304 + 64 x 2304 + 2304^2 + 64 x 2304) = 11.2 MB; FLOPs
+    2 x 64 x 2304^2: 60.6 FLOP/B, under half the ridge (989 / 4.8 = 206). At 7 us per call (an
+    assumed time, not a measurement) it reaches 2.34 / 7 = 33.4% of its roof; the estimate is the
+    12 calls at 0.8 of the roof. At the ridge M = 206.04 x 2 x 2304^2 / (2 x 2304^2 - 206.04 x 2
+    x 4608) = 250.9 rows. The LayerNorm ends each run of same-shape products at 3, under
+    gemm.batch-small's 4."""
+    data = traced_profile(([LAYER_NORM] + [Launch("aten::addmm", [[2304], [64, 2304], [2304, 2304]], QKV_KERNEL,
+                                                  7.0)] * 3) * 4, H200)
+    (f,) = findings(data, "gemm.skinny")
+    bytes_ = 2 * (2304 + 64 * 2304 + 2304 * 2304 + 64 * 2304)
+    assert (f.numbers["M"], f.numbers["N"], f.numbers["K"]) == (64, 2304, 2304)
+    assert f.numbers["intensity"] == pytest.approx(2 * 64 * 2304 * 2304 / bytes_)
+    assert f.est_saving_s == pytest.approx(12 * (7e-6 - bytes_ / 4.8e12 / 0.8))
+    assert "[64, 2304] x [2304, 2304] has M = 64: intensity 61 FLOP/B, under the ridge 206 FLOP/B" in f.evidence
+    assert "reaches 33.4% of its DRAM roof" in f.evidence
+    assert "from about 251 rows" in f.recommendation and "Q, K and V projections as one Linear" in f.recommendation
+    assert findings(data, "gemm.batch-small") == []
+
+
+@pytest.mark.parametrize(("dur_us", "flagged"), [(11.0, False), (16.0, True)])
+def test_the_merged_qkv_product_is_flagged_only_under_half_its_roof(dur_us, flagged):
+    """The fix's one [64, 2304] x [2304, 6912] product moves 2 x (6912 + 64 x 2304 + 2304 x 6912
+    + 64 x 6912) = 33.0 MB: 6.88 us at 4.8 TB/s, 62.6% of the roof in 11 us, 43.0% in 16 us.
+    Still skinny (61 FLOP/B), so it is flagged again if cuBLAS leaves it under half its roof."""
+    merged = Launch("aten::addmm", [[6912], [64, 2304], [2304, 6912]], QKV_KERNEL, dur_us)
+    assert bool(findings(traced_profile(([LAYER_NORM] + [merged]) * 4, H200), "gemm.skinny")) is flagged
+
+
 def test_large_or_decode_gemms_are_not_skinny():
     large = Launch("aten::mm", [[8192, 4096], [4096, 4096]], NVJET_128x128, 600.0)
     decode = Launch("aten::mm", [[8, 8192], [8192, 8192]], "gemv2T_kernel_val", 150.0)  # quant.weight-only's
