@@ -86,6 +86,36 @@ def test_occupancy_advice_needs_a_full_grid_a_slow_kernel_and_a_known_configurat
         assert findings(profile([row]), "kernel.low-occupancy") == []
 
 
+WIDE_BLOCK_ROWS, WIDE_BLOCK_COLS = 131072, 256  # examples/wide_block.py's defaults
+
+
+def wide_block_row(registers: int, time_per_call_s: float, calls: int = 5) -> dict:
+    """examples/wide_block.py's kernel as the profile records it: one 4-warp program per row,
+    3 FLOP and 8 bytes (fp32 in, fp32 out) per element, declared through launch_metadata."""
+    elements = WIDE_BLOCK_ROWS * WIDE_BLOCK_COLS
+    return triton_row("rms_rows", flops=3.0 * elements * calls, bytes_=8.0 * elements * calls, flops_key="flops32",
+                      time_s=time_per_call_s * calls, calls=calls, grid=(WIDE_BLOCK_ROWS, 1, 1), block=(128, 1, 1),
+                      registers=registers, shared=16, declared_extra={"family": "norm"})
+
+
+def test_the_wide_block_example_gets_occupancy_advice_and_its_fix_none():
+    """examples/wide_block.py before its fix: BLOCK_SIZE 16384 on 4 warps compiles to 168
+    registers per thread (Triton 3.6, sm_90). 168 x 32 = 5376 registers per warp (a multiple of
+    256); a quarter of the 64K register file holds 16384 // 5376 = 3 warps, the SM 12, so 3 blocks
+    of 4 warps: 12 / 64 = 18.75%. At 350 us per call (an assumed time, not a measurement) the
+    268 MB it moves take 55.9 us at 4.8 TB/s: 16.0% of the roof. After the fix (BLOCK_SIZE 256:
+    16 registers) the SM holds 64 // 4 = 16 blocks, every warp: nothing to say."""
+    (f,) = findings(profile([wide_block_row(168, 350e-6)]), "kernel.low-occupancy")
+    assert (f.numbers["occupancy"], f.numbers["blocks_per_sm"], f.numbers["warps_per_sm"]) == (12 / 64, 3, 12)
+    roof_s = 8.0 * WIDE_BLOCK_ROWS * WIDE_BLOCK_COLS / 4.8e12
+    assert f.numbers["efficiency"] == pytest.approx(roof_s / 350e-6)
+    assert f.est_saving_s == pytest.approx(5 * (350e-6 - max(350e-6 * (12 / 64) / 0.5, roof_s / 0.8)))
+    assert ("168 registers per thread x 128 threads, 16 B shared memory per block: 3 block(s), 12 warps per SM "
+            "(18.8% occupancy, limited by registers); the kernel reaches 16.0% of its memory roof") in f.evidence
+    assert "a smaller BLOCK_SIZE" in f.recommendation
+    assert findings(profile([wide_block_row(16, 80e-6)]), "kernel.low-occupancy") == []
+
+
 def test_a_skinny_gemm_is_memory_bound_and_says_how_many_rows_make_it_fat():
     """[64, 8192] x [8192, 8192] bf16: intensity ~63 FLOP/B, under half the ridge (206); at the
     ridge M = 206.04 x 2 x 8192 x 8192 / (2 x 8192 x 8192 - 206.04 x 2 x 16384) = 216.9 rows."""
