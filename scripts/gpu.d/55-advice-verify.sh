@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Why a GEMM is far from its roof, verified (expected runtime about 2.5 minutes): the examples for
-# gemm.alignment (lm_head: GPT-2's vocabulary), gemm.batch-small (small_gemms) and
-# gemm.legacy-kernel (int8_matmul), and grid.wave-quantisation (wave_tail: a Triton grid of 1 1/8
-# waves) profiled before and after their fix, advised and timed; then
-# `advise --verify` on every before-profile, 50-advice's too when that piece ran first (their files
-# are copied here). scripts/advice_report.py writes estimate, --verify and measured saving per
-# step to $PIECE_OUT/advice.md (for docs/benchmarks/advice.md).
+# Why a GEMM or kernel is far from its roof, verified: the examples for gemm.alignment (lm_head:
+# GPT-2's vocabulary), gemm.batch-small (small_gemms), gemm.legacy-kernel (int8_matmul),
+# grid.wave-quantisation (wave_tail: a Triton grid of 1 1/8 waves), gemm.skinny (qkv_projections:
+# Q, K and V as three skinny bf16 Linear layers, then one) and kernel.low-occupancy (wide_block: a
+# Triton row kernel with a BLOCK_SIZE 64 times its rows) profiled before and after their fix,
+# advised and timed; then `advise --verify` on every before-profile, 50-advice's too when that
+# piece ran first (their files are copied here). scripts/advice_report.py writes estimate, --verify
+# and measured saving per step to $PIECE_OUT/advice.md (for docs/benchmarks/advice.md).
+# Expected runtime about 5 minutes, an estimate not yet timed with six examples: this comment gave
+# 2.5 minutes for the first three, and each example adds two profiles, four `advise` runs, two
+# 50-step timings, a diff and an `advise --verify`.
 set -u
 out="${PIECE_OUT:?PIECE_OUT must be set}"
 steps=5
@@ -14,6 +18,8 @@ examples=(
   "small_gemms||gemm.batch-small"
   "int8_matmul||gemm.legacy-kernel"
   "wave_tail||grid.wave-quantisation"
+  "qkv_projections||gemm.skinny"
+  "wide_block||kernel.low-occupancy"
 )
 pairs=()
 for entry in "${examples[@]}"; do
