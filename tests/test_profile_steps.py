@@ -115,3 +115,29 @@ def test_refused_where_it_cannot_apply(tmp_path: Path, monkeypatch: pytest.Monke
     assert result.exit_code == EXIT_USAGE
     assert words in result.output
     assert not (tmp_path / "rooflinectl.profile.json").exists()
+
+
+@pytest.mark.parametrize(("cuda", "user", "during", "after"), [
+    ("13.0", None, "1", None),  # set for the session, then taken away
+    ("12.6", None, "1", None),
+    ("12.4", None, None, None),  # older CUDA: torch keeps teardown off for CUDA graphs there
+    ("13.0", "0", "0", "0"),  # the user's choice stands
+    (None, None, None, None),  # a CPU-only torch
+])
+def test_cupti_teardown_is_asked_for_on_cuda_12_6_and_later(monkeypatch: pytest.MonkeyPatch, cuda: str | None,
+                                                            user: str | None, during: str | None,
+                                                            after: str | None) -> None:
+    import os
+
+    import torch
+
+    from rooflinectl.capture.session import TEARDOWN_ENV, _cupti_torn_down_after_stop
+
+    monkeypatch.setattr(torch.version, "cuda", cuda)
+    monkeypatch.delenv(TEARDOWN_ENV, raising=False)
+    if user is not None:
+        monkeypatch.setenv(TEARDOWN_ENV, user)
+    restore = _cupti_torn_down_after_stop()
+    assert os.environ.get(TEARDOWN_ENV) == during
+    restore()
+    assert os.environ.get(TEARDOWN_ENV) == after

@@ -1,0 +1,71 @@
+"""Where the cost left after a profiler stops comes from, on a launch-bound step: eager ResNet-50
+training steps timed with CUDA events before any profiler, then profiled for 3 steps (a bare
+torch.profiler, or rooflinectl's session with --profile-steps 3), then after the stop.
+
+Usage: python3 scripts/post_profiler_steps.py bare|ours [--batch 64]. Prints one JSON line (ms)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+
+import torch
+import torchvision
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["bare", "ours", "ours-noscopes"])
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args()
+    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(args.batch, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (args.batch,), device="cuda")
+
+    def step() -> None:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    def timed(n: int) -> list[float]:
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
+        events[0].record()
+        for i in range(n):
+            step()
+            events[i + 1].record()
+        torch.cuda.synchronize()
+        return [a.elapsed_time(b) for a, b in zip(events, events[1:])]
+
+    for _ in range(3):
+        step()
+    before = timed(10)
+    if args.mode == "bare":
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                  torch.profiler.ProfilerActivity.CUDA], record_shapes=True)
+        prof.start()
+        timed(3)
+        torch.cuda.synchronize()
+        prof.stop()
+        after = timed(10)
+    else:
+        if args.mode == "ours-noscopes":
+            import rooflinectl.capture.session as session
+
+            session.module_scopes = lambda *a, **k: __import__("contextlib").nullcontext()
+        from rooflinectl.capture.session import profiling
+
+        with profiling("cuda", profile_steps=3):
+            timed(3)
+            after = timed(10)
+    print(json.dumps({"mode": args.mode, "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI"),
+                      "before_ms": round(statistics.median(before), 2), "after_ms": round(statistics.median(after), 2),
+                      "after_each": [round(t, 1) for t in after]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
