@@ -91,4 +91,7 @@ def test_profile_holds_a_lesson_gemm_to_the_tensor_roof_as_a_gemm(gpu_lessons) -
     (row,) = profile.kernels[profile.kernels["kernel"] == "matmul_tiled_kernel"].to_dict("records")
     assert (row["op_family"], row["unit"], row["precision"]) == ("gemm", "tensor", "bf16")
     assert row["flops"] == 5 * 2 * 4096**3
-    assert 0 < row["efficiency"] <= 1.05, row
+    # the measured roof is the library's best median GEMM, not the datasheet: a good kernel can
+    # pass it by a few percent (1.07x and 1.05x seen on the H200); held to the CUDA-core roof by
+    # mistake it would read about 12x
+    assert 0 < row["efficiency"] <= 1.15, row

@@ -211,7 +211,12 @@ def _cupti_torn_down_after_stop() -> Callable[[], None]:
     launch pays for it: on the H200 machine a tiny launch took 9.3 us after a session against 7.0
     before it, 6.7 with the teardown; eager ResNet-50 steps after `--profile-steps` took 31.3 ms
     against 19.9 ms with it (scripts/post_profiler_*.py). torch itself turns teardown off for CUDA
-    graphs on CUDA < 12.6 (CUPTI crashed on re-init there), so older CUDA is left alone."""
+    graphs on CUDA < 12.6 (CUPTI crashed on re-init there), so older CUDA is left alone.
+
+    Only a `--profile-steps` session asks for it: there the script runs on after the stop, and no
+    second session follows in the process. A teardown still pending when the next session starts
+    can take that session's kernels (kineto#1554): with it on for every session, a GPU test
+    that profiled right after another recorded no kernel at all."""
     version = tuple(int(p) for p in (torch.version.cuda or "0.0").split(".")[:2] if p.isdigit())
     if os.environ.get(TEARDOWN_ENV) is not None or version < (12, 6):
         return lambda: None
@@ -290,7 +295,7 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
 
         limit = StepLimit(profile_steps, device_kind, stop_at_limit)
     with ExitStack() as stack:
-        if device_kind == "cuda":
+        if limit is not None and device_kind == "cuda":  # the run goes on after the stop: detach CUPTI
             stack.callback(_cupti_torn_down_after_stop())
         stack.enter_context(recording)
         recording.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))

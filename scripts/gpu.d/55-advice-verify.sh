@@ -10,9 +10,11 @@
 # Expected runtime about 5 minutes, an estimate not yet timed with six examples: this comment gave
 # 2.5 minutes for the first three, and each example adds two profiles, four `advise` runs, two
 # 50-step timings, a diff and an `advise --verify`.
+# ADVICE_ONLY="wave_tail wide_block" runs only those examples (a rerun of the ones a deadline cut).
 set -u
 out="${PIECE_OUT:?PIECE_OUT must be set}"
 steps=5
+only="${ADVICE_ONLY:-}"
 examples=(
   "lm_head||gemm.alignment"
   "small_gemms||gemm.batch-small"
@@ -24,6 +26,7 @@ examples=(
 pairs=()
 for entry in "${examples[@]}"; do
   IFS='|' read -r name args rule <<<"$entry"
+  [ -z "$only" ] || [[ " $only " == *" $name "* ]] || continue
   bash scripts/advice_example.sh "$out" "$name" "$args" "$steps" "$rule"
   pairs+=("$name=$rule")
 done
