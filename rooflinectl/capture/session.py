@@ -213,10 +213,10 @@ def _cupti_torn_down_after_stop() -> Callable[[], None]:
     against 19.9 ms with it (scripts/post_profiler_*.py). torch itself turns teardown off for CUDA
     graphs on CUDA < 12.6 (CUPTI crashed on re-init there), so older CUDA is left alone.
 
-    Only a `--profile-steps` session asks for it: there the script runs on after the stop, and no
-    second session follows in the process. A teardown still pending when the next session starts
-    can take that session's kernels (kineto#1554): with it on for every session, a GPU test
-    that profiled right after another recorded no kernel at all."""
+    Only a `--profile-steps` session that is the first of its process asks for it (the CLI's: one
+    session per process, the script running on after the stop). In a process that profiled
+    before, kineto's teardown can take the new session's kernels (kineto#1554 is a race of that
+    kind): in the GPU tests' process, a session with it on after others recorded no kernel."""
     version = tuple(int(p) for p in (torch.version.cuda or "0.0").split(".")[:2] if p.isdigit())
     if os.environ.get(TEARDOWN_ENV) is not None or version < (12, 6):
         return lambda: None
@@ -224,6 +224,7 @@ def _cupti_torn_down_after_stop() -> Callable[[], None]:
     return lambda: os.environ.pop(TEARDOWN_ENV, None)
 
 
+_SESSIONS_STARTED = [0]  # profiling sessions this process has started
 _ACTIVE: list[Capture] = []
 _KEEP_TRACE_FILES = [0]  # > 0: sessions keep torch's Chrome trace file for the caller (--save-trace)
 
@@ -295,8 +296,9 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
 
         limit = StepLimit(profile_steps, device_kind, stop_at_limit)
     with ExitStack() as stack:
-        if limit is not None and device_kind == "cuda":  # the run goes on after the stop: detach CUPTI
-            stack.callback(_cupti_torn_down_after_stop())
+        _SESSIONS_STARTED[0] += 1
+        if limit is not None and device_kind == "cuda" and _SESSIONS_STARTED[0] == 1:
+            stack.callback(_cupti_torn_down_after_stop())  # the run goes on after the stop: detach CUPTI
         stack.enter_context(recording)
         recording.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))
         stack.enter_context(inductor_annotations())
