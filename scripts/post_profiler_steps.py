@@ -2,7 +2,7 @@
 training steps timed with CUDA events before any profiler, then profiled for 3 steps (a bare
 torch.profiler, or rooflinectl's session with --profile-steps 3), then after the stop.
 
-Usage: python3 scripts/post_profiler_steps.py bare|ours [--batch 64]. Prints one JSON line (ms)."""
+Usage: python3 scripts/post_profiler_steps.py bare|ours [--batch 64] [--steps 10]. Prints one JSON line (ms)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["bare", "ours", "ours-noscopes"])
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=10, help="steps timed before and after")
     args = parser.parse_args()
     model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -43,7 +44,7 @@ def main() -> None:
 
     for _ in range(3):
         step()
-    before = timed(10)
+    before = timed(args.steps)
     if args.mode == "bare":
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                                   torch.profiler.ProfilerActivity.CUDA], record_shapes=True)
@@ -51,7 +52,7 @@ def main() -> None:
         timed(3)
         torch.cuda.synchronize()
         prof.stop()
-        after = timed(10)
+        after = timed(args.steps)
     else:
         if args.mode == "ours-noscopes":
             import rooflinectl.capture.session as session
@@ -61,9 +62,11 @@ def main() -> None:
 
         with profiling("cuda", profile_steps=3):
             timed(3)
-            after = timed(10)
+            after = timed(args.steps)
     print(json.dumps({"mode": args.mode, "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI"),
                       "before_ms": round(statistics.median(before), 2), "after_ms": round(statistics.median(after), 2),
+                      "after_first10_ms": round(statistics.median(after[:10]), 2),
+                      "after_rest_ms": round(statistics.median(after[10:] or after), 2),
                       "after_each": [round(t, 1) for t in after]}), flush=True)
 
 
