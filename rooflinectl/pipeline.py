@@ -166,6 +166,7 @@ def unprofiled_figures(limit: Any) -> dict[str, Any]:
         "unprofiled_steps": len(times),
         "unprofiled_step_time_s": float(np.median(times)) if times else None,
         "unprofiled_step_times_s": times[:MAX_ITERATION_TIMES],
+        **({"profile_steps_error": str(limit["stop_error"])} if limit.get("stop_error") else {}),
     }
 
 

@@ -112,6 +112,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "profile_steps_stopped": "whether the profiler stopped after those N iterations (false: the run ended first, all of it profiled)",
     "profile_steps_marker": "what marked iterations live: optimizer_step (the first optimizer's steps) or module_forward (calls of the first top-level module)",
     "profile_steps_marker_name": "the optimizer's or the top-level module's class name",
+    "profile_steps_error": "why the profiler could not be stopped after N iterations (absent when it could): the run went on, still recorded",
     "profile_steps_seen": "iterations the live marker counted in the whole run",
     "unprofiled_timed_by": "cuda_events (on the current stream at each iteration boundary) or wall_clock (CPU runs)",
     "unprofiled_steps": "iterations timed after the profiler stopped: boundary to next boundary, so a run of M iterations gives M - N - 1",

@@ -141,3 +141,21 @@ def test_cupti_teardown_is_asked_for_on_cuda_12_6_and_later(monkeypatch: pytest.
     assert os.environ.get(TEARDOWN_ENV) == during
     restore()
     assert os.environ.get(TEARDOWN_ENV) == after
+
+
+def test_a_failing_stop_never_reaches_the_users_program() -> None:
+    import torch
+
+    from rooflinectl.capture.step_limit import StepLimit
+
+    def broken() -> None:
+        raise RuntimeError("kineto said no")
+
+    limit = StepLimit(1, "cpu", broken)
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    limit._after_optimizer_step(optimizer, (), {})  # the first step reaches the limit: no exception here
+    limit._after_optimizer_step(optimizer, (), {})
+    limit._after_optimizer_step(optimizer, (), {})
+    meta = limit.metadata()
+    assert meta["stop_error"] == "RuntimeError: kineto said no"
+    assert meta["stopped"] and len(meta["step_times_s"]) == 1  # the later steps are still timed

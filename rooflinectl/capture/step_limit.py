@@ -49,6 +49,7 @@ class StepLimit:
         self.module_name = ""
         self.module_calls = 0
         self.marker = ""
+        self.stop_error = ""  # why stopping failed, if it did (the run goes on either way)
         self.events: list[tuple[Any, float]] = []  # (CUDA event or None, perf_counter) per boundary
         self._handles: list[Any] = []
 
@@ -103,7 +104,10 @@ class StepLimit:
     def _stop_here(self, marker: str) -> None:
         self.stopped = True
         self.marker = marker
-        self._stop()
+        try:
+            self._stop()
+        except Exception as exc:  # noqa: BLE001 - runs inside the user's hook: never raise into their program
+            self.stop_error = f"{type(exc).__name__}: {exc}"
         if marker == MODULE_FORWARD:
             self._mark()  # this call starts the first un-profiled iteration
 
@@ -138,4 +142,5 @@ class StepLimit:
             "iterations_seen": self.optimizer_steps if self.optimizer is not None else self.module_calls,
             "timed_by": "cuda_events" if self.cuda else "wall_clock",
             "step_times_s": times,
+            **({"stop_error": self.stop_error} if self.stop_error else {}),
         }

@@ -88,6 +88,9 @@ def unprofiled_lines(s: dict[str, Any]) -> list[str]:
     if not s.get("profile_steps_stopped"):
         return [f"--profile-steps {steps}: the run ended after {_count(s.get('profile_steps_seen'))} {marker}{name}; "
                 "all of it was profiled, nothing timed without the profiler"]
+    if s.get("profile_steps_error"):
+        return [f"--profile-steps {steps}: the profiler could not be stopped ({s['profile_steps_error']}); "
+                "the run went on under it"]
     timed = _count(s.get("unprofiled_steps"))
     head = f"--profile-steps {steps}: profiled {steps} {marker}{name}, then the run went on without the profiler"
     if not timed:
