@@ -72,6 +72,18 @@ def test_launch_overhead_uses_idle_expected_without_the_profiler():
     assert f.est_saving_s == pytest.approx(0.008 - 2000 * 1e-6)  # idle without the profiler - 1 us/launch
 
 
+def test_launch_overhead_says_when_the_idle_time_without_the_profiler_was_measured():
+    summary = {"device_idle_s": 0.02, "device_idle_unprofiled_s": 0.008, "window_s": 0.025, "launches": 2000,
+               "short_launches": 2000}
+    (measured,) = findings(profile(tiny_rows(), summary={**summary, "device_idle_unprofiled_source": "measured"}),
+                           "launch.overhead")
+    (calibrated,) = findings(profile(tiny_rows(), summary={**summary, "device_idle_unprofiled_source": "calibration"}),
+                             "launch.overhead")
+    assert "timed after the profiler stopped (--profile-steps) leave about 8.00 ms idle" in measured.evidence
+    assert "without the profiler's own cost per event, about 8.00 ms idle" in calibrated.evidence
+    assert measured.est_saving_s == calibrated.est_saving_s
+
+
 def test_launch_overhead_silent_when_gaps_are_graph_sized():
     # 2000 launches with 0.3 us between them: already what a CUDA-graph replay leaves
     data = profile(tiny_rows(), summary={"device_idle_s": 0.0006, "window_s": 0.004, "launches": 2000,

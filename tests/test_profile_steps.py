@@ -159,3 +159,20 @@ def test_a_failing_stop_never_reaches_the_users_program() -> None:
     meta = limit.metadata()
     assert meta["stop_error"] == "RuntimeError: kineto said no"
     assert meta["stopped"] and len(meta["step_times_s"]) == 1  # the later steps are still timed
+
+
+def test_idle_without_the_profiler_is_measured_from_the_unprofiled_steps() -> None:
+    from rooflinectl.pipeline import unprofiled_idle
+
+    # eager ResNet-50 on the H200 (second call, round 1): 6 steady iterations with 91.5 ms of
+    # kernels busy in all (15.25 ms a step), 22.76 ms a step timed after the profiler stopped
+    summary = {"iterations": 6, "iterations_method": "optimizer_step", "device_busy_s": 0.0915,
+               "device_idle_s": 0.192, "host_events": 40_000, "unprofiled_step_time_s": 0.02276}
+    measured = unprofiled_idle(summary, 3e-6)
+    assert measured["device_idle_unprofiled_source"] == "measured"
+    assert measured["device_idle_unprofiled_s"] == pytest.approx((0.02276 - 0.0915 / 6) * 6)
+    calibrated = unprofiled_idle({**summary, "unprofiled_step_time_s": None}, 3e-6)
+    assert calibrated == {"device_idle_unprofiled_s": pytest.approx(0.192 - 40_000 * 3e-6),
+                          "device_idle_unprofiled_source": "calibration"}
+    regions = unprofiled_idle({**summary, "iterations_method": "regions"}, None)  # no steady loop: not comparable
+    assert regions == {}

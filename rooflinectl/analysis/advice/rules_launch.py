@@ -37,9 +37,9 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     Estimate: a CUDA graph replays the launches with about GRAPH_GAP_S (1 us) between kernels,
     so the saving is idle - idle after syncs - idle in those runs - launches left x 1 us, capped at
     the idle time (the launches left: those outside the batchable runs, plus one bmm per run). The
-    idle time is the one to expect without the profiler (device_idle_unprofiled_s: the profiler's
-    measured cost per recorded event taken out), since the profiler slows the host that launches
-    the kernels. Kernel time is not counted: graphs do not make kernels faster (fusing them is the
+    idle time is the one to expect without the profiler (device_idle_unprofiled_s: measured from
+    the un-profiled steps of `--profile-steps`, else the profiler's calibrated cost per recorded
+    event taken out), since the profiler slows the host that launches the kernels. Kernel time is not counted: graphs do not make kernels faster (fusing them is the
     fusion rule's saving).
     """
     if not ctx.on_gpu:
@@ -75,8 +75,7 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
                   f"({percent(idle_share)}) across {int(launches)} launches "
                   f"({int(short)} shorter than {SHORT_LAUNCH_S * 1e6:.0f} us); "
                   f"one launch every {seconds(per_launch_s, decimals=2)}"
-                  + ("" if unprofiled_s is None else
-                     f"; without the profiler's own cost per event, about {seconds(expected_idle_s, decimals=2)} idle")
+                  + _unprofiled_words(ctx, unprofiled_s, expected_idle_s)
                   + _host_causes(ctx)
                   + (f"; {seconds(runs_idle_s, decimals=2)} of the idle time is inside runs of back-to-back "
                      "same-shape GEMMs: gemm.batch-small's saving (one bmm per run), not counted here"
@@ -92,6 +91,16 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
         subject="launches",
         idle_saving_s=saving_s,
     )]
+
+
+def _unprofiled_words(ctx: AdviceContext, unprofiled_s: float | None, expected_idle_s: float) -> str:
+    """How much of the idle time remains without the profiler, and how that is known."""
+    if unprofiled_s is None:
+        return ""
+    if ctx.summary.get("device_idle_unprofiled_source") == "measured":
+        return (f"; the steps timed after the profiler stopped (--profile-steps) leave about "
+                f"{seconds(expected_idle_s, decimals=2)} idle over these iterations")
+    return f"; without the profiler's own cost per event, about {seconds(expected_idle_s, decimals=2)} idle"
 
 
 def _host_causes(ctx: AdviceContext) -> str:
