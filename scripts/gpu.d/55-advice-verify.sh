@@ -7,9 +7,9 @@
 # advised and timed; then `advise --verify` on every before-profile, 50-advice's too when that
 # piece ran first (their files are copied here). scripts/advice_report.py writes estimate, --verify
 # and measured saving per step to $PIECE_OUT/advice.md (for docs/benchmarks/advice.md).
-# Expected runtime about 5 minutes, an estimate not yet timed with six examples: this comment gave
-# 2.5 minutes for the first three, and each example adds two profiles, four `advise` runs, two
-# 50-step timings, a diff and an `advise --verify`.
+# Runtime on the H200 machine (2026-11-30, beside another lane): the first four examples and
+# qkv_projections took more than 340 s, the piece's limit then, before wide_block and the
+# --verify loop; wave_tail and wide_block alone (ADVICE_ONLY) took 119 s. Give it 8 minutes alone.
 # ADVICE_ONLY="wave_tail wide_block" runs only those examples (a rerun of the ones a deadline cut).
 set -u
 out="${PIECE_OUT:?PIECE_OUT must be set}"
