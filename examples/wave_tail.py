@@ -63,7 +63,11 @@ def main() -> None:
     props = torch.cuda.get_device_properties(0)
     limits = sm_limits(torch.cuda.get_device_capability(0))
     probe = torch.empty(BLOCK, device="cuda")
-    compiled = spin_kernel[(1,)](probe, 1, BLOCK=BLOCK, num_warps=WARPS)
+    # the probe passes the real iteration count: Triton specialises an integer argument equal to
+    # 1 (and one divisible by 16), and the iters=1 variant needed 32 registers where the launched
+    # one needs 37 (H200, Triton 3.6): 2 blocks per SM where 1 fits, so the first recorded run
+    # made 2 1/4 waves of 132 slots instead of 1 1/8
+    compiled = spin_kernel[(1,)](probe, args.iters, BLOCK=BLOCK, num_warps=WARPS)
     occ = occupancy(limits, WARPS * 32, compiled.n_regs, compiled.metadata.shared) if limits else None
     resident = occ.blocks_per_sm if occ and occ.blocks_per_sm else 1
     slots = props.multi_processor_count * resident
