@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from rooflinectl.capture.chrome_json import gc_paused, read_events
+from rooflinectl.capture.chrome_json import encode_json, gc_paused, read_events
 from rooflinectl.capture.columns import from_columns, to_columns
 
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -246,17 +246,11 @@ def _triple(value: Any) -> tuple[int, int, int] | None:
     return None
 
 
-try:
-    from orjson import dumps as _dumps
-except ImportError:  # pragma: no cover - where orjson is not installed
-    _dumps = repr  # type: ignore[assignment]
-
-
 def _signature_bytes(values: Any) -> Any:
     """A hashable key equal for equal JSON values (fast with orjson)."""
     try:
-        return _dumps(values)
-    except TypeError:  # not JSON data (an int beyond 64 bits, ...)
+        return encode_json(values)
+    except (TypeError, ValueError):  # not JSON data at all
         return repr(values)
 
 
