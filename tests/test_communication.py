@@ -96,3 +96,20 @@ def test_rank_environment_and_file_names() -> None:
     assert rank_device_index(info, 2) == 1 and rank_device_index(info, 1) is None
     assert re.fullmatch(r"rooflinectl\.profile\.rank0\.json",
                         rank_output_path("rooflinectl.profile.json", {**info, "rank": 0}))
+
+
+def test_own_device_index_is_the_ranks_gpu_else_the_current_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from rooflinectl.capture.distributed import own_device_index
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    assert own_device_index() == 0  # no torchrun: the current device
+    for key, value in {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}.items():
+        monkeypatch.setenv(key, value)
+    assert own_device_index() == 1  # rank 1 works on GPU 1 before its script selects it
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert own_device_index() == 0  # one visible GPU per rank (CUDA_VISIBLE_DEVICES set per rank)

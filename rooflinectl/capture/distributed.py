@@ -75,3 +75,13 @@ def rank_device_index(info: dict[str, Any] | None, device_count: int) -> int | N
     if info is None or device_count <= 1 or not 0 <= info["local_rank"] < device_count:
         return None
     return int(info["local_rank"])
+
+
+def own_device_index() -> int:
+    """The GPU this process works on: a torchrun rank's own (rank_device_index), which its script
+    may not have selected yet, else the current device. The overhead probe runs there, so rank 1
+    never opens a context on GPU 0, and the NVML sampler samples it."""
+    import torch
+
+    index = rank_device_index(rank_info(), torch.cuda.device_count())
+    return torch.cuda.current_device() if index is None else index

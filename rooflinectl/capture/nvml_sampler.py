@@ -248,14 +248,10 @@ def _cuda_device() -> tuple[int, str | None]:
     """The GPU to sample and its UUID (NVML numbers devices without CUDA_VISIBLE_DEVICES): a rank of
     a torchrun job samples its own (LOCAL_RANK), which its script has not selected yet; else the
     current device."""
-    import torch
-
-    from rooflinectl.capture.distributed import rank_device_index, rank_info
+    from rooflinectl.capture.distributed import own_device_index
     from rooflinectl.ceilings.detect import read_torch_props
 
-    index = rank_device_index(rank_info(), torch.cuda.device_count())
-    if index is None:
-        index = torch.cuda.current_device()
+    index = own_device_index()
     return index, read_torch_props(index)[0].get("uuid")
 
 

@@ -31,7 +31,7 @@ from rooflinectl.capture.chrome_json import (
     gc_paused,
     open_trace,
 )
-from rooflinectl.capture.distributed import rank_device_index, rank_info
+from rooflinectl.capture.distributed import own_device_index, rank_info
 from rooflinectl.capture.inductor import compiled_cpp_kernels, inductor_annotations
 from rooflinectl.capture.modules import module_scopes
 from rooflinectl.capture.nvml_sampler import nvml_sampling
@@ -184,13 +184,9 @@ def _tiny_op_loop_s(device: str) -> float:
     return time.perf_counter() - start
 
 
-def _probe_device(device_kind: str, ranks: dict[str, Any] | None) -> str:
-    """Where the overhead probe runs: a rank's own GPU (LOCAL_RANK) before its script picks it, so
-    rank 1 never opens a context on GPU 0; else the current device."""
-    if device_kind != "cuda":
-        return device_kind
-    index = rank_device_index(ranks, torch.cuda.device_count())
-    return f"cuda:{index}" if index is not None else "cuda"
+def _probe_device(device_kind: str) -> str:
+    """Where the overhead probe runs: this process's own GPU (capture/distributed.own_device_index)."""
+    return f"cuda:{own_device_index()}" if device_kind == "cuda" else device_kind
 
 
 def _overhead_per_op_s(profiled_s: float, plain_s: float) -> float:
@@ -264,7 +260,7 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
     ranks = rank_info()
     if ranks is not None:  # a rank of a distributed job: its place, in the metadata of its own profile
         capture.metadata.update(ranks)
-    probe = _probe_device(device_kind, ranks)
+    probe = _probe_device(device_kind)
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device_kind == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
