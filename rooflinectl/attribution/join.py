@@ -97,12 +97,13 @@ class _OpIndex:
                 self.children[stack[-1]].append(i)
             stack.append(i)
         self.by_external = {op.external_id: i for i, op in enumerate(self.ops) if op.external_id >= 0}
-        self.region_spans = merge_spans([(o.ts_ns, o.end_ns) for o in self.ops
-                                          if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)])
-        self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in self.ops
-                                    if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)})
-        self.excluded_spans = merge_spans([(o.ts_ns, o.end_ns) for o in self.ops
-                                            if o.category == "user_annotation" and o.name in (CALIBRATION_NAME, WARMUP_NAME)])
+        annotations = [o for o in self.ops if o.category == "user_annotation"]  # one pass over the ops
+        regions = [o for o in annotations if o.name.startswith(REGION_PREFIX)]
+        self.region_runs = len(regions)
+        self.region_spans = merge_spans([(o.ts_ns, o.end_ns) for o in regions])
+        self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in regions})
+        self.excluded_spans = merge_spans([(o.ts_ns, o.end_ns) for o in annotations
+                                            if o.name in (CALIBRATION_NAME, WARMUP_NAME)])
         self._region_starts = [a for a, _ in self.region_spans]
         self._excluded_starts = [a for a, _ in self.excluded_spans]
         # per-op memos as lists (a dict of a million int keys costs ~70 MB more)
@@ -281,10 +282,9 @@ def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> At
         _cpu_records(index, records)
     launches = records.frame()
     host_events = sum(1 for o in index.ops if index.in_window(o.ts_ns) and not o.name.startswith(REGION_PREFIX))
-    region_runs = sum(1 for o in index.ops if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX))
     return Attributed(launches=launches, window_s=_window_ns(launches, index) / 1e9, regions=index.region_names,
                       host_events=host_events, compile_work_s=_compile_work_s(trace, index, device_kind),
-                      region_runs=region_runs)
+                      region_runs=index.region_runs)
 
 
 def _compile_work_s(trace: RawTrace, index: _OpIndex, device_kind: str) -> float:
