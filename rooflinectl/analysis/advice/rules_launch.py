@@ -100,7 +100,8 @@ def _unprofiled_words(ctx: AdviceContext, unprofiled_s: float | None, expected_i
     if ctx.summary.get("device_idle_unprofiled_source") == "measured":
         return (f"; the steps timed after the profiler stopped (--profile-steps) leave about "
                 f"{seconds(expected_idle_s, decimals=2)} idle over these iterations")
-    return f"; without the profiler's own cost per event, about {seconds(expected_idle_s, decimals=2)} idle"
+    return (f"; without the profiler's own cost per event, about {seconds(expected_idle_s, decimals=2)} idle "
+            "(an estimate: `rooflinectl profile --profile-steps N` measures the step without the profiler)")
 
 
 def _host_causes(ctx: AdviceContext) -> str:
