@@ -57,7 +57,7 @@ def main() -> None:
         if args.mode == "ours-noscopes":
             import rooflinectl.capture.session as session
 
-            session.module_scopes = lambda *a, **k: __import__("contextlib").nullcontext()
+            session.module_scopes = lambda *a, **k: __import__("contextlib").nullcontext(lambda: None)
         from rooflinectl.capture.session import profiling
 
         with profiling("cuda", profile_steps=3):

@@ -176,3 +176,31 @@ def test_idle_without_the_profiler_is_measured_from_the_unprofiled_steps() -> No
                           "device_idle_unprofiled_source": "calibration"}
     regions = unprofiled_idle({**summary, "iterations_method": "regions"}, None)  # no steady loop: not comparable
     assert regions == {}
+
+
+COMPILED = """
+import sys, torch
+compiles = []
+
+def counting_backend(gm, example_inputs):
+    compiles.append(1)
+    return gm.forward
+
+model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU(), torch.nn.Linear(16, 16))
+compiled = torch.compile(model, backend=counting_backend)
+x = torch.randn(4, 16)
+with torch.no_grad():
+    for _ in range(int(sys.argv[1])):
+        compiled(x)
+print("COMPILES", len(compiles))
+"""
+
+
+def test_a_compiled_model_is_not_compiled_again_after_the_stop(tmp_path: Path) -> None:
+    # a plain run compiles once; turning the module scopes off at the stop must not change a guard
+    # Dynamo took while they were on (it recompiled when the global hooks went away, and when the
+    # hooks read their on/off flag before asking whether Dynamo traces them)
+    result, out, _ = _profile(tmp_path, COMPILED, 8, "--profile-steps", "3")
+    assert result.exit_code == 0, result.output
+    assert "COMPILES 1" in result.output
+    assert json.loads(out.read_text())["summary"]["unprofiled_steps"] == 8 - 3 - 1

@@ -140,11 +140,11 @@ _active: list[_Scopes] = []  # the installed scopes (module_scopes is re-entrant
 
 
 @contextmanager
-def _monitored(scopes: _Scopes) -> Iterator[None]:
+def _monitored(scopes: _Scopes) -> Iterator[Callable[[], None]]:
     monitoring = sys.monitoring  # type: ignore[attr-defined]
     tool = next((t for t in range(1, 6) if monitoring.get_tool(t) is None), None)
     if tool is None:  # every tool id taken (debuggers, coverage, profilers): no module names
-        yield
+        yield lambda: None
         return
     code = torch.nn.Module._call_impl.__code__
     events = monitoring.events
@@ -164,6 +164,10 @@ def _monitored(scopes: _Scopes) -> Iterator[None]:
         if unwound is code:
             scopes.exit(id(sys._getframe(1)))
 
+    def off() -> None:  # no events at all from here on (no guard of Dynamo's depends on them)
+        monitoring.set_events(tool, 0)
+        monitoring.set_local_events(tool, code, 0)
+
     monitoring.use_tool_id(tool, _TOOL_NAME)
     try:
         monitoring.register_callback(tool, events.PY_START, on_start)
@@ -171,10 +175,9 @@ def _monitored(scopes: _Scopes) -> Iterator[None]:
         monitoring.register_callback(tool, events.PY_UNWIND, on_unwind)
         monitoring.set_local_events(tool, code, events.PY_START | events.PY_RETURN)
         monitoring.set_events(tool, events.PY_UNWIND)  # not a local event: every frame, checked above
-        yield
+        yield off
     finally:
-        monitoring.set_events(tool, 0)
-        monitoring.set_local_events(tool, code, 0)
+        off()
         monitoring.register_callback(tool, events.PY_START, None)
         monitoring.register_callback(tool, events.PY_RETURN, None)
         monitoring.register_callback(tool, events.PY_UNWIND, None)
@@ -182,14 +185,22 @@ def _monitored(scopes: _Scopes) -> Iterator[None]:
 
 
 @contextmanager
-def _hooked(scopes: _Scopes) -> Iterator[None]:
+def _hooked(scopes: _Scopes) -> Iterator[Callable[[], None]]:
+    enabled = [True]
+
+    def off() -> None:
+        """The hooks stay (removing them would make Dynamo recompile what it compiled with them:
+        it guards on global hooks) and return at once."""
+        enabled[0] = False
+
     def pre_hook(module: torch.nn.Module, _inputs: Any) -> None:
-        if torch.compiler.is_compiling():  # traced by Dynamo: leave nothing in the graph
+        # is_compiling() first: Dynamo, tracing the hook, then never reads (nor guards on) enabled
+        if torch.compiler.is_compiling() or not enabled[0]:  # traced by Dynamo: leave nothing in the graph
             return
         scopes.enter(module, id(module))
 
     def post_hook(module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
-        if torch.compiler.is_compiling():
+        if torch.compiler.is_compiling() or not enabled[0]:
             return
         scopes.exit(id(module))
 
@@ -198,7 +209,7 @@ def _hooked(scopes: _Scopes) -> Iterator[None]:
     warnings.filterwarnings("ignore", message=_HOOK_WARNING, category=UserWarning)
     ours = warnings.filters[0]
     try:
-        yield
+        yield off
     finally:
         pre.remove()
         post.remove()
@@ -213,20 +224,22 @@ def uses_monitoring() -> bool:
 
 
 @contextmanager
-def module_scopes(on_outermost: Callable[[torch.nn.Module], None] | None = None) -> Iterator[None]:
+def module_scopes(on_outermost: Callable[[torch.nn.Module], None] | None = None) -> Iterator[Callable[[], None]]:
     """Annotate every eager nn.Module call while the block runs (nested uses share the outer one).
 
     on_outermost(module) is called at each eager call of a module that no other module called
-    (capture/step_limit.py finds the top-level module so)."""
+    (capture/step_limit.py finds the top-level module so). The block gets a function that turns
+    the scopes off for the rest of it at no cost to the program (`--profile-steps` after its stop):
+    sys.monitoring's events are switched off; global hooks stay in place but return at once."""
     if _active:
-        yield
+        yield lambda: None
         return
     scopes = _Scopes(fast=FAST_SCOPES and _RecordFunctionFast is not None, on_outermost=on_outermost)
     _active.append(scopes)
     mechanism = _monitored if uses_monitoring() else _hooked
     try:
-        with mechanism(scopes):
-            yield
+        with mechanism(scopes) as off:
+            yield off
     finally:
         scopes.close_all()
         _active.clear()

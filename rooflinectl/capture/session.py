@@ -269,7 +269,7 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
     # FunctionEvent list, which costs more time and memory than the whole run on a long trace;
     # we read the exported trace instead.
     prof = torch.profiler.profile(activities=activities, record_shapes=True)
-    recording = ExitStack()  # what only the profiled part needs: closed when a step limit stops the profiler
+    recording = ExitStack()  # the Triton launch hook: removed when a step limit stops the profiler
     stopped: list[bool] = []
 
     def stop_recording() -> None:
@@ -288,15 +288,16 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
     if profile_steps is not None:
         def stop_at_limit() -> None:
             stop_recording()
-            recording.close()  # module scopes and the Triton hook cost the un-profiled steps too
+            scopes_off()  # module scopes and the Triton hook cost the un-profiled steps too
+            recording.close()
 
         limit = StepLimit(profile_steps, device_kind, stop_at_limit)
     with ExitStack() as stack:
         _SESSIONS_STARTED[0] += 1
         if limit is not None and device_kind == "cuda" and _SESSIONS_STARTED[0] == 1:
             stack.callback(_cupti_torn_down_after_stop())  # the run goes on after the stop: detach CUPTI
+        scopes_off = stack.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))
         stack.enter_context(recording)
-        recording.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))
         stack.enter_context(inductor_annotations())
         recording.enter_context(triton_launches(triton_sink))
         if limit is not None:
