@@ -4,8 +4,8 @@ the profiler and time each later iteration as the script would time its loop.
 Why: the profiler's host cost per recorded op stretches a launch-bound step (eager ResNet-50
 training on the H200 machine: +41% to +100% with a bare torch.profiler,
 docs/benchmarks/steady-state.md), so a profiled step time is not the user's step time. The
-iterations after the profile run as the program runs alone (profiler stopped, module scopes and
-the Triton launch hook removed), and the time between consecutive iteration boundaries, taken
+iterations after the profile run as the program runs alone (profiler stopped, module scopes
+switched off, the Triton launch hook removed), and the time between consecutive iteration boundaries, taken
 with CUDA events on the current stream (wall clock on CPU), is the un-profiled step time,
 measured in the same process on the same data.
 
