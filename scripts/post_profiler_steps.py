@@ -2,6 +2,9 @@
 training steps timed with CUDA events before any profiler, then profiled for 3 steps (a bare
 torch.profiler, or rooflinectl's session with --profile-steps 3), then after the stop.
 
+Also one tiny launch's host cost before and after (after the session for `ours`): a slower
+launch afterwards means CUPTI stayed attached.
+
 Usage: python3 scripts/post_profiler_steps.py bare|ours [--batch 64] [--steps 10]. Prints one JSON line (ms)."""
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import argparse
 import json
 import os
 import statistics
+import time
 
 import torch
 import torchvision
@@ -42,8 +46,20 @@ def main() -> None:
         torch.cuda.synchronize()
         return [a.elapsed_time(b) for a, b in zip(events, events[1:])]
 
+    tiny = torch.zeros(1, device="cuda")
+
+    def tiny_launch_us(n: int = 2000) -> float:
+        """One x.add_(1) launch, host-bound: what CUPTI left attached costs shows here first."""
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(n):
+            tiny.add_(1)
+        torch.cuda.synchronize()
+        return round((time.perf_counter() - start) / n * 1e6, 2)
+
     for _ in range(3):
         step()
+    tiny_before = min(tiny_launch_us() for _ in range(3))
     before = timed(args.steps)
     if args.mode == "bare":
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
@@ -63,7 +79,9 @@ def main() -> None:
         with profiling("cuda", profile_steps=3):
             timed(3)
             after = timed(args.steps)
+    tiny_after = min(tiny_launch_us() for _ in range(3))  # after the session (ours) or the stop (bare)
     print(json.dumps({"mode": args.mode, "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI"),
+                      "tiny_launch_before_us": tiny_before, "tiny_launch_after_us": tiny_after,
                       "before_ms": round(statistics.median(before), 2), "after_ms": round(statistics.median(after), 2),
                       "after_first10_ms": round(statistics.median(after[:10]), 2),
                       "after_rest_ms": round(statistics.median(after[10:] or after), 2),
