@@ -204,3 +204,20 @@ def test_a_compiled_model_is_not_compiled_again_after_the_stop(tmp_path: Path) -
     assert result.exit_code == 0, result.output
     assert "COMPILES 1" in result.output
     assert json.loads(out.read_text())["summary"]["unprofiled_steps"] == 8 - 3 - 1
+
+
+def test_events_that_cannot_be_compared_give_no_time_rather_than_a_wrong_one() -> None:
+    from rooflinectl.capture.step_limit import StepLimit
+
+    class Event:
+        def __init__(self, device: int, at_ms: float) -> None:
+            self.device, self.at_ms = device, at_ms
+
+        def elapsed_time(self, other: Event) -> float:
+            if other.device != self.device:
+                raise RuntimeError("events on different devices")
+            return other.at_ms - self.at_ms
+
+    limit = StepLimit(1, "cuda", lambda: None)
+    limit.events = [(Event(0, 0.0), 0.0), (Event(0, 20.0), 9.0), (Event(1, 41.0), 9.5), (Event(1, 62.0), 10.0)]
+    assert limit.step_times_s() == [pytest.approx(0.020), pytest.approx(0.021)]  # the device-0 -> 1 pair is left out

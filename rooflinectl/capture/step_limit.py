@@ -90,7 +90,7 @@ class StepLimit:
 
     def _before_module_call(self, _module: torch.nn.Module, _inputs: Any) -> None:
         """The watched module's pre-hook: where the profiler stops (no profiler callback of ours
-        is running here), and, once stopped, a boundary (the module scopes are gone then, so the
+        is running here), and, once stopped, a boundary (the module scopes are off then, so the
         calls are counted here)."""
         if torch.compiler.is_compiling():
             return
@@ -116,24 +116,32 @@ class StepLimit:
             return
         event = None
         if self.cuda:
-            event = torch.cuda.Event(enable_timing=True)
-            event.record()
+            try:
+                event = torch.cuda.Event(enable_timing=True)
+                event.record()
+            except RuntimeError:  # runs inside the user's hook: a device error is theirs to meet, not ours
+                return
         self.events.append((event, time.perf_counter()))
 
     def step_times_s(self) -> list[float]:
-        """Seconds between consecutive boundaries (CUDA events on the GPU; call after a sync)."""
+        """Seconds between consecutive boundaries (CUDA events on the GPU; call after a sync). A
+        pair of events that cannot be compared (recorded on two devices, a device in an error
+        state) gives no time rather than a wrong one."""
         times: list[float] = []
         for (a, a_s), (b, b_s) in zip(self.events, self.events[1:], strict=False):
-            times.append(a.elapsed_time(b) / 1e3 if a is not None and b is not None else b_s - a_s)
+            if a is None or b is None:
+                times.append(b_s - a_s)
+                continue
+            try:
+                times.append(a.elapsed_time(b) / 1e3)
+            except RuntimeError:
+                continue
         return times
 
     def metadata(self) -> dict[str, Any]:
         """What the profile keeps: how iterations were marked, and the timed steps."""
         marker = self.marker or (OPTIMIZER_STEP if self.optimizer is not None else MODULE_FORWARD)
-        try:
-            times = self.step_times_s()
-        except RuntimeError:  # a failed script may leave the device in an error state
-            times = []
+        times = self.step_times_s()
         return {
             "steps": self.steps,
             "stopped": self.stopped,
