@@ -276,28 +276,28 @@ def _recorded(name: str, phase: str):
     return profile_data(capture, command=[f"examples/{name}.py"], completed=True, ceilings=h200_ceilings())
 
 
-def test_the_h200_wave_tail_capture_gets_its_wave_finding_and_loses_it_when_fixed():
-    """examples/wave_tail.py on the H200: 297 programs of one block per SM slot on 132 SMs are
-    2 full waves and one of 297 - 264 = 33 programs; split 32 ways, the finding goes. Measured
-    without the profiler: 0.962 -> 0.815 ms per step."""
-    before = _recorded("wave_tail", "before")
-    (f,) = findings(before, "grid.wave-quantisation")
-    assert "297 blocks on 132 slots" in f.evidence and "the last with 33 items on 33 of 132 SMs" in f.evidence
-    assert findings(_recorded("wave_tail", "after"), "grid.wave-quantisation") == []
-    measured_s = (step_ms("wave_tail", "before") - step_ms("wave_tail", "after")) / 1e3
-    per_step_s = f.est_saving_s / before.summary["region_runs"]
-    assert 0.5 < per_step_s / measured_s < 2.0, (per_step_s, measured_s)
+def _found_before_not_after(name: str, rule_id: str):
+    """examples/NAME.py's before-profile and its one RULE_ID finding; the after-profile has none."""
+    before = _recorded(name, "before")
+    (f,) = findings(before, rule_id)
+    assert findings(_recorded(name, "after"), rule_id) == []
+    return before, f
 
 
-def test_the_h200_wide_block_capture_gets_its_occupancy_finding_and_loses_it_when_fixed():
-    """examples/wide_block.py on the H200: 168 registers x 128 threads a block; 65536 registers an
-    SM hold 3 such blocks (3 x 21504 = 64512), 12 of 64 warps. BLOCK_SIZE 256: the finding goes.
-    Measured without the profiler: 0.498 -> 0.096 ms per step."""
-    before = _recorded("wide_block", "before")
-    (f,) = findings(before, "kernel.low-occupancy")
-    assert "168 registers per thread x 128 threads" in f.evidence and "12 warps per SM (18.8% occupancy" in f.evidence
-    assert findings(_recorded("wide_block", "after"), "kernel.low-occupancy") == []
-    measured_s = (step_ms("wide_block", "before") - step_ms("wide_block", "after")) / 1e3
+@pytest.mark.parametrize(("name", "rule_id", "evidence"), [
+    # 297 programs of one block per SM slot on 132 SMs: 2 full waves and one of 297 - 264 = 33
+    # programs; split 32 ways, the finding goes. Measured: 0.962 -> 0.815 ms per step
+    ("wave_tail", "grid.wave-quantisation", ("297 blocks on 132 slots", "the last with 33 items on 33 of 132 SMs")),
+    # 168 registers x 128 threads a block: 65536 registers hold 3 such blocks (3 x 21504 = 64512),
+    # 12 of 64 warps; BLOCK_SIZE 256, the finding goes. Measured: 0.498 -> 0.096 ms per step
+    ("wide_block", "kernel.low-occupancy", ("168 registers per thread x 128 threads", "12 warps per SM (18.8% occupancy")),
+])
+def test_an_h200_capture_gets_its_finding_near_the_measured_saving_and_loses_it_when_fixed(name, rule_id, evidence):
+    """The example on the H200: the rule fires before the fix, not after, and its estimate per step
+    is within 2x of the step time the fix saved (the example's own CUDA events, no profiler)."""
+    before, f = _found_before_not_after(name, rule_id)
+    assert all(part in f.evidence for part in evidence), f.evidence
+    measured_s = (step_ms(name, "before") - step_ms(name, "after")) / 1e3
     per_step_s = f.est_saving_s / before.summary["region_runs"]
     assert 0.5 < per_step_s / measured_s < 2.0, (per_step_s, measured_s)
 
@@ -307,10 +307,9 @@ def test_the_h200_qkv_capture_gets_its_skinny_finding_near_the_kernel_saving():
     addmm per layer, then one [6912, 2304] product. The rule estimates the GEMMs' own distance from
     the roof: compared with the addmm kernel time the fixed capture really has (not with the step,
     which also loses two launches per layer: launch.overhead's part)."""
-    before, after = _recorded("qkv_projections", "before"), _recorded("qkv_projections", "after")
-    (f,) = findings(before, "gemm.skinny")
+    before, f = _found_before_not_after("qkv_projections", "gemm.skinny")
     assert "has M = 64" in f.evidence
-    assert findings(after, "gemm.skinny") == []
+    after = _recorded("qkv_projections", "after")
 
     def addmm_s(data) -> float:
         return float(data.kernels.loc[data.kernels["op"] == "aten::addmm", "time_s"].sum())
