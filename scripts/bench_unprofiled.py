@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench_distributed import timing_lines  # scripts/ is on the path of a script run from it
+
 DDP_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 # name: (script, its args, warm-up steps, timed steps, --profile-steps, marker, processes)
@@ -40,17 +42,9 @@ WORKLOADS: dict[str, tuple[str, list[str], int, int, int, str, int]] = {
 }
 
 
-def timings(text: str) -> dict[int, list[float]]:
-    """rank (0 for one process) -> the iter_ms of the TIMING line it printed."""
-    decoder = json.JSONDecoder()
-    out = {}
-    for part in text.split("TIMING ")[1:]:
-        try:
-            record = decoder.raw_decode(part)[0]
-        except ValueError:
-            continue
-        out[int(record.get("rank", 0))] = [float(t) for t in record["iter_ms"]]
-    return out
+def timings(log: Path) -> dict[int, list[float]]:
+    """rank (0 for one process) -> the iter_ms of the TIMING line it printed in the run's log."""
+    return {rank: [float(t) for t in record["iter_ms"]] for rank, record in timing_lines(log).items()}
 
 
 def same_steps(iter_ms: list[float], timed: int, marker: str) -> list[float]:
@@ -59,13 +53,14 @@ def same_steps(iter_ms: list[float], timed: int, marker: str) -> list[float]:
     return iter_ms[-timed:] if marker == "optimizer_step" else iter_ms[-timed - 1:-1]
 
 
-def run(command: list[str], log: Path, env: dict[str, str]) -> str:
+def run(command: list[str], log: Path, env: dict[str, str]) -> Path:
+    """Run the command; its output goes to the log file, whose path comes back."""
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=400)
     text = done.stdout + done.stderr
     log.write_text(text)
     if done.returncode != 0:
         print(f"exit {done.returncode}: {' '.join(command)}\n{text[-2000:]}", file=sys.stderr)
-    return text
+    return log
 
 
 def measure(name: str, out: Path, rounds: int) -> list[dict[str, Any]]:

@@ -13,10 +13,10 @@ import argparse
 import json
 import os
 import statistics
-import time
 
 import torch
 import torchvision
+from post_profiler_overhead import per_launch_us  # scripts/ is on the path of a script run from it
 
 
 def main() -> None:
@@ -48,14 +48,8 @@ def main() -> None:
 
     tiny = torch.zeros(1, device="cuda")
 
-    def tiny_launch_us(n: int = 2000) -> float:
-        """One x.add_(1) launch, host-bound: what CUPTI left attached costs shows here first."""
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(n):
-            tiny.add_(1)
-        torch.cuda.synchronize()
-        return round((time.perf_counter() - start) / n * 1e6, 2)
+    def tiny_launch_us() -> float:
+        return round(per_launch_us(tiny, 2000), 2)
 
     for _ in range(3):
         step()
