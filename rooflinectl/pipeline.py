@@ -26,7 +26,7 @@ from rooflinectl.analysis.launch_runs import back_to_back_runs
 from rooflinectl.analysis.roofline import cost_shares, place_on_roofline, summarise
 from rooflinectl.attribution.counters import CounterJoin, class_coverage, counters_by_row
 from rooflinectl.attribution.group import MAX_SEQUENCE, group_table
-from rooflinectl.attribution.iterations import Iterations, find_iterations
+from rooflinectl.attribution.iterations import LOOP_METHODS, Iterations, find_iterations
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
 from rooflinectl.attribution.records import PER_LAUNCH_COLUMNS
 from rooflinectl.attribution.spans import merge_spans, span_index
@@ -168,9 +168,6 @@ def unprofiled_figures(limit: Any) -> dict[str, Any]:
     }
 
 
-STEADY_METHODS = ("profiler_step", "optimizer_step", "module_forward", "compiled_call", "kernel_sequence")
-
-
 def unprofiled_idle(summary: dict[str, Any], overhead_per_op_s: float | None) -> dict[str, Any]:
     """The device idle time to expect without the profiler, and where it comes from.
 
@@ -182,7 +179,7 @@ def unprofiled_idle(summary: dict[str, Any], overhead_per_op_s: float | None) ->
     it left 19-42 ms of idle per step where the measured figure was 7.5-21 ms."""
     step_s = summary.get("unprofiled_step_time_s")
     iterations = summary.get("iterations") or 0
-    if isinstance(step_s, (int, float)) and iterations and summary.get("iterations_method") in STEADY_METHODS:
+    if isinstance(step_s, (int, float)) and iterations and summary.get("iterations_method") in LOOP_METHODS:
         busy_per_step_s = float(summary.get("device_busy_s") or 0.0) / iterations
         return {"device_idle_unprofiled_s": max(step_s - busy_per_step_s, 0.0) * iterations,
                 "device_idle_unprofiled_source": "measured"}

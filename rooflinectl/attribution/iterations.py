@@ -49,8 +49,8 @@ MIN_ITERATIONS = 2  # fewer found is no loop: the whole run is counted
 MIN_SEQUENCE_REPEATS = 3  # unmarked repetitions: two identical layers of one forward are not a loop
 CANDIDATE_PERIODS = 48  # most frequent distances between repeats of a launch, tried as periods
 MIN_REPEATED_SHARE = 0.25  # a repeated stretch must hold this share of the run's kernel time
-METHODS = ("function", "regions", "profiler_step", "optimizer_step", "module_forward", "compiled_call",
-           "kernel_sequence", "none", "off")
+LOOP_METHODS = ("profiler_step", "optimizer_step", "module_forward", "compiled_call", "kernel_sequence")  # found a loop
+METHODS = ("function", "regions", *LOOP_METHODS, "none", "off")
 
 
 @dataclass

@@ -39,8 +39,8 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     the idle time (the launches left: those outside the batchable runs, plus one bmm per run). The
     idle time is the one to expect without the profiler (device_idle_unprofiled_s: measured from
     the un-profiled steps of `--profile-steps`, else the profiler's calibrated cost per recorded
-    event taken out), since the profiler slows the host that launches the kernels. Kernel time is not counted: graphs do not make kernels faster (fusing them is the
-    fusion rule's saving).
+    event taken out), since the profiler slows the host that launches the kernels. Kernel time is
+    not counted: graphs do not make kernels faster (fusing them is the fusion rule's saving).
     """
     if not ctx.on_gpu:
         return []
