@@ -204,8 +204,8 @@ def _cupti_torn_down_after_stop() -> Callable[[], None]:
     returns what puts the environment back.
 
     Without it, a stopped torch.profiler (torch 2.11, CUDA 13) leaves CUPTI attached and every later
-    launch pays for it: on the H200 machine a tiny launch took 9.3 us after a session against 7.0
-    before it, 6.7 with the teardown; eager ResNet-50 steps after `--profile-steps` took 31.3 ms
+    launch pays for it: on the H200 machine a tiny launch took 8.9-10.7 us after a session against
+    7.0 before it, 6.7-7.0 with the teardown; eager ResNet-50 steps after `--profile-steps` took 31.3 ms
     against 19.9 ms with it (scripts/post_profiler_*.py). torch itself turns teardown off for CUDA
     graphs on CUDA < 12.6 (CUPTI crashed on re-init there), so older CUDA is left alone.
 
