@@ -221,3 +221,20 @@ def test_events_that_cannot_be_compared_give_no_time_rather_than_a_wrong_one() -
     limit = StepLimit(1, "cuda", lambda: None)
     limit.events = [(Event(0, 0.0), 0.0), (Event(0, 20.0), 9.0), (Event(1, 41.0), 9.5), (Event(1, 62.0), 10.0)]
     assert limit.step_times_s() == [pytest.approx(0.020), pytest.approx(0.021)]  # the device-0 -> 1 pair is left out
+
+
+def test_a_run_with_no_live_marker_says_so(tmp_path: Path) -> None:
+    # a compiled function (no eager module call, no optimizer): iterations are found afterwards,
+    # but none could be counted while the script ran
+    source = """
+import torch
+w = torch.randn(16, 16)
+f = torch.compile(lambda x: torch.relu(x @ w), backend="eager")
+for _ in range(6):
+    f(torch.randn(4, 16))
+"""
+    result, out, _ = _profile(tmp_path, source, 6, "--profile-steps", "2")
+    assert result.exit_code == 0, result.output
+    assert "--profile-steps 2: no iteration was seen as the run went" in result.output
+    s = json.loads(out.read_text())["summary"]
+    assert s["profile_steps_stopped"] is False and s["profile_steps_seen"] == 0

@@ -85,6 +85,10 @@ def unprofiled_lines(s: dict[str, Any]) -> list[str]:
         return []
     marker = UNPROFILED_MARKERS.get(str(s.get("profile_steps_marker")), "iterations")
     name = f" ({s['profile_steps_marker_name']})" if s.get("profile_steps_marker_name") else ""
+    if not s.get("profile_steps_stopped") and not _count(s.get("profile_steps_seen")):
+        return [f"--profile-steps {steps}: no iteration was seen as the run went (no optimizer step, no eager call "
+                "of an nn.Module; the calls of a torch.compile'd function are not followed live): all of the run "
+                "was profiled"]
     if not s.get("profile_steps_stopped"):
         return [f"--profile-steps {steps}: the run ended after {_count(s.get('profile_steps_seen'))} {marker}{name}; "
                 "all of it was profiled, nothing timed without the profiler"]
