@@ -8,13 +8,9 @@ Usage: python scripts/post_profiler_compiled.py   (needs torchvision; prints one
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import torch
 import torchvision
-
-from rooflinectl.capture.session import profiling
+from post_profiler_cpu import before_and_after  # scripts/ is on the path of a script run from it
 
 
 def main() -> None:
@@ -34,24 +30,7 @@ def main() -> None:
         fwd_bwd()
         opt.step()
 
-    def timed_ms(n: int = 10) -> float:
-        times = []
-        for _ in range(n):
-            start = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - start)
-        return round(statistics.median(times) * 1e3, 2)
-
-    for _ in range(3):
-        step()
-    before = [timed_ms() for _ in range(2)]
-    with profiling("cpu", profile_steps=3):
-        for _ in range(3):
-            step()
-        after_stop = [timed_ms() for _ in range(2)]
-    after_session = [timed_ms() for _ in range(2)]
-    print(f"ms per step: before {before}, after the stop {after_stop}, after the session {after_session}")
-
+    print(before_and_after(step, warmup=3, steps=10, rounds=2, decimals=2))
 
 if __name__ == "__main__":
     main()

@@ -10,10 +10,34 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 
 import torch
 
 from rooflinectl.capture.session import profiling
+
+
+def before_and_after(step: Callable[[], None], *, warmup: int, steps: int, rounds: int, decimals: int = 3) -> str:
+    """Median ms per step, `rounds` times each: before any profiler, after the stop of a
+    --profile-steps session (3 profiled steps), and after the session."""
+
+    def timed_ms() -> float:
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - start)
+        return round(statistics.median(times) * 1e3, decimals)
+
+    for _ in range(warmup):
+        step()
+    before = [timed_ms() for _ in range(rounds)]
+    with profiling("cpu", profile_steps=3):
+        for _ in range(3):
+            step()
+        after_stop = [timed_ms() for _ in range(rounds)]
+    after_session = [timed_ms() for _ in range(rounds)]
+    return f"ms per step: before {before}, after the stop {after_stop}, after the session {after_session}"
 
 
 def main() -> None:
@@ -29,23 +53,7 @@ def main() -> None:
         loss.backward()
         opt.step()
 
-    def timed_ms(n: int = 50) -> float:
-        times = []
-        for _ in range(n):
-            start = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - start)
-        return round(statistics.median(times) * 1e3, 3)
-
-    for _ in range(20):
-        step()
-    before = [timed_ms() for _ in range(3)]
-    with profiling("cpu", profile_steps=3):
-        for _ in range(3):
-            step()
-        after_stop = [timed_ms() for _ in range(3)]
-    after_session = [timed_ms() for _ in range(3)]
-    print(f"ms per step: before {before}, after the stop {after_stop}, after the session {after_session}")
+    print(before_and_after(step, warmup=20, steps=50, rounds=3))
 
 
 if __name__ == "__main__":
