@@ -32,5 +32,6 @@ def main() -> None:
 
     print(before_and_after(step, warmup=3, steps=10, rounds=2, decimals=2))
 
+
 if __name__ == "__main__":
     main()
