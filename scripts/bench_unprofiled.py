@@ -1,10 +1,14 @@
 """The un-profiled step time of `rooflinectl profile --profile-steps N` against the script's own
 CUDA events, for issues 9 and 15 (scripts/gpu.d/66-unprofiled.sh runs it on the H200 machine).
 
-Usage: python3 scripts/bench_unprofiled.py OUT_DIR [--rounds R] [--only NAME ...]
+Usage: python3 scripts/bench_unprofiled.py OUT_DIR [--rounds R] [--only NAME ...] [--steps S]
+                                             [--pin CPUS]
 
-For each workload, R rounds of: the script plain (no profiler), then under `rooflinectl profile
---profile-steps N`. Each run prints its TIMING line (examples/real/_common.py: CUDA events around
+For each workload, R rounds of: the script plain (no profiler) and under `rooflinectl profile
+--profile-steps N`, plain first in odd rounds and profiled first in even ones (a host that drifts
+during the run then moves both sides alike). --steps overrides the timed steps; --pin runs both
+under `taskset -c CPUS` (the same cores for both, against a host-bound step's scheduling noise).
+Each run prints its TIMING line (examples/real/_common.py: CUDA events around
 each timed step). Compared, over the same iterations (the ones rooflinectl timed after its
 profiler stopped, see capture/step_limit.py for which):
 - ours: the profile's unprofiled_step_time_s (median of the steps it timed);
@@ -34,6 +38,7 @@ DDP_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NV
 # name: (script, its args, warm-up steps, timed steps, --profile-steps, marker, processes)
 WORKLOADS: dict[str, tuple[str, list[str], int, int, int, str, int]] = {
     "resnet50-train": ("examples/real/resnet_train.py", ["--batch", "64"], 3, 20, 8, "optimizer_step", 1),
+    "resnet50-train-b256": ("examples/real/resnet_train.py", ["--batch", "256"], 3, 20, 8, "optimizer_step", 1),
     "gpt2-forward": ("examples/real/gpt2_forward.py", ["--layers", "12", "--batch", "8", "--seq", "1024"],
                      3, 20, 8, "module_forward", 1),
     "ddp-gpt2-train": ("examples/real/ddp_train.py", ["--model", "gpt2", "--layers", "12", "--batch", "8",
@@ -63,23 +68,30 @@ def run(command: list[str], log: Path, env: dict[str, str]) -> Path:
     return log
 
 
-def measure(name: str, out: Path, rounds: int) -> list[dict[str, Any]]:
+def measure(name: str, out: Path, rounds: int, steps_override: int | None = None,
+            pin: str | None = None) -> list[dict[str, Any]]:
     script, args, warmup, steps, limit, marker, nproc = WORKLOADS[name]
+    steps = steps_override or steps
     script_args = [*args, "--warmup", str(warmup), "--steps", str(steps)]
     env = {**os.environ, **DDP_ENV}
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"] if nproc > 1 else []
-    plain = [sys.executable, *launcher, script, *script_args]
+    taskset = ["taskset", "-c", pin] if pin else []
+    plain = [*taskset, sys.executable, *launcher, script, *script_args]
 
     def profile_path(r: int, rank: int | str) -> Path:
         return out / (f"{name}.r{r}.rank{rank}.json" if nproc > 1 else f"{name}.r{r}.json")
 
     rows = []
     for r in range(1, rounds + 1):
-        plain_ms = timings(run(plain, out / f"{name}.plain{r}.log", env))
         ranks = ["--nproc-per-node", str(nproc)] if nproc > 1 else []
-        profiled = [sys.executable, "-m", "rooflinectl", "profile", *ranks, "--profile-steps", str(limit),
+        profiled = [*taskset, sys.executable, "-m", "rooflinectl", "profile", *ranks, "--profile-steps", str(limit),
                     "-o", str(profile_path(r, "{rank}")), script, "--", *script_args]
-        prof_ms = timings(run(profiled, out / f"{name}.profiled{r}.log", env))
+        if r % 2:
+            plain_ms = timings(run(plain, out / f"{name}.plain{r}.log", env))
+            prof_ms = timings(run(profiled, out / f"{name}.profiled{r}.log", env))
+        else:
+            prof_ms = timings(run(profiled, out / f"{name}.profiled{r}.log", env))
+            plain_ms = timings(run(plain, out / f"{name}.plain{r}.log", env))
         for rank in range(nproc):
             path = profile_path(r, rank)
             if not path.exists():
@@ -109,7 +121,7 @@ def _ms(v: float | None) -> str:
 
 
 def markdown(rows: list[dict[str, Any]], device: str) -> str:
-    lines = [f"`python3 scripts/bench_unprofiled.py` on {device}, {dt.date.today().isoformat()}.", "",
+    lines = [f"`python3 {' '.join(sys.argv)}` on {device}, {dt.date.today().isoformat()}.", "",
              "| workload | round | rank | profiled (first N) | un-profiled, ours | script's CUDA events, same run | vs ours "
              "| plain run, same steps | vs ours |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -125,9 +137,11 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", nargs="*", default=list(WORKLOADS))
+    parser.add_argument("--steps", type=int, help="timed steps (default: the workload's)")
+    parser.add_argument("--pin", help="CPU list for taskset -c, the same for both runs")
     ns = parser.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
-    rows = [row for name in ns.only for row in measure(name, ns.out, ns.rounds)]
+    rows = [row for name in ns.only for row in measure(name, ns.out, ns.rounds, ns.steps, ns.pin)]
     try:
         import torch
 

@@ -6,5 +6,7 @@
 # plain run, same steps). Runtime on the H200 machine: 138 and 167 s (2026-11-30, beside another lane).
 set -u -o pipefail
 out="${PIECE_OUT:?PIECE_OUT must be set}"
-python3 scripts/bench_unprofiled.py "$out" --rounds 2 --only resnet50-train gpt2-forward
+# UNPROFILED_ARGS replaces the default arguments, e.g. "--rounds 4 --only resnet50-train --pin 2-5".
+# shellcheck disable=SC2086
+python3 scripts/bench_unprofiled.py "$out" ${UNPROFILED_ARGS:---rounds 2 --only resnet50-train gpt2-forward}
 grep -av "^USDT" "$out/resnet50-train.profiled1.log" | grep -v "^TIMING" | head -12 | cut -c1-220
