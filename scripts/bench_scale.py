@@ -96,14 +96,40 @@ def rooflinectl_cmd() -> list[str]:
     return [found] if found else [sys.executable, "-m", "rooflinectl"]
 
 
+def _phase_name(phase: str) -> str:
+    """"attributing 101,009 events" -> "attributing": the words before a count, size or path."""
+    words = []
+    for word in phase.split():
+        if any(c.isdigit() or c in "/(" for c in word):
+            break
+        words.append(word)
+    return " ".join(words) or phase
+
+
+def phase_times(log: Path, wall_s: float) -> list[dict[str, Any]]:
+    """Each phase of the phase log with its seconds (to the next phase; the last one, "exit", to the
+    end of the process as the parent timed it) and the resident memory when it began."""
+    try:
+        marks = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return []
+    marks = [{"t_s": 0.0, "rss_bytes": None, "phase": "start-up"}, *marks]
+    marks[-1] = {**marks[-1], "phase": "exit"}  # "done": the profile is written; what follows is the exit
+    ends = [m["t_s"] for m in marks[1:]] + [wall_s]
+    return [{"phase": _phase_name(m["phase"]), "s": round(end - m["t_s"], 3), "rss_bytes": m["rss_bytes"]}
+            for m, end in zip(marks, ends)]
+
+
 def cmd_capture(out_dir: Path, launches: list[int], timeout_s: float) -> dict[str, Any]:
     rows = []
     for n in launches:
         with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
             bare = run_child([sys.executable, str(WORKLOAD), str(n), "--bare-profile", f"{tmp}/bare.json"], timeout_s)
             trace_bytes = os.path.getsize(f"{tmp}/bare.json") if os.path.exists(f"{tmp}/bare.json") else None
+            phase_log = Path(tmp) / "phases.jsonl"  # where rooflinectl's time and memory went (cli/status.py)
             tool = run_child([*rooflinectl_cmd(), "profile", str(WORKLOAD), "-q", "-o", f"{tmp}/p.profile.json",
-                              "--", str(n)], timeout_s)
+                              "--", str(n)], timeout_s, env={**os.environ, "ROOFLINECTL_PHASE_LOG": str(phase_log)})
+            tool["phases"] = phase_times(phase_log, tool["wall_s"])
             kernels = None
             if os.path.exists(f"{tmp}/p.profile.json"):
                 summary = json.loads(Path(f"{tmp}/p.profile.json").read_text())["summary"]
@@ -265,6 +291,11 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{b['peak_rss_bytes'] / gb:.2f} GB | {t['wall_s']:.1f} s{failed}, {t['cpu_s']:.1f} s CPU | "
                          f"{t['peak_rss_bytes'] / gb:.2f} GB | {r.get('wall_ratio', 'n/a')} | "
                          f"{(r['bare_trace_bytes'] or 0) / 1e6:.0f} MB |")
+        for r in result["capture"]:
+            if r["rooflinectl"].get("phases"):
+                lines.append(f"\nrooflinectl at {r['launches']:,} launches, seconds per phase (resident memory as it began): "
+                             + "; ".join(f"{p['phase']} {p['s']:.1f} s" + (f" ({p['rss_bytes'] / gb:.2f} GB)" if p["rss_bytes"] else "")
+                                         for p in r["rooflinectl"]["phases"]))
     if "analyse" in result:
         a = result["analyse"]
         r = a.get("reported", {})

@@ -34,3 +34,24 @@ def test_phases_show_on_a_terminal(monkeypatch) -> None:
 def test_quiet_or_not_a_terminal_shows_nothing(monkeypatch) -> None:
     assert _shown(monkeypatch, FakeTerminal(), enabled=False) == ""
     assert _shown(monkeypatch, io.StringIO(), enabled=True) == ""
+
+
+def test_phase_log_times_each_phase_from_process_start(monkeypatch, tmp_path) -> None:
+    """ROOFLINECTL_PHASE_LOG: one JSON line per phase, also with -q (the benchmark runs quiet)."""
+    import json
+    import time
+
+    log = tmp_path / "phases.jsonl"
+    monkeypatch.setenv("ROOFLINECTL_PHASE_LOG", str(log))
+    with status_line(False):
+        report("stopping the profiler")
+        time.sleep(0.05)
+        report("reading the trace (1 MB)")
+    report("after the block: nobody listens")
+    marks = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [m["phase"] for m in marks] == ["running the workload", "stopping the profiler",
+                                           "reading the trace (1 MB)", "done"]
+    times = [m["t_s"] for m in marks]
+    assert times == sorted(times) and times[2] - times[1] >= 0.045
+    assert times[0] > 0.1  # counted from the process's start: at least the interpreter's and pytest's start-up
+    assert all(m["rss_bytes"] > 10e6 for m in marks)

@@ -8,10 +8,12 @@ the trace, writing the profile) a live rich status with the phase and the elapse
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from rooflinectl.capture.progress import listening
@@ -60,12 +62,60 @@ class StatusLine:
             self._live = None
 
 
+PHASE_LOG_ENV = "ROOFLINECTL_PHASE_LOG"
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this process started (Linux /proc), so a phase log counts the start-up too."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime_s = float(f.read().split()[0])
+        return uptime_s - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _rss_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class PhaseLog:
+    """With ROOFLINECTL_PHASE_LOG=FILE, one JSON line per phase appended to FILE: seconds since the
+    process started, resident memory, phase. How scripts/bench_scale.py sees where a long profile's
+    time and memory go; a diagnostic, so a file that cannot be written is ignored."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        age_s = _process_age_s()
+        self._t0 = time.perf_counter() - (age_s if age_s is not None else 0.0)
+
+    def __call__(self, phase: str) -> None:
+        line = json.dumps({"t_s": round(time.perf_counter() - self._t0, 3), "rss_bytes": _rss_bytes(), "phase": phase})
+        try:
+            with open(self.path, "a") as f:
+                f.write(line + "\n")
+        except OSError:
+            pass
+
+
 @contextmanager
 def status_line(enabled: bool) -> Iterator[StatusLine]:
     """A StatusLine that follows the phases reported inside the block, cleared at its end."""
     line = StatusLine(enabled)
+    log_path = os.environ.get(PHASE_LOG_ENV)
+    log = PhaseLog(log_path) if log_path else None
     try:
-        with listening(line.phase):
+        with listening(line.phase), (listening(log) if log else nullcontext()):
+            if log:
+                log("running the workload")
             yield line
+            if log:
+                log("done")
     finally:
         line.stop()
