@@ -39,6 +39,12 @@ DDP_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NV
 WORKLOADS: dict[str, tuple[str, list[str], int, int, int, str, int]] = {
     "resnet50-train": ("examples/real/resnet_train.py", ["--batch", "64"], 3, 20, 8, "optimizer_step", 1),
     "resnet50-train-b256": ("examples/real/resnet_train.py", ["--batch", "256"], 3, 20, 8, "optimizer_step", 1),
+    # compiled: the forward and backward of ResNet-50 through torch.compile, the optimizer eager (its
+    # steps are the marker); GPT-2's compiled forward is a function, so no iteration is seen live
+    "resnet50-train-compiled": ("examples/real/resnet_train.py", ["--batch", "64", "--compile", "default"], 3, 20, 8,
+                                "optimizer_step", 1),
+    "gpt2-forward-compiled": ("examples/real/gpt2_forward.py", ["--layers", "12", "--batch", "8", "--seq", "1024",
+                                                                "--compile", "default"], 3, 20, 8, "module_forward", 1),
     "gpt2-forward": ("examples/real/gpt2_forward.py", ["--layers", "12", "--batch", "8", "--seq", "1024"],
                      3, 20, 8, "module_forward", 1),
     "ddp-gpt2-train": ("examples/real/ddp_train.py", ["--model", "gpt2", "--layers", "12", "--batch", "8",
