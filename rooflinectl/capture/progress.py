@@ -2,6 +2,8 @@
 
 Stages never print: they report a phase ("exporting the trace (315 MB)") here, and whoever
 listens (the CLI's status line) shows it. With no listener a report costs a list lookup.
+A mark is a finer step that only timing listeners see (the phase log, not the status line):
+the session's set-up before the user's program runs, which the status line leaves alone.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _listeners: list[Callable[[str], None]] = []
+_mark_listeners: list[Callable[[str], None]] = []
 
 
 def report(phase: str) -> None:
@@ -18,11 +21,21 @@ def report(phase: str) -> None:
         listener(phase)
 
 
+def mark(step: str) -> None:
+    """Tell the timing listeners that a step begins (not shown on the status line)."""
+    for listener in list(_mark_listeners):
+        listener(step)
+
+
 @contextmanager
-def listening(callback: Callable[[str], None]) -> Iterator[None]:
-    """Call callback(phase) for every report made inside the block."""
+def listening(callback: Callable[[str], None], marks: bool = False) -> Iterator[None]:
+    """Call callback(phase) for every report made inside the block (and every mark, if marks)."""
     _listeners.append(callback)
+    if marks:
+        _mark_listeners.append(callback)
     try:
         yield
     finally:
         _listeners.remove(callback)
+        if marks:
+            _mark_listeners.remove(callback)

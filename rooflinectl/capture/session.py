@@ -35,7 +35,7 @@ from rooflinectl.capture.distributed import own_device_index, rank_info
 from rooflinectl.capture.inductor import compiled_cpp_kernels, inductor_annotations
 from rooflinectl.capture.modules import module_scopes
 from rooflinectl.capture.nvml_sampler import nvml_sampling
-from rooflinectl.capture.progress import report
+from rooflinectl.capture.progress import mark, report
 from rooflinectl.capture.quiet import kineto_noise_filtered
 from rooflinectl.capture.region import CALIBRATION_NAME
 from rooflinectl.capture.step_limit import StepLimit
@@ -256,10 +256,12 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
     the profiler (capture/step_limit.py); the trace is still read when the block ends.
     """
     _refuse_nested()
+    mark("session: run metadata")
     capture = Capture(device_kind=device_kind, metadata=run_metadata(device_kind))
     ranks = rank_info()
     if ranks is not None:  # a rank of a distributed job: its place, in the metadata of its own profile
         capture.metadata.update(ranks)
+    mark("session: device probe")
     probe = _probe_device(device_kind)
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device_kind == "cuda":
@@ -296,6 +298,7 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
         _SESSIONS_STARTED[0] += 1
         if limit is not None and device_kind == "cuda" and _SESSIONS_STARTED[0] == 1:
             stack.callback(_cupti_torn_down_after_stop())  # the run goes on after the stop: detach CUPTI
+        mark("session: hooks")
         scopes_off = stack.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))
         stack.enter_context(recording)
         stack.enter_context(inductor_annotations())
@@ -303,17 +306,21 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
         if limit is not None:
             limit.install()
             stack.callback(limit.remove)
+        mark("session: calibration without the profiler")
         _tiny_op_loop_s(probe)  # warm the loop once (allocator, kernel load)
         plain_s = _tiny_op_loop_s(probe)
+        mark("session: profiler start")
         with kineto_noise_filtered(), warnings.catch_warnings():
             # torch >= 2.11 warns that events are not kept across cycles: we run one cycle, on purpose
             warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
             prof.start()
         stack.enter_context(cooperating())  # the script's own torch.profiler starts no second session
         stack.enter_context(counting_workers(capture.metadata))  # threads and children are not followed: count them
+        mark("session: calibration under the profiler")
         with torch.profiler.record_function(CALIBRATION_NAME):  # excluded from what is counted
             profiled_s = _tiny_op_loop_s(probe)
         capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(profiled_s, plain_s)
+        mark("session: NVML sampler")
         nvml = stack.enter_context(ExitStack())
         nvml.enter_context(nvml_sampling(capture))  # stopped after the trace is set, to align the samples with it
 
@@ -350,6 +357,7 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
 
         capture.finish = finish
         _ACTIVE.append(capture)
+        mark("session: the program runs")
         try:
             yield capture
         finally:

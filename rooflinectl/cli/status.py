@@ -111,7 +111,7 @@ def status_line(enabled: bool) -> Iterator[StatusLine]:
     log_path = os.environ.get(PHASE_LOG_ENV)
     log = PhaseLog(log_path) if log_path else None
     try:
-        with listening(line.phase), (listening(log) if log else nullcontext()):
+        with listening(line.phase), (listening(log, marks=True) if log else nullcontext()):
             if log:
                 log("running the workload")
             yield line
