@@ -263,3 +263,35 @@ print("HOOKS", len(module._global_forward_pre_hooks) + len(module._global_forwar
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "HOOKS 0" in done.stdout
+
+
+COMPILED_FORWARD = f"""
+import sys, time, torch
+w = torch.randn(32, 32)
+f = torch.compile(lambda x: torch.relu(x @ w))  # Inductor: no eager module call, no optimizer
+x = torch.randn(16, 32)
+for i in range(int(sys.argv[1])):
+    with torch.profiler.record_function(f"before_call_{{i}}"):
+        time.sleep({SLEEP_S})
+    f(x)
+"""
+
+
+def test_a_loop_over_a_compiled_function_stops_at_the_next_graph_call(tmp_path: Path) -> None:
+    # the calls of the compiled graph mark the iterations live (capture/compiled_calls.py)
+    torch = pytest.importorskip("torch")
+    torch._dynamo.reset()
+    result, out, trace = _profile(tmp_path, COMPILED_FORWARD, 8, "--profile-steps", "2")
+    assert result.exit_code == 0, result.output
+    # the profiler stops as the third graph call starts: the sleep before it is still recorded
+    assert _annotations(trace, "before_call_") == [0, 1, 2]
+    s = json.loads(out.read_text())["summary"]
+    assert s["profile_steps_stopped"] is True and s["profile_steps_marker"] == "compiled_graph"
+    assert s["profile_steps_marker_name"].startswith("CompiledFxGraph ")
+    assert s["profile_steps_seen"] == 8
+    assert s["unprofiled_steps"] == 8 - 2 - 1
+    assert all(SLEEP_S <= t < SLEEP_S + 0.5 for t in s["unprofiled_step_times_s"])
+    assert "--profile-steps 2: profiled 2 calls of the compiled graph (CompiledFxGraph " in result.output
+    from torch._inductor.output_code import CompiledFxGraph
+
+    assert "__wrapped__" not in vars(CompiledFxGraph.__call__)  # put back at the end of the session

@@ -12,9 +12,11 @@ measured in the same process on the same data.
 Iterations are found live by what the program marks, as attribution/iterations.py finds them
 after the run: steps of the first optimizer that steps (torch's global optimizer step hook),
 else calls of the first top-level module (a forward pre-hook on that one module, added at its
-first call and removed at the end). The profiler stops right after the N-th optimizer step, or
-when the top-level module is called for the (N+1)-th time; an annotation open at that moment
-(the optimizer's own, a region) simply ends there. A run of M iterations gives M - N - 1 timed
+first call and removed at the end), else calls of the first torch.compile'd graph that runs (a
+loop over a compiled function: capture/compiled_calls.py). The profiler stops right after the
+N-th optimizer step, or when the top-level module or the graph is called for the (N+1)-th time;
+an annotation open at that moment (the optimizer's own, a region, Dynamo's compiled region)
+simply ends there. A run of M iterations gives M - N - 1 timed
 steps: each is the time from one boundary to the next, none straddles the stop.
 """
 
@@ -27,10 +29,13 @@ from typing import Any
 
 import torch
 
+from rooflinectl.capture.compiled_calls import graph_name, watch_calls
+
 MAX_TIMED_STEPS = 100_000  # boundaries kept: a long run's timing stays a few MB
 
 OPTIMIZER_STEP = "optimizer_step"
 MODULE_FORWARD = "module_forward"
+COMPILED_GRAPH = "compiled_graph"
 
 
 class StepLimit:
@@ -48,20 +53,26 @@ class StepLimit:
         self.module: weakref.ref[torch.nn.Module] | None = None
         self.module_name = ""
         self.module_calls = 0
+        self.graph: Any = None  # the first compiled graph that ran (held: Dynamo's cache holds it anyway)
+        self.graph_name = ""
+        self.graph_calls = 0
         self.marker = ""
         self.stop_error = ""  # why stopping failed, if it did (the run goes on either way)
         self.events: list[tuple[Any, float]] = []  # (CUDA event or None, perf_counter) per boundary
         self._handles: list[Any] = []
+        self._unwatch_graphs: Callable[[], None] = lambda: None
 
     def install(self) -> None:
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
         self._handles.append(register_optimizer_step_post_hook(self._after_optimizer_step))
+        self._unwatch_graphs = watch_calls(self._before_graph_call)
 
     def remove(self) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        self._unwatch_graphs()
 
     def at_top_level_call(self, module: torch.nn.Module) -> None:
         """Module scopes saw an outermost module call (before its hooks run): the first such
@@ -101,6 +112,20 @@ class StepLimit:
         elif self.optimizer is None and self.module_calls > self.steps:
             self._stop_here(MODULE_FORWARD)
 
+    def _before_graph_call(self, graph: Any) -> None:
+        """A compiled graph is about to run: the first one that runs is watched; its calls mark
+        iterations when no optimizer stepped and no top-level module was called."""
+        if self.graph is None:
+            self.graph, self.graph_name = graph, graph_name(graph)
+        if graph is not self.graph:
+            return
+        self.graph_calls += 1
+        if self.stopped:
+            if self.marker == COMPILED_GRAPH:
+                self._mark()
+        elif self.optimizer is None and self.module is None and self.graph_calls > self.steps:
+            self._stop_here(COMPILED_GRAPH)
+
     def _stop_here(self, marker: str) -> None:
         self.stopped = True
         self.marker = marker
@@ -108,7 +133,9 @@ class StepLimit:
             self._stop()
         except Exception as exc:  # noqa: BLE001 - runs inside the user's hook: never raise into their program
             self.stop_error = f"{type(exc).__name__}: {exc}"
-        if marker == MODULE_FORWARD:
+        if marker != COMPILED_GRAPH:
+            self._unwatch_graphs()  # not the marker: the un-profiled steps pay nothing for it
+        if marker in (MODULE_FORWARD, COMPILED_GRAPH):
             self._mark()  # this call starts the first un-profiled iteration
 
     def _mark(self) -> None:
@@ -140,14 +167,18 @@ class StepLimit:
 
     def metadata(self) -> dict[str, Any]:
         """What the profile keeps: how iterations were marked, and the timed steps."""
-        marker = self.marker or (OPTIMIZER_STEP if self.optimizer is not None else MODULE_FORWARD)
+        marker = self.marker or (OPTIMIZER_STEP if self.optimizer is not None else
+                                 COMPILED_GRAPH if self.module is None and self.graph is not None else MODULE_FORWARD)
+        seen = {OPTIMIZER_STEP: (self.optimizer_name, self.optimizer_steps),
+                MODULE_FORWARD: (self.module_name, self.module_calls),
+                COMPILED_GRAPH: (self.graph_name, self.graph_calls)}
         times = self.step_times_s()
         return {
             "steps": self.steps,
             "stopped": self.stopped,
             "marker": marker,
-            "marker_name": self.optimizer_name if marker == OPTIMIZER_STEP else self.module_name,
-            "iterations_seen": self.optimizer_steps if self.optimizer is not None else self.module_calls,
+            "marker_name": seen[marker][0],
+            "iterations_seen": seen[marker][1],
             "timed_by": "cuda_events" if self.cuda else "wall_clock",
             "step_times_s": times,
             **({"stop_error": self.stop_error} if self.stop_error else {}),

@@ -74,7 +74,8 @@ def setup_lines(s: dict[str, Any]) -> list[str]:
             + "; ".join(parts)]
 
 
-UNPROFILED_MARKERS = {"optimizer_step": "optimizer steps", "module_forward": "calls of the top-level module"}
+UNPROFILED_MARKERS = {"optimizer_step": "optimizer steps", "module_forward": "calls of the top-level module",
+                      "compiled_graph": "calls of the compiled graph"}
 
 
 def unprofiled_lines(s: dict[str, Any]) -> list[str]:
@@ -87,8 +88,7 @@ def unprofiled_lines(s: dict[str, Any]) -> list[str]:
     name = f" ({s['profile_steps_marker_name']})" if s.get("profile_steps_marker_name") else ""
     if not s.get("profile_steps_stopped") and not _count(s.get("profile_steps_seen")):
         return [f"--profile-steps {steps}: no iteration was seen as the run went (no optimizer step, no eager call "
-                "of an nn.Module; the calls of a torch.compile'd function are not followed live): all of the run "
-                "was profiled"]
+                "of an nn.Module, no call of a torch.compile'd graph): all of the run was profiled"]
     if not s.get("profile_steps_stopped"):
         return [f"--profile-steps {steps}: the run ended after {_count(s.get('profile_steps_seen'))} {marker}{name}; "
                 "all of it was profiled, nothing timed without the profiler"]
