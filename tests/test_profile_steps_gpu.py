@@ -70,3 +70,34 @@ def test_a_session_after_another_in_the_process_keeps_its_kernels(tmp_path: Path
     s = json.loads(out.read_text())["summary"]
     assert s["iterations_found"] == 5 and s["launches"] > 0
     assert s["unprofiled_steps"] == 12 - 5 - 1
+
+
+COMPILED_SCRIPT = """
+import torch
+w = torch.randn(1024, 1024, device="cuda")
+f = torch.compile(lambda x: torch.relu(x @ w).sum(0))  # Inductor on the GPU: Triton kernels
+x = torch.randn(256, 1024, device="cuda")
+marker = torch.zeros(7, device="cuda")
+for i in range(12):
+    torch.cumsum(marker, 0)  # one cumsum kernel per iteration, before its graph call
+    f(x)
+torch.cuda.synchronize()
+"""
+
+
+def test_a_loop_over_a_compiled_function_stops_at_a_graph_call(tmp_path: Path) -> None:
+    # no optimizer and no eager module: the first compiled graph's calls mark the iterations
+    script = tmp_path / "infer.py"
+    script.write_text(COMPILED_SCRIPT)
+    out, trace = tmp_path / "p.json", tmp_path / "t.json"
+    done = subprocess.run([sys.executable, "-m", "rooflinectl", "profile", str(script), "-o", str(out), "-q",
+                           "--device", "cuda", "--save-trace", str(trace), "--profile-steps", "4"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    events = json.loads(trace.read_text())["traceEvents"]
+    # the profiler stops as the fifth graph call starts: five cumsums ran before it
+    assert sum(e.get("cat") == "cpu_op" and e["name"] == "aten::cumsum" for e in events) == 5
+    s = json.loads(out.read_text())["summary"]
+    assert s["profile_steps_marker"] == "compiled_graph" and s["profile_steps_stopped"] is True
+    assert s["unprofiled_timed_by"] == "cuda_events" and s["unprofiled_steps"] == 12 - 4 - 1
+    assert all(0 < t < 0.5 for t in s["unprofiled_step_times_s"])
