@@ -16,8 +16,8 @@ first call and removed at the end), else calls of the first torch.compile'd grap
 loop over a compiled function: capture/compiled_calls.py). The profiler stops right after the
 N-th optimizer step, or when the top-level module or the graph is called for the (N+1)-th time;
 an annotation open at that moment (the optimizer's own, a region, Dynamo's compiled region)
-simply ends there. A run of M iterations gives M - N - 1 timed
-steps: each is the time from one boundary to the next, none straddles the stop.
+simply ends there. A run of M iterations gives M - N - 1 timed steps: each is the time from one
+boundary to the next, none straddles the stop.
 """
 
 from __future__ import annotations
