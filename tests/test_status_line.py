@@ -40,6 +40,7 @@ def test_quiet_or_not_a_terminal_shows_nothing(monkeypatch) -> None:
 def test_phase_log_times_each_phase_from_process_start(monkeypatch, tmp_path) -> None:
     """ROOFLINECTL_PHASE_LOG: one JSON line per phase, also with -q (the benchmark runs quiet)."""
     import json
+    import os
     import time
 
     log = tmp_path / "phases.jsonl"
@@ -57,3 +58,4 @@ def test_phase_log_times_each_phase_from_process_start(monkeypatch, tmp_path) ->
     assert times == sorted(times) and times[3] - times[2] >= 0.045
     assert times[0] > 0.1  # counted from the process's start: at least the interpreter's and pytest's start-up
     assert all(m["rss_bytes"] > 10e6 for m in marks)
+    assert {m["pid"] for m in marks} == {os.getpid()}

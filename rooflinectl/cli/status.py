@@ -87,7 +87,7 @@ def _rss_bytes() -> int | None:
 
 class PhaseLog:
     """With ROOFLINECTL_PHASE_LOG=FILE, one JSON line per phase appended to FILE: seconds since the
-    process started, resident memory, phase. How scripts/bench_scale.py sees where a long profile's
+    process started, resident memory, phase, process id. How scripts/bench_scale.py sees where a long profile's
     time and memory go; a diagnostic, so a file that cannot be written is ignored."""
 
     def __init__(self, path: str) -> None:
@@ -96,7 +96,8 @@ class PhaseLog:
         self._t0 = time.perf_counter() - (age_s if age_s is not None else 0.0)
 
     def __call__(self, phase: str) -> None:
-        line = json.dumps({"t_s": round(time.perf_counter() - self._t0, 3), "rss_bytes": _rss_bytes(), "phase": phase})
+        line = json.dumps({"t_s": round(time.perf_counter() - self._t0, 3), "rss_bytes": _rss_bytes(), "phase": phase,
+                           "pid": os.getpid()})  # the ranks of a distributed job may share the file
         try:
             with open(self.path, "a") as f:
                 f.write(line + "\n")
