@@ -29,22 +29,26 @@ torch.cuda.synchronize()
 """
 
 
-def test_profiler_stops_after_n_steps_and_times_the_rest_with_events(tmp_path: Path) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(SCRIPT)
+def _profile_in_own_process(tmp_path: Path, source: str, steps: int) -> tuple[list[dict], dict]:
+    """`rooflinectl profile --profile-steps STEPS` of the source in its own process, as users run
+    it (the first session there detaches CUPTI when it stops): the trace's events and the summary."""
+    script = tmp_path / "script.py"
+    script.write_text(source)
     out, trace = tmp_path / "p.json", tmp_path / "t.json"
-    # its own process, as users run it: the first session there detaches CUPTI when it stops
     done = subprocess.run([sys.executable, "-m", "rooflinectl", "profile", str(script), "-o", str(out), "-q",
-                           "--device", "cuda", "--save-trace", str(trace), "--profile-steps", "5"],
+                           "--device", "cuda", "--save-trace", str(trace), "--profile-steps", str(steps)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    events = json.loads(trace.read_text())["traceEvents"]
+    return json.loads(trace.read_text())["traceEvents"], json.loads(out.read_text())["summary"]
+
+
+def test_profiler_stops_after_n_steps_and_times_the_rest_with_events(tmp_path: Path) -> None:
+    events, s = _profile_in_own_process(tmp_path, SCRIPT, 5)
     # the profiler stopped inside step 5's optimizer step: steps 1-4 ran their cumsum under it
     assert sum(e.get("cat") == "cpu_op" and e["name"] == "aten::cumsum" for e in events) == 4
     kernels = [e for e in events if e.get("cat") == "kernel"]
     last_cumsum_op = max(e["ts"] for e in events if e.get("name") == "aten::cumsum")
     assert max(e["ts"] for e in kernels) > last_cumsum_op  # its kernels are in the trace too
-    s = json.loads(out.read_text())["summary"]
     assert s["unprofiled_timed_by"] == "cuda_events" and s["unprofiled_steps"] == 12 - 5 - 1
     assert s["iterations_found"] == 5
     assert all(0 < t < 0.5 for t in s["unprofiled_step_times_s"])
@@ -87,17 +91,9 @@ torch.cuda.synchronize()
 
 def test_a_loop_over_a_compiled_function_stops_at_a_graph_call(tmp_path: Path) -> None:
     # no optimizer and no eager module: the first compiled graph's calls mark the iterations
-    script = tmp_path / "infer.py"
-    script.write_text(COMPILED_SCRIPT)
-    out, trace = tmp_path / "p.json", tmp_path / "t.json"
-    done = subprocess.run([sys.executable, "-m", "rooflinectl", "profile", str(script), "-o", str(out), "-q",
-                           "--device", "cuda", "--save-trace", str(trace), "--profile-steps", "4"],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    events = json.loads(trace.read_text())["traceEvents"]
+    events, s = _profile_in_own_process(tmp_path, COMPILED_SCRIPT, 4)
     # the profiler stops as the fifth graph call starts: five cumsums ran before it
     assert sum(e.get("cat") == "cpu_op" and e["name"] == "aten::cumsum" for e in events) == 5
-    s = json.loads(out.read_text())["summary"]
     assert s["profile_steps_marker"] == "compiled_graph" and s["profile_steps_stopped"] is True
     assert s["unprofiled_timed_by"] == "cuda_events" and s["unprofiled_steps"] == 12 - 4 - 1
     assert all(0 < t < 0.5 for t in s["unprofiled_step_times_s"])
