@@ -20,9 +20,10 @@ A scope is opened with torch's `_RecordFunctionFast` (what Dynamo and AOTAutogra
 own annotations), not with the two dispatched `torch.ops.profiler` record-function ops that
 torch.profiler.record_function calls: under a profiler recording shapes, an enter + exit costs
 2.4 us against 27.6 us on the H200 machine's host (Python 3.12), 0.6 us against 9 us on the CPU
-machine (docs/benchmarks/steady-state.md), paid at every module call of a launch-bound step. Its event is recorded as a `cpu_op`, not a `user_annotation`: the trace
-parser reads scopes by their name whatever the category (capture/trace.py). The ops remain the
-fallback for a torch without it.
+machine (docs/benchmarks/steady-state.md), paid at every module call of a launch-bound step.
+Its event is recorded as a `cpu_op`, not a `user_annotation`: the trace parser reads scopes by
+their name whatever the category (capture/trace.py). The ops remain the fallback for a torch
+without it.
 """
 
 from __future__ import annotations
