@@ -144,6 +144,12 @@ def cmd_capture(out_dir: Path, launches: list[int], timeout_s: float) -> dict[st
     return {"machine": machine(), "capture": rows}
 
 
+def _shown(path: Path) -> str:
+    """A path as the report shows it: relative to the repository when inside it."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(resolved)
+
+
 def cmd_synth(path: Path, launches: int, source: Path) -> dict[str, Any]:
     """Replay the single-kernel ops of a real trace until there are `launches` kernels."""
     with gzip.open(source, "rt") as handle:
@@ -196,7 +202,7 @@ def cmd_synth(path: Path, launches: int, source: Path) -> dict[str, Any]:
             out.write(",\n" + ",\n".join(json.dumps(e, indent=2) for e in (op_e, call_e, kernel_e, *flows)))
             written += 1
         out.write('\n  ],\n  "traceName": "synthetic"\n}\n')
-    return {"path": str(path), "launches": written, "templates": len(templates), "source": str(source.relative_to(ROOT)),
+    return {"path": str(path), "launches": written, "templates": len(templates), "source": _shown(source),
             "bytes": os.path.getsize(path)}
 
 

@@ -362,6 +362,9 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
             yield capture
         finally:
             finish()
+            # finish refers to the capture and the profiler: left on the capture, that cycle would
+            # keep both (millions of objects on a long run) for the cyclic collector at exit
+            capture.finish = None
 
 
 def save_capture(capture: Capture, path: str) -> None:
