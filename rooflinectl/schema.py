@@ -57,7 +57,7 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     # kernel, grid, block, shared memory, op, shapes, dtype; any module): twelve identical layers
     # share the launch measured in one of them (capture/ncu/sampling.py, attribution/counters.py).
     "measured_flops": ("float", "executed floating-point operations of all calls (ncu: tensor-core ops + CUDA-core add + mul + 2 x fma, packed half ops x2)"),
-    "dram_bytes": ("float", "DRAM bytes read + written of all calls, measured with cold caches (ncu flushes them before each replay)"),
+    "dram_bytes": ("float", "DRAM bytes read + written of all calls, measured with cold caches (ncu flushes them before each replay); written: the larger of ncu's DRAM writes and the bytes stored into L2 (an output still in L2 at the kernel's end reaches DRAM later)"),
     "l2_bytes": ("float", "L2 traffic of all calls, bytes (ncu lts__t_bytes)"),
     "l1_bytes": ("float", "L1/TEX traffic of all calls, bytes (ncu l1tex__t_bytes)"),
     "measured_precision": ("str", "roof key (unit.precision, e.g. tensor.bf16) of most of the measured FLOPs, '' when none"),

@@ -129,3 +129,22 @@ def test_setup_launches_are_numbered_but_never_planned():
     numbers = plan_numbers(warm + steady, [True] * 6, 1)
     assert numbers == [2, 3, 4]
     assert predict(warm + steady, numbers, "config") == [2, 3, 4, 5]  # one setup launch is measured anyway
+
+
+def test_dram_writes_include_what_the_kernel_left_in_l2():
+    """ncu flushes the caches before a replay, so an output that fits in L2 is still there when the
+    kernel ends and ncu's DRAM write counter misses it: the L2 stores count as the writes."""
+    from rooflinectl.capture.ncu.metrics import measured_launch
+
+    read, stored_sectors = 3_000_000.0, 100_000.0  # a kernel storing 3.2 MB that stays in L2
+    m = measured_launch("k", None, None, {"dram__bytes_read.sum": read, "dram__bytes_write.sum": 1_024.0,
+                                          "lts__t_sectors_srcunit_tex_op_write.sum": stored_sectors})
+    assert m.dram_bytes == read + 32 * stored_sectors
+    assert m.dram_write_bytes == 1_024.0 and m.l2_store_bytes == 3_200_000.0
+    # DRAM writes above the stores (evictions counted in full) stand as ncu counted them
+    m = measured_launch("k", None, None, {"dram__bytes_read.sum": read, "dram__bytes_write.sum": 5e6,
+                                          "lts__t_sectors_srcunit_tex_op_write.sum": stored_sectors})
+    assert m.dram_bytes == read + 5e6
+    # a report without the L2 stores (older runs, tests/data) keeps ncu's DRAM writes
+    m = measured_launch("k", None, None, {"dram__bytes_read.sum": read, "dram__bytes_write.sum": 1_024.0})
+    assert m.dram_bytes == read + 1_024.0 and math.isnan(m.l2_store_bytes)

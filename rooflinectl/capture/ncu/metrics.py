@@ -6,6 +6,16 @@ are packed pairs (hadd, hmul x2, hfma x4); tensor-core `sm__ops_path_tensor_*` c
 already operations (2 per multiply-accumulate). Bytes: DRAM read + write, L2 (lts__t_bytes) and
 L1/TEX (l1tex__t_bytes) traffic.
 
+DRAM writes: ncu flushes the caches before it replays a kernel, and what the kernel writes goes
+into L2 (write-back) and reaches DRAM only when evicted. An output that fits in L2 (60 MB on an
+H200) is still there when the kernel ends, so `dram__bytes_write` misses it: on a GPT-2 forward
+it read 0.09 of what the SMs wrote into L2 over 236 launches, 0.00 for nearly every kernel but
+the 260 MB logits GEMM (scripts/l2_writes_probe.py, 2026-11-30). The write-back happens later,
+during some other kernel, so the kernel's DRAM writes are taken as the larger of ncu's DRAM
+writes and the bytes its SMs stored into L2 (`lts__t_sectors_srcunit_tex_op_write`, 32-byte
+sectors; atomics and reductions are other ops, not counted). Where that metric is not collected,
+ncu's DRAM writes stand.
+
 Where we differ from the analytic model: transcendental functions (exp, erf) run as FMA
 polynomials on CUDA cores, so ncu counts several FLOPs where the model counts one; a comparison
 or a move executes no float instruction, and both count zero.
@@ -38,10 +48,12 @@ FLOP_METRICS: dict[str, tuple[str, float]] = {
 DRAM_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 L2_METRIC = "lts__t_bytes.sum"
 L1_METRIC = "l1tex__t_bytes.sum"
+L2_STORE_METRIC = "lts__t_sectors_srcunit_tex_op_write.sum"  # sectors the SMs stored into L2
+SECTOR_BYTES = 32
 
 # Requested only when `ncu --query-metrics` lists them on this GPU (the others were seen on sm_90).
 OPTIONAL_METRICS = frozenset({"sm__ops_path_tensor_src_fp64.sum"})
-ALL_METRICS: tuple[str, ...] = (DURATION, *FLOP_METRICS, *DRAM_METRICS, L2_METRIC, L1_METRIC)
+ALL_METRICS: tuple[str, ...] = (DURATION, *FLOP_METRICS, *DRAM_METRICS, L2_METRIC, L1_METRIC, L2_STORE_METRIC)
 
 
 def base_name(metric: str) -> str:
@@ -83,9 +95,11 @@ class MeasuredLaunch:
     block: tuple[int, int, int] | None
     time_s: float  # duration under replay (serialised, caches flushed)
     flops_by_roof: dict[str, float] = field(default_factory=dict)  # "tensor.bf16" -> FLOPs
-    dram_bytes: float = float("nan")
+    dram_bytes: float = float("nan")  # read + written (the larger of ncu's DRAM writes and the L2 stores)
     l2_bytes: float = float("nan")
     l1_bytes: float = float("nan")
+    dram_write_bytes: float = float("nan")  # as ncu counted them during the kernel
+    l2_store_bytes: float = float("nan")  # what the SMs stored into L2 (nan: not collected)
 
     @property
     def flops(self) -> float:
@@ -106,12 +120,16 @@ def measured_launch(name: str, grid: tuple[int, int, int] | None, block: tuple[i
     for metric, (roof, weight) in FLOP_METRICS.items():
         if metric in values:
             flops[roof] = flops.get(roof, 0.0) + weight * values[metric]
-    dram = [values[m] for m in DRAM_METRICS if m in values]
+    read, write = (values.get(m, float("nan")) for m in DRAM_METRICS)
+    stored = SECTOR_BYTES * values[L2_STORE_METRIC] if L2_STORE_METRIC in values else float("nan")
+    written = max(write, stored) if stored == stored else write  # NaN: the L2 stores were not collected
     return MeasuredLaunch(
         name=name, grid=grid, block=block,
         time_s=values.get(DURATION, float("nan")) * 1e-9,
         flops_by_roof=flops,
-        dram_bytes=float(sum(dram)) if len(dram) == len(DRAM_METRICS) else float("nan"),
+        dram_bytes=float(read + written),  # NaN when either DRAM counter is missing
         l2_bytes=values.get(L2_METRIC, float("nan")),
         l1_bytes=values.get(L1_METRIC, float("nan")),
+        dram_write_bytes=float(write),
+        l2_store_bytes=float(stored),
     )
