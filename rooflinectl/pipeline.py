@@ -63,9 +63,17 @@ def _placed_table(launches: pd.DataFrame, ceilings: Ceilings, rank: int = 0) -> 
 
 def _run_wall_s(trace: RawTrace) -> float:
     """First to last event of the capture (ops and kernels), seconds."""
-    starts = [o.ts_ns for o in trace.ops] + [k.ts_ns for k in trace.kernels]
-    ends = [o.end_ns for o in trace.ops] + [k.end_ns for k in trace.kernels]
-    return (max(ends) - min(starts)) / 1e9 if starts else 0.0
+    if not trace.ops and not trace.kernels:
+        return 0.0
+    op_starts, op_ends, _ = trace.op_times_ns()
+    first = min([int(op_starts.min())] if len(op_starts) else [], default=None)
+    last = int(op_ends.max()) if len(op_ends) else None
+    if trace.kernels:
+        kernel_first = min(k.ts_ns for k in trace.kernels)
+        kernel_last = max(k.ts_ns + k.dur_ns for k in trace.kernels)
+        first = kernel_first if first is None else min(first, kernel_first)
+        last = kernel_last if last is None else max(last, kernel_last)
+    return (last - first) / 1e9
 
 
 def _counted_host_spans(trace: RawTrace, state: SteadyState, regions: list[str]) -> list[tuple[int, int]]:
@@ -131,7 +139,7 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
     summary["compile_work_s"] = attributed.compile_work_s
     summary["communication"] = communication_summary(state.steady, count or 1)
     if state.host_spans_ns:
-        op_ts = np.array([o.ts_ns for o in trace.ops], dtype=np.int64)
+        op_ts = trace.op_times_ns()[0]
         summary["host_events"] = int((span_index(op_ts, state.host_spans_ns) >= 0).sum())
     summary.update({
         "iterations_method": found.method,

@@ -298,6 +298,13 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{t['peak_rss_bytes'] / gb:.2f} GB | {r.get('wall_ratio', 'n/a')} | "
                          f"{(r['bare_trace_bytes'] or 0) / 1e6:.0f} MB |")
         for r in result["capture"]:
+            bare = r["bare"].get("reported", {})
+            if bare.get("end_age_s") is not None and bare.get("imported_age_s") is not None:
+                exit_s = r["bare"]["wall_s"] - bare["end_age_s"]
+                lines.append(f"\nbare profiler at {r['launches']:,} launches, seconds per phase: start-up (python, "
+                             f"imports) {bare['imported_age_s']:.1f} s; device {bare['device_init_s']:.1f} s; profiler "
+                             f"start {bare['profiler_start_s']:.1f} s; run {bare['run_s']:.1f} s; stop "
+                             f"{bare['stop_s']:.1f} s; export {bare['export_s']:.1f} s; exit {exit_s:.1f} s")
             if r["rooflinectl"].get("phases"):
                 lines.append(f"\nrooflinectl at {r['launches']:,} launches, seconds per phase (resident memory as it began): "
                              + "; ".join(f"{p['phase']} {p['s']:.1f} s" + (f" ({p['rss_bytes'] / gb:.2f} GB)" if p["rss_bytes"] else "")

@@ -37,3 +37,33 @@ def test_device_busy_time_counts_overlap_once() -> None:
     s = summarise(table, launches, 200e-9, [], 1)
     assert s["device_busy_s"] == pytest.approx(140e-9)
     assert s["device_idle_s"] == pytest.approx(60e-9)
+
+
+def _covered_points(intervals: list[tuple[int, int]], spans: list[tuple[int, int]]) -> int:
+    """Brute force on integer points: unit cells [x, x + 1) inside an interval and a span."""
+    return sum(1 for x in range(-5, 60)
+               if any(a <= x < b for a, b in intervals) and any(s <= x < e for s, e in spans))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_length_inside_spans_matches_counting_points(seed: int) -> None:
+    import random
+
+    from rooflinectl.attribution.spans import length_inside
+
+    rng = random.Random(seed)
+    intervals = [(a, a + rng.randint(0, 12)) for a in (rng.randint(-3, 45) for _ in range(rng.randint(0, 8)))]
+    cuts = sorted(rng.sample(range(0, 55), 2 * rng.randint(0, 4)))
+    spans = list(zip(cuts[::2], cuts[1::2]))  # sorted, disjoint, some touching nothing
+    starts = np.array([a for a, _ in intervals], dtype=np.int64)
+    ends = np.array([b for _, b in intervals], dtype=np.int64)
+    assert length_inside(starts, ends, spans) == _covered_points(intervals, spans)
+
+
+def test_length_inside_by_hand() -> None:
+    from rooflinectl.attribution.spans import length_inside
+
+    # an op across two iterations counts only what lies inside them; overlapping ops count once
+    starts, ends = np.array([0, 5, 8, 30]), np.array([12, 9, 25, 31])
+    assert length_inside(starts, ends, [(2, 10), (20, 24)]) == 8 + 4
+    assert length_inside(starts, ends, []) == 0

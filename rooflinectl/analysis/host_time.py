@@ -9,30 +9,15 @@ up as cudaStreamSynchronize under aten::_local_scalar_dense or aten::copy_.
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter
 
 import numpy as np
 import pandas as pd
 
-from rooflinectl.attribution.spans import span_index, union_length
+from rooflinectl.attribution.spans import length_inside, span_index
 from rooflinectl.capture.trace import RawTrace
 
 TOP_SYNC_OPS = 5
-
-
-def _clip(intervals: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The parts of the intervals inside the (sorted, disjoint) spans."""
-    starts = [s for s, _ in spans]
-    out = []
-    for a, b in intervals:
-        j = max(bisect.bisect_right(starts, a) - 1, 0)
-        while j < len(spans) and spans[j][0] < b:
-            lo, hi = max(a, spans[j][0]), min(b, spans[j][1])
-            if lo < hi:
-                out.append((lo, hi))
-            j += 1
-    return out
 
 
 def host_figures(trace: RawTrace, launches: pd.DataFrame, spans_ns: list[tuple[int, int]]) -> dict[str, object]:
@@ -61,9 +46,11 @@ def host_figures(trace: RawTrace, launches: pd.DataFrame, spans_ns: list[tuple[i
             continue
         idle = max(int(start_ns[nxt] - end_so_far[before]), 0)
         idle_after[nxt] = max(idle_after.get(nxt, 0), min(idle, s.dur_ns))
-    busy = _clip([(o.ts_ns, o.end_ns) for o in trace.ops if o.category == "cpu_op"]
-                 + [(s.ts_ns, s.ts_ns + s.dur_ns) for s in trace.syncs], spans_ns)
-    busy_host = union_length(np.array([a for a, _ in busy], dtype=np.int64), np.array([b for _, b in busy], dtype=np.int64))
+    op_starts, op_ends, is_cpu_op = trace.op_times_ns()
+    busy_host = length_inside(
+        np.concatenate((op_starts[is_cpu_op], np.array([s.ts_ns for s in trace.syncs], dtype=np.int64))),
+        np.concatenate((op_ends[is_cpu_op], np.array([s.ts_ns + s.dur_ns for s in trace.syncs], dtype=np.int64))),
+        spans_ns)
     return {
         "host_sync_calls": len(syncs),
         "host_sync_s": sum(s.dur_ns for s in syncs) / 1e9,

@@ -136,10 +136,10 @@ def _optimizer_steps(ops: list[RawOp], launch_ns: np.ndarray) -> Iterations | No
 def _tokens(launches: pd.DataFrame, excluded: list[tuple[int, int]]) -> np.ndarray:
     """One integer per launch (kernel name, grid, block, shapes); launches in excluded spans
     get a token of their own, so no repetition runs through them."""
-    keys = list(zip(launches["kernel"], launches["blocks"].fillna(-1), launches["threads_per_block"].fillna(-1),
-                    launches["shapes"]))
-    ids: dict[tuple, int] = {}
-    tokens = np.array([ids.setdefault(k, len(ids)) for k in keys], dtype=np.int64)
+    keys = pd.DataFrame({"kernel": launches["kernel"].to_numpy(), "blocks": launches["blocks"].fillna(-1).to_numpy(),
+                         "threads": launches["threads_per_block"].fillna(-1).to_numpy(),
+                         "shapes": launches["shapes"].to_numpy()})
+    tokens = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64).copy()
     out = span_index(launches["launch_ns"].to_numpy(dtype=np.int64), excluded) >= 0
     tokens[out] = -1 - np.arange(int(out.sum()))
     return tokens
@@ -189,14 +189,18 @@ def _runs(tokens: np.ndarray, period: int) -> list[tuple[int, int]]:
 
 def _candidate_periods(tokens: np.ndarray) -> list[int]:
     """Distances between consecutive occurrences of a launch, most frequent first."""
-    last: dict[int, int] = {}
-    gaps: Counter[int] = Counter()
-    for i, t in enumerate(tokens.tolist()):
-        if t >= 0:
-            if t in last:
-                gaps[i - last[t]] += 1
-            last[t] = i
-    return [p for p, _ in gaps.most_common(CANDIDATE_PERIODS)]
+    positions = np.flatnonzero(tokens >= 0)
+    order = np.argsort(tokens[positions], kind="stable")  # each token's positions, in order
+    same = tokens[positions][order][1:] == tokens[positions][order][:-1]
+    at = positions[order][1:][same]  # where each gap was seen (at its later launch)
+    gaps = at - positions[order][:-1][same]
+    if len(gaps) == 0:
+        return []
+    distinct, which, counts = np.unique(gaps, return_inverse=True, return_counts=True)
+    first_seen = np.full(len(distinct), len(tokens), dtype=np.int64)
+    np.minimum.at(first_seen, which, at)
+    ranked = np.lexsort((first_seen, -counts))  # most frequent first, ties in the order first seen
+    return distinct[ranked][:CANDIDATE_PERIODS].tolist()
 
 
 def _root_calls(ops: list[RawOp]) -> list[RawOp]:
@@ -223,7 +227,7 @@ def _kernel_sequence(order: pd.DataFrame, tokens: np.ndarray, inside_calls: list
         return None
     first = a + phase
     count = (b - first) // period
-    bounds = [int(launch_ns[first + j * period]) for j in range(count)]
+    bounds = launch_ns[first + period * np.arange(count)].tolist()
     end = int(launch_ns[first + count * period - 1]) + 1
     spans = list(zip(bounds, bounds[1:] + [end]))
     return Iterations("kernel_sequence", spans, marker=str(order["kernel"].iloc[first])) \

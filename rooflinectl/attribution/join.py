@@ -98,7 +98,9 @@ class _OpIndex:
             stack.append(i)
         self.by_external = {op.external_id: i for i, op in enumerate(self.ops) if op.external_id >= 0}
         annotations = [o for o in self.ops if o.category == "user_annotation"]  # one pass over the ops
-        regions = [o for o in annotations if o.name.startswith(REGION_PREFIX)]
+        self.region_ops = [i for i, o in enumerate(self.ops)
+                           if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)]
+        regions = [self.ops[i] for i in self.region_ops]
         self.region_runs = len(regions)
         self.region_spans = merge_spans([(o.ts_ns, o.end_ns) for o in regions])
         self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in regions})
@@ -135,6 +137,15 @@ class _OpIndex:
             return False
         return not self.region_spans or _inside(ts_ns, self._region_starts, self.region_spans)
 
+    def events_in_window(self, starts_ns: np.ndarray) -> int:
+        """How many ops (starting at starts_ns, in ops' order) are counted, the regions' own
+        annotations left out: in_window for every op, vectorised."""
+        counted = ~_inside_many(starts_ns, self.excluded_spans)
+        if self.region_spans:
+            counted &= _inside_many(starts_ns, self.region_spans)
+        regions = [i for i in self.region_ops if counted[i]]
+        return int(counted.sum()) - len(regions)
+
     def module(self, i: int) -> str:
         """The nn.Module path active at op i; for backward work, the forward op's module with
         ' (backward)' (autograd's sequence number links the two); for an optimizer's work,
@@ -166,6 +177,11 @@ class _OpIndex:
     def cost(self, i: int) -> tuple[OpCost | None, str]:
         """(cost or None, input shapes text) of op i."""
         return self._explained(i)[:2]
+
+    def explained_entry(self, i: int) -> tuple[OpCost | None, str, str]:
+        """(cost, shapes text, why unknown) of op i: one tuple shared by every op of the same
+        distinct call (its identity tells launches of equal cost apart from the rest)."""
+        return self._explained(i)
 
     def _explained(self, i: int) -> tuple[OpCost | None, str, str]:
         """(cost, shapes text, why unknown) of op i, computed once per distinct call (cost_key)."""
@@ -256,6 +272,16 @@ def _inside(ts_ns: int, starts: list[int], spans: list[tuple[int, int]]) -> bool
     return i >= 0 and ts_ns <= spans[i][1]
 
 
+def _inside_many(ts_ns: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
+    """_inside for many times at once (closed spans, as _inside)."""
+    if not spans:
+        return np.zeros(len(ts_ns), dtype=bool)
+    starts = np.array([a for a, _ in spans], dtype=np.int64)
+    ends = np.array([b for _, b in spans], dtype=np.int64)
+    i = np.searchsorted(starts, ts_ns, side="right") - 1
+    return (i >= 0) & (ts_ns <= ends[np.clip(i, 0, None)])
+
+
 @functools.lru_cache(maxsize=8192)  # a long run launches the same few hundred kernels over and over
 def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
     """Who wrote the kernel: triton (user Triton), inductor (torch.compile), library, aten, other."""
@@ -281,7 +307,7 @@ def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> At
     else:
         _cpu_records(index, records)
     launches = records.frame()
-    host_events = sum(1 for o in index.ops if index.in_window(o.ts_ns) and not o.name.startswith(REGION_PREFIX))
+    host_events = index.events_in_window(trace.op_times_ns()[0])
     return Attributed(launches=launches, window_s=_window_ns(launches, index) / 1e9, regions=index.region_names,
                       host_events=host_events, compile_work_s=_compile_work_s(trace, index, device_kind),
                       region_runs=index.region_runs)
@@ -340,9 +366,25 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         if costed >= 0:
             time_by_op[(costed, instance)] += k.dur_ns
     graph_correlations = set(trace.graph_launches)
+    # A launch of a costed op, not replayed, whose row differs from an earlier one's only in its
+    # own numbers: its kind is looked up, not built again (most launches of a long run).
+    kinds: dict[tuple[Any, ...], int] = {}
     for k, op_i, costed, declared, ts, instance in pending:
         inner = index.innermost_cpu_op(op_i)
         module = index.module(op_i) or index.module(index.by_external.get(k.external_id, -1))
+        common = costed >= 0 and declared is None and instance < 0 and k.category == "kernel"
+        if common:
+            entry = index.explained_entry(costed)
+            key = (k.name, k.grid, k.block, k.registers_per_thread, k.shared_memory, id(entry), index.label(costed),
+                   index.source(costed), module, inner >= 0)
+            kind = kinds.get(key)
+            if kind is not None:
+                total = time_by_op[(costed, instance)]
+                share = k.dur_ns / total if total > 0 else 1.0
+                cost = entry[0]
+                records.add_kind(kind, k.dur_ns / 1e9, cost.flops * share, cost.bytes * share, k.ts_ns,
+                                 k.ts_ns + k.dur_ns, ts, k.correlation)
+                continue
         blocks, threads = _product(k.grid), _product(k.block)
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
         launch = Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
@@ -364,7 +406,9 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
                     else "Inductor kernel compiled without its cost annotations (benchmark_kernel off)"
                     if is_generated_kernel(k.name) else index.why_unknown(op_i))
             how = Attribution(op_name, None, 0.0, "", origin, "none", note)
-        records.add(launch, how)
+        kind = records.add(launch, how)
+        if common:
+            kinds[key] = kind
 
 
 def _known(count: int | None) -> float:

@@ -1,15 +1,18 @@
 """The launch table, built one launch at a time: what attribution knows of each kernel launch
 (or unit of CPU work) and of the op its cost comes from, as LAUNCH_COLUMNS rows.
 
-A long run has millions of launches: each is a tuple (no dict, no dataclass instance), and the
-rows move into columns every CHUNK rows, so the table is never held twice over.
+A long run has millions of launches of a few hundred kinds (kernel, op, shapes, launch
+configuration): each launch keeps its own numbers in typed arrays and a kind number, so no
+Python object is made per launch and the table is built by indexing, not row by row.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from rooflinectl.attribution.precision import unit_and_precision
@@ -20,6 +23,11 @@ LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "dev
                   "registers_per_thread", "shared_bytes_per_block", "unit",
                   "precision", "start_ns", "end_ns", "launch_ns", "correlation"]
 PER_LAUNCH_COLUMNS = ("start_ns", "end_ns", "launch_ns", "correlation")  # one launch's own: not in a table row
+# The columns a launch shares with every launch of its kind (Records.add), in Records' order.
+KIND_COLUMNS = ("kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "cost_source",
+                "cost_note", "blocks", "threads_per_block", "registers_per_thread", "shared_bytes_per_block",
+                "unit", "precision")
+_KIND_FLOATS = frozenset({"blocks", "threads_per_block", "registers_per_thread", "shared_bytes_per_block"})
 
 
 class Launch(NamedTuple):  # a tuple: made once per launch, millions of times on a long run
@@ -52,19 +60,23 @@ class Attribution(NamedTuple):
 
 
 class Records:
-    """LAUNCH_COLUMNS rows as tuples, moved into columns every CHUNK rows (no dict per launch, and
-    at most CHUNK rows held twice while a million-launch table is built)."""
-
-    CHUNK = 1 << 16
+    """LAUNCH_COLUMNS rows, kept as columns: a launch's own numbers (time, FLOPs, bytes, times,
+    correlation) in typed arrays, and the rest of its row (kernel, op, shapes, launch
+    configuration...) as a kind: one tuple per distinct row, numbered, and one number per launch.
+    A million launches of a few hundred kernels hold a few hundred tuples, not a million."""
 
     def __init__(self, metadata: dict[str, Any]) -> None:
         self.metadata = metadata
-        self.rows: list[tuple[Any, ...]] = []
-        self.columns: list[list[Any]] = [[] for _ in LAUNCH_COLUMNS]
+        self.kinds: list[tuple[Any, ...]] = []  # KIND_COLUMNS values, one tuple per distinct kind
+        self._kind_numbers: dict[tuple[Any, ...], int] = {}
         self._units: dict[tuple[str, str, str], tuple[str, str]] = {}
+        self._kind = array("q")
+        self._floats = {name: array("d") for name in ("time_s", "flops", "bytes")}
+        self._ints = {name: array("q") for name in PER_LAUNCH_COLUMNS}
 
-    def add(self, launch: Launch, how: Attribution) -> None:
-        """One launch's row, in LAUNCH_COLUMNS order."""
+    def add(self, launch: Launch, how: Attribution) -> int:
+        """One launch's row; returns its kind, which add_kind takes for later launches whose row
+        differs only in the launch's own numbers."""
         cost = how.cost
         if cost is not None:
             family, dtype, note = cost.family, cost.dtype, f"{cost.note}; {how.note}" if how.note else cost.note
@@ -78,24 +90,42 @@ class Records:
             if unit is None:
                 unit = self._units[key] = (unit_and_precision(family, dtype, launch.device, self.metadata)
                                            if dtype else ("simt", ""))
-        self.rows.append((
-            launch.kernel, how.op, family, launch.module, how.shapes, dtype, launch.device, how.origin, launch.time_s,
-            cost.flops * how.share if cost is not None else math.nan,
-            cost.bytes * how.share if cost is not None else math.nan,
-            how.source if cost is not None else "none", note, launch.blocks, launch.threads_per_block,
-            launch.registers_per_thread, launch.shared_bytes_per_block, unit[0], unit[1],
-            launch.start_ns, launch.end_ns, launch.launch_ns, launch.correlation,
-        ))
-        if len(self.rows) >= self.CHUNK:
-            self._flush()
+        values = (launch.kernel, how.op, family, launch.module, how.shapes, dtype, launch.device, how.origin,
+                  how.source if cost is not None else "none", note, launch.blocks, launch.threads_per_block,
+                  launch.registers_per_thread, launch.shared_bytes_per_block, unit[0], unit[1])
+        kind = self._kind_numbers.get(values)
+        if kind is None:
+            kind = self._kind_numbers[values] = len(self.kinds)
+            self.kinds.append(values)
+        self.add_kind(kind, launch.time_s, cost.flops * how.share if cost is not None else math.nan,
+                      cost.bytes * how.share if cost is not None else math.nan,
+                      launch.start_ns, launch.end_ns, launch.launch_ns, launch.correlation)
+        return kind
 
-    def _flush(self) -> None:
-        for column, values in zip(self.columns, zip(*self.rows)):
-            column.extend(values)
-        self.rows = []
+    def add_kind(self, kind: int, time_s: float, flops: float, bytes_: float, start_ns: int, end_ns: int,
+                 launch_ns: int, correlation: int) -> None:
+        """One more launch of a kind add returned: only the launch's own numbers."""
+        self._kind.append(kind)
+        floats, ints = self._floats, self._ints
+        floats["time_s"].append(time_s)
+        floats["flops"].append(flops)
+        floats["bytes"].append(bytes_)
+        ints["start_ns"].append(start_ns)
+        ints["end_ns"].append(end_ns)
+        ints["launch_ns"].append(launch_ns)
+        ints["correlation"].append(correlation)
 
     def frame(self) -> pd.DataFrame:
-        """The rows as a DataFrame, each column let go once converted."""
-        self._flush()
-        data = {name: pd.Series(self.columns.pop(0)) for name in LAUNCH_COLUMNS}
+        """The rows as a DataFrame in LAUNCH_COLUMNS order (text columns as objects, numbers as
+        float64 and the launch's times as int64)."""
+        if not self._kind:
+            return pd.DataFrame({name: pd.Series([], dtype=object) for name in LAUNCH_COLUMNS}, columns=LAUNCH_COLUMNS)
+        kind = np.frombuffer(self._kind, dtype=np.int64)
+        data: dict[str, Any] = {}
+        for name, values in zip(KIND_COLUMNS, zip(*self.kinds)):
+            distinct = np.empty(len(values), dtype=float if name in _KIND_FLOATS else object)
+            distinct[:] = values
+            data[name] = distinct[kind]
+        data.update({name: np.frombuffer(values, dtype=np.float64) for name, values in self._floats.items()})
+        data.update({name: np.frombuffer(values, dtype=np.int64) for name, values in self._ints.items()})
         return pd.DataFrame(data, columns=LAUNCH_COLUMNS)

@@ -28,6 +28,26 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int | float:
     return (hi - lo).sum().item() if len(lo) else 0
 
 
+def length_inside(starts: np.ndarray, ends: np.ndarray, spans: list[tuple[int, int]]) -> int:
+    """The length the intervals cover together (overlaps once) inside the spans (sorted, disjoint).
+
+    Vectorised: with F(x) the length of the spans up to x, an interval [a, b] covers F(b) - F(a)
+    of them, and the union of the intervals is disjoint, so the sum over it is the answer."""
+    lo, hi = union(np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64))
+    if not spans or len(lo) == 0:
+        return 0
+    span_starts = np.array([a for a, _ in spans], dtype=np.int64)
+    span_ends = np.array([b for _, b in spans], dtype=np.int64)
+    before = np.concatenate(([0], np.cumsum(span_ends - span_starts)))  # length of the spans before each
+
+    def up_to(x: np.ndarray) -> np.ndarray:
+        j = np.searchsorted(span_starts, x, side="right") - 1
+        k = np.clip(j, 0, None)
+        return np.where(j >= 0, before[k] + np.minimum(x, span_ends[k]) - span_starts[k], 0)
+
+    return int((up_to(hi) - up_to(lo)).sum())
+
+
 def merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Sorted union of [start, end] spans, as a list of (start, end) in Python ints."""
     lo, hi = union(np.array([a for a, _ in spans], dtype=np.int64), np.array([b for _, b in spans], dtype=np.int64))

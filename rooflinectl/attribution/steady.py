@@ -11,7 +11,6 @@ compiled (a recompilation) is setup too, wherever it falls.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,9 +47,10 @@ def _iteration_ends(launches: pd.DataFrame, index: np.ndarray, count: int) -> tu
 
 def iteration_times_s(starts: np.ndarray, ends: np.ndarray) -> list[float]:
     """Seconds per iteration: end to end, the first one its own span."""
-    times = [(ends[0] - starts[0]) / 1e9] if len(ends) else []
-    times += [(b - a) / 1e9 for a, b in zip(ends[:-1], ends[1:])]
-    return times
+    if not len(ends):
+        return []
+    ends = np.asarray(ends, dtype=float)
+    return (np.concatenate(([ends[0] - starts[0]], ends[1:] - ends[:-1])) / 1e9).tolist()
 
 
 def choose_warmup(times_s: list[float], wanted: int | None) -> int:
@@ -59,7 +59,7 @@ def choose_warmup(times_s: list[float], wanted: int | None) -> int:
     if wanted is not None:
         return max(found - wanted, 0)
     warmup = 1
-    while warmup < found // 2 and times_s[warmup] > SLOW_WARMUP * statistics.median(times_s[warmup + 1:]):
+    while warmup < found // 2 and times_s[warmup] > SLOW_WARMUP * float(np.median(times_s[warmup + 1:])):
         warmup += 1
     return warmup
 
@@ -75,9 +75,12 @@ def split_steady(launches: pd.DataFrame, iterations: Iterations, wanted: int | N
     starts, ends = _iteration_ends(launches, index, iterations.found)
     times = iteration_times_s(starts, ends)
     iterations.warmup = choose_warmup(times, wanted)
-    compiling = [any(a < ce and cs < b for cs, ce in iterations.compile_spans_ns) for a, b in iterations.spans_ns]
-    kept = [i for i in range(iterations.warmup, iterations.found) if not compiling[i]]
-    counted = np.isin(index, kept)
+    if iterations.compile_spans_ns:
+        compiling = [any(a < ce and cs < b for cs, ce in iterations.compile_spans_ns) for a, b in iterations.spans_ns]
+        kept = [i for i in range(iterations.warmup, iterations.found) if not compiling[i]]
+    else:
+        kept = list(range(iterations.warmup, iterations.found))
+    counted = index >= iterations.warmup if len(kept) == iterations.found - iterations.warmup else np.isin(index, kept)
     steady_times = [float(times[i]) for i in kept]  # end to end: the warm-up's end starts the first
     return SteadyState(launches[counted], launches[~counted], float(np.nansum(steady_times)),
                        steady_times, [iterations.spans_ns[i] for i in kept])

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rooflinectl.capture.chrome_json import encode_json, gc_paused, read_events
 from rooflinectl.capture.columns import from_columns, to_columns
 
@@ -126,6 +128,17 @@ class RawTrace:
     syncs: list[RawSync] = field(default_factory=list)
     distributed: dict[str, Any] = field(default_factory=dict)  # the trace's distributedInfo: backend, rank, world_size
     origin_ns: int = 0  # the profiler clock's time (ns since the epoch) of ts_ns == 0
+    _op_times: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def op_times_ns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, end, is a cpu_op) of every op, in ops' order, as arrays: made once per list of
+        ops (several analyses ask; a million ops cost a Python loop each time)."""
+        if self._op_times is None or self._op_times[0] is not self.ops or len(self._op_times[1][0]) != len(self.ops):
+            starts = np.fromiter((o.ts_ns for o in self.ops), dtype=np.int64, count=len(self.ops))
+            durations = np.fromiter((o.dur_ns for o in self.ops), dtype=np.int64, count=len(self.ops))
+            cpu = np.fromiter((o.category == "cpu_op" for o in self.ops), dtype=bool, count=len(self.ops))
+            self._op_times = (self.ops, (starts, starts + durations, cpu))
+        return self._op_times[1]
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for the capture file, column by column: each field of the records as one

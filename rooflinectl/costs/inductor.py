@@ -34,6 +34,7 @@ _PER_ELEMENT_FAMILIES = frozenset({"elementwise", "reduction", "norm", "softmax"
 _PROBE_ELEMENTS = 1024
 
 
+@functools.lru_cache(maxsize=8192)  # asked once per launch of a long run, about a few hundred names
 def is_generated_kernel(name: str) -> bool:
     """A kernel Inductor generated: Triton (triton_poi/red/per/tem/for_...) or C++ (cpp_fused_...)."""
     return _PREFIX.match(name) is not None and "fused" in name
