@@ -57,8 +57,9 @@ def main(folder: str) -> None:
              f"{str(suite.metadata.get('created', ''))[:10]}, ncu {counters.get('ncu_version')})", "",
              "Produced by `scripts/gpu.d/90-counters.sh` (profiles with `--counters ncu`, `rooflinectl validate`, "
              "`scripts/counters_report.py`). Ratios are analytic / measured. DRAM bytes are measured with caches "
-             "flushed before each kernel (ncu `--cache-control all`); writes still in L2 when a kernel ends are not "
-             "counted for it.", ""]
+             "flushed before each kernel (ncu `--cache-control all`); a kernel's writes are the larger of ncu's DRAM "
+             "writes and the bytes its SMs stored into L2 (an output that fits in L2 is still there when the kernel "
+             "ends: its write-back comes later).", ""]
 
     flops = per_problem(rows, ("gemm", "conv"), ("gemm", "conv", "gemm-padded", "conv-other"), "measured_flops", "flops")
     unpadded = flops[flops["kind"].isin(["gemm", "conv"])]

@@ -46,7 +46,8 @@ def headline(summary: dict[str, Any], agreement: dict[str, Any]) -> list[str]:
     lines = [f"counters: ncu {c.get('ncu_version', '?')}, {c.get('launches_measured', '?')} of "
              f"{c.get('launches_counted', '?')} launches measured ({coverage_text(c)}, "
              f"{percent(c.get('time_share_measured'))} of kernel time); "
-             "DRAM bytes are cold-cache (ncu flushes caches before each replay)"]
+             "DRAM bytes: reads cold-cache (ncu flushes caches before each replay), writes include what the kernel "
+             "left in L2"]
     lines.append(f"compared: {percent(agreement.get('compared_time_share'))} of kernel time; bound (memory/compute) "
                  f"agrees on {percent(agreement.get('agree_time_share'))} of the time both classify "
                  f"({percent(agreement.get('classified_time_share'))} of kernel time; the rest is latency-bound)")
