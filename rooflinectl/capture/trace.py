@@ -21,6 +21,7 @@ Times are integer nanoseconds from the trace's first event.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
@@ -440,7 +441,19 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
 
 
 def read_chrome_trace(path: str | Path) -> RawTrace:
-    """Parse a Chrome trace file (JSON, or gzipped JSON) in bounded memory: streamed in chunks."""
+    """Parse a Chrome trace file (JSON, or gzipped JSON) in bounded memory: streamed in chunks,
+    or for a large file on a machine with spare cores, by several processes at once
+    (capture/trace_parallel.py; the same records)."""
+    from rooflinectl.capture.trace_parallel import read_parallel, worker_count
+
+    try:
+        workers = worker_count(os.path.getsize(path))
+    except OSError:
+        workers = 0
+    if workers >= 2:
+        trace = read_parallel(path, workers)
+        if trace is not None:
+            return trace
     top, chunks = read_events(path)
     builder = TraceBuilder()
     with gc_paused():

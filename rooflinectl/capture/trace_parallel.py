@@ -1,0 +1,207 @@
+"""Read a large Chrome trace with several processes: each decodes a range of the event array.
+
+Reading a trace is Python work per event (decoding, then a record per op and kernel): about
+22 us per kernel launch on one core, seconds for a long run. The exported file splits cleanly:
+torch writes each top-level event as its own indented block, so `\\n  },\\n  {` (JSON strings
+hold no raw newline) separates two top-level events and nothing else. The file is cut there into
+ranges; each range goes to a worker process (`python -m rooflinectl.capture.trace_parallel`,
+which imports neither torch nor pandas) that decodes it in blocks and runs the TraceBuilder over
+it, and sends the records back in columns (capture/columns.py). The parent joins the ranges in
+file order, shares equal input lists across them as the serial reader does, and finishes the
+trace: the same RawTrace as read_chrome_trace's serial path (tests/test_trace_parallel.py).
+
+Used when the file is large and the machine has spare cores (ROOFLINECTL_READ_WORKERS=N sets the
+number of workers, 0 switches it off). Anything unexpected (another layout, a gzipped file, a
+worker that fails) returns None and the caller reads the file serially: never a lost trace.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rooflinectl.capture.chrome_json import _EVENTS_KEY, HEADER_LIMIT_BYTES, decode_json, gc_paused
+from rooflinectl.capture.columns import from_columns, to_columns
+from rooflinectl.capture.trace import RawKernel, RawOp, RawSync, RawTrace, TraceBuilder
+
+WORKERS_ENV = "ROOFLINECTL_READ_WORKERS"
+MIN_PARALLEL_BYTES = 64 << 20  # below this, starting processes costs more than it saves
+BYTES_PER_WORKER = 32 << 20
+MAX_WORKERS = 8
+BLOCK_BYTES = 8 << 20  # a worker decodes this much at a time (bounded memory)
+# Where one top-level event ends and the next begins, by how the file indents its events.
+_SEPARATORS = {b"\n  {": b"\n  },\n  {", b"\n{": b"\n},\n{"}
+WORKER_TIMEOUT_S = 600.0
+
+
+def worker_count(size_bytes: int, environ: dict[str, str] | None = None) -> int:
+    """How many workers to read a file of this size with (0: read it serially)."""
+    text = (environ if environ is not None else os.environ).get(WORKERS_ENV, "").strip()
+    if text:
+        try:
+            return max(int(text), 0)
+        except ValueError:
+            pass
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    if size_bytes < MIN_PARALLEL_BYTES or cpus < 4:
+        return 0
+    return max(min(MAX_WORKERS, cpus - 1, size_bytes // BYTES_PER_WORKER), 0)
+
+
+def _ranges(data: mmap.mmap | bytes, start: int, end: int, separator: bytes, parts: int) -> list[tuple[int, int]]:
+    """[start, end) cut into up to `parts` ranges of whole events: each ends after an event's `}`
+    and the next begins at the following event's `{` (the separating comma belongs to neither)."""
+    cuts = [start]
+    for i in range(1, parts):
+        at = data.find(separator, max(start + (end - start) * i // parts, cuts[-1]), end)
+        if at < 0:
+            break
+        close = at + separator.index(b"}") + 1
+        opening = at + separator.rindex(b"{")
+        if close <= cuts[-1]:
+            continue
+        cuts += [close, opening]
+    cuts.append(end)
+    return [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts), 2)]
+
+
+def _layout(data: mmap.mmap) -> tuple[dict[str, Any], int, bytes] | None:
+    """(the top-level keys before the event array, where the array's first event begins, the
+    separator between its events), or None when the file is not laid out that way."""
+    head = data[:HEADER_LIMIT_BYTES]
+    match = _EVENTS_KEY.search(head)
+    if match is None:
+        return None
+    try:
+        top = decode_json(head[: match.start()].rstrip().rstrip(b",") + b"}")
+    except ValueError:
+        return None
+    rest = head[match.end(): match.end() + 16]
+    separator = next((sep for first, sep in _SEPARATORS.items() if rest.startswith(first)), None)
+    if not isinstance(top, dict) or separator is None:
+        return None
+    return top, match.end(), separator
+
+
+def read_parallel(path: str | Path, workers: int) -> RawTrace | None:
+    """The trace read by `workers` processes, or None when it cannot be (see the module doc)."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(2) == b"\x1f\x8b":  # gzip: no ranges to seek to
+                return None
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                layout = _layout(data)
+                if layout is None:
+                    return None
+                top, start, separator = layout
+                ranges = _ranges(data, start, len(data), separator, workers)
+    except (OSError, ValueError):
+        return None
+    if len(ranges) < 2:
+        return None
+    parts = _run_workers(str(path), ranges, separator)
+    if parts is None:
+        return None
+    return _joined(parts, top)
+
+
+def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes) -> list[dict[str, Any]] | None:
+    """Each range read by its own process; their results in order, or None if any failed."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    with tempfile.TemporaryDirectory(prefix="rooflinectl-read-") as folder:
+        procs = []
+        try:
+            for i, (a, b) in enumerate(ranges):
+                out = os.path.join(folder, f"{i}.pickle")
+                last = "1" if i == len(ranges) - 1 else "0"
+                procs.append((subprocess.Popen(  # noqa: S603 - our own module, our own arguments
+                    [sys.executable, "-m", "rooflinectl.capture.trace_parallel", path, str(a), str(b), last,
+                     separator.hex(), out], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE), out))
+            parts = []
+            for proc, out in procs:
+                _, err = proc.communicate(timeout=WORKER_TIMEOUT_S)
+                if proc.returncode != 0:
+                    return None
+                with open(out, "rb") as handle:  # written by our worker into the folder we made (mode 0700)
+                    parts.append(pickle.load(handle))  # noqa: S301 - our own data, not the user's
+                os.unlink(out)
+            return parts
+        except (OSError, subprocess.SubprocessError, pickle.UnpicklingError, EOFError):
+            return None
+        finally:
+            for proc, _ in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+
+
+def _joined(parts: list[dict[str, Any]], top: dict[str, Any]) -> RawTrace:
+    """The workers' records joined in file order and finished as the serial reader finishes them."""
+    builder = TraceBuilder()
+    with gc_paused():
+        for part in parts:
+            builder.ops += from_columns(part["ops"], RawOp)
+            builder.kernels += from_columns(part["kernels"], RawKernel)
+            builder.syncs += from_columns(part["syncs"], RawSync)
+            builder.launch_us.update(zip(part["launch_correlations"], part["launch_us"]))
+            builder.graph_launches += part["graph_launches"]
+            builder.runtime_calls += part["runtime_calls"]
+            builder.capture_calls += part["capture_calls"]
+            builder.first_us = min(builder.first_us, part["first_us"])
+            top.update(part.get("tail") or {})
+        shared: dict[tuple[int, int, int, int], tuple[list[Any], ...]] = {}
+        for op in builder.ops:  # equal input lists: one copy across the parts (each part shares its own)
+            key = (id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
+            lists = shared.get(key)
+            if lists is None:
+                builder._share_inputs(op)
+                shared[key] = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+            else:
+                op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = lists
+        return builder.finish(top)
+
+
+def read_range(path: str, start: int, end: int, last: bool, separator: bytes) -> dict[str, Any]:
+    """In the worker: the records of the events in [start, end) of the file, in columns."""
+    builder = TraceBuilder()
+    tail: dict[str, Any] = {}
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data, gc_paused():
+        blocks = _ranges(data, start, end, separator, max((end - start) // BLOCK_BYTES, 1))
+        for i, (a, b) in enumerate(blocks):
+            if last and i == len(blocks) - 1:  # the array's end and the keys after it
+                rest = decode_json(b'{"traceEvents": [' + data[a:b])
+                events = rest.pop("traceEvents")
+                tail = rest
+            else:
+                events = decode_json(b"[" + data[a:b] + b"]")
+            builder.add(events)
+    return {
+        "ops": to_columns(builder.ops, RawOp), "kernels": to_columns(builder.kernels, RawKernel),
+        "syncs": to_columns(builder.syncs, RawSync), "launch_correlations": list(builder.launch_us),
+        "launch_us": list(builder.launch_us.values()), "graph_launches": builder.graph_launches,
+        "runtime_calls": builder.runtime_calls,  # a graph capture may begin in another range
+        "capture_calls": builder.capture_calls, "first_us": builder.first_us, "tail": tail,
+    }
+
+
+def main(argv: list[str]) -> int:
+    path, start, end, last, separator, out = argv
+    result = read_range(path, int(start), int(end), last == "1", bytes.fromhex(separator))
+    with open(out, "wb") as handle:
+        pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,121 @@
+"""The parallel trace reader (capture/trace_parallel.py) against the serial one, on real H200
+traces: the same records, field by field, and a serial read whenever the file is not what the
+parallel reader expects."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from rooflinectl.capture import trace_parallel
+from rooflinectl.capture.chrome_json import TraceFormatError, read_events
+from rooflinectl.capture.trace import RawTrace, TraceBuilder, read_chrome_trace
+
+DATA = Path(__file__).parent / "data" / "h200_real"
+TRACES = ["gpt2_fwd_eager.trace.json.gz", "gpt2_fwd_reduce_overhead.trace.json.gz", "ddp_gpt2.rank0.trace.json.gz"]
+
+
+def _serial(path: Path) -> RawTrace:
+    """The serial reader alone (what read_chrome_trace did before the parallel path)."""
+    top, chunks = read_events(path)
+    builder = TraceBuilder()
+    for events in chunks:
+        builder.add(events)
+    return builder.finish(top)
+
+
+def _plain_copy(name: str, tmp_path: Path) -> Path:
+    """The recorded trace as torch wrote it, un-gzipped (the parallel reader seeks in the file)."""
+    out = tmp_path / name.removesuffix(".gz")
+    out.write_bytes(gzip.decompress((DATA / name).read_bytes()))
+    return out
+
+
+def _records(trace: RawTrace) -> dict[str, object]:
+    def rows(records: list[object]) -> list[tuple[object, ...]]:
+        return [tuple(getattr(r, f.name) for f in dataclasses.fields(r)) for r in records]
+
+    return {"ops": rows(trace.ops), "kernels": rows(trace.kernels), "syncs": rows(trace.syncs),
+            "launch_ts_ns": trace.launch_ts_ns, "graph_launches": trace.graph_launches,
+            "graph_captures": trace.graph_captures, "distributed": trace.distributed, "origin_ns": trace.origin_ns}
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_worker_processes_read_the_same_records_as_the_serial_reader(name: str, tmp_path: Path) -> None:
+    path = _plain_copy(name, tmp_path)
+    serial = _serial(path)
+    parallel = trace_parallel.read_parallel(path, 3)
+    assert parallel is not None
+    assert len(parallel.kernels) == len(serial.kernels) > 100
+    assert _records(parallel) == _records(serial)
+    # equal input lists are one object across the ranges, as the serial reader makes them
+    # (memory, and attribution costs each distinct call once)
+    assert len({id(o.input_dims) for o in parallel.ops}) == len({id(o.input_dims) for o in serial.ops})
+    if "reduce_overhead" in name:  # a CUDA-graph capture: its runtime calls crossed into another range
+        assert serial.graph_captures and parallel.graph_captures == serial.graph_captures
+
+
+def test_ranges_in_small_blocks_and_many_parts_join_to_the_same_trace(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _plain_copy(TRACES[1], tmp_path)
+    monkeypatch.setattr(trace_parallel, "BLOCK_BYTES", 4096)  # each range decoded in many blocks
+    import mmap
+
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        top, start, separator = trace_parallel._layout(data)
+        ranges = trace_parallel._ranges(data, start, len(data), separator, 7)
+    assert len(ranges) == 7
+    parts = [trace_parallel.read_range(str(path), a, b, i == len(ranges) - 1, separator)
+             for i, (a, b) in enumerate(ranges)]
+    assert _records(trace_parallel._joined(parts, top)) == _records(_serial(path))
+
+
+def test_events_written_at_the_left_margin_are_cut_too(tmp_path: Path) -> None:
+    """The layout scripts/bench_scale.py synth writes: each event indented from column 0."""
+    doc = json.loads(gzip.decompress((DATA / TRACES[0]).read_bytes()))
+    events = doc.pop("traceEvents")
+    path = tmp_path / "margin.json"
+    path.write_text(json.dumps(doc, indent=2)[:-2] + ',\n  "traceEvents": [\n'
+                    + ",\n".join(json.dumps(e, indent=2) for e in events) + '\n  ],\n  "traceName": "x"\n}\n')
+    parallel = trace_parallel.read_parallel(path, 4)
+    assert parallel is not None
+    assert _records(parallel) == _records(_serial(path))
+
+
+def test_what_it_cannot_cut_is_left_to_the_serial_reader(tmp_path: Path) -> None:
+    doc = json.loads(gzip.decompress((DATA / TRACES[0]).read_bytes()))
+    one_line = tmp_path / "one_line.json"
+    one_line.write_text(json.dumps(doc))  # no newlines between events: no place to cut
+    assert trace_parallel.read_parallel(one_line, 4) is None
+    assert trace_parallel.read_parallel(DATA / TRACES[0], 4) is None  # gzipped: nothing to seek in
+    # a range that does not decode (a broken event in the middle): the workers give up, and the
+    # serial reader says what is wrong, as it always did
+    broken = _plain_copy(TRACES[0], tmp_path)
+    text = broken.read_bytes()
+    middle = text.index(b'"ph": "X"', len(text) // 2)
+    broken.write_bytes(text[:middle] + b'"ph": X' + text[middle + 9:])
+    assert trace_parallel.read_parallel(broken, 4) is None
+    with pytest.raises(TraceFormatError):
+        read_chrome_trace(broken)
+
+
+def test_worker_count_follows_size_cores_and_the_environment() -> None:
+    assert trace_parallel.worker_count(10 << 20, {}) == 0  # small: serial
+    assert trace_parallel.worker_count(10 << 20, {"ROOFLINECTL_READ_WORKERS": "3"}) == 3
+    assert trace_parallel.worker_count(1 << 30, {"ROOFLINECTL_READ_WORKERS": "0"}) == 0
+    big = trace_parallel.worker_count(1 << 30, {})
+    assert 0 <= big <= trace_parallel.MAX_WORKERS
+
+
+def test_read_chrome_trace_uses_the_workers_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _plain_copy(TRACES[0], tmp_path)
+    calls = []
+    real = trace_parallel.read_parallel
+    monkeypatch.setattr(trace_parallel, "read_parallel", lambda p, n: calls.append(n) or real(p, n))
+    monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", "2")
+    assert _records(read_chrome_trace(path)) == _records(_serial(path))
+    assert calls == [2]
