@@ -235,3 +235,37 @@ def test_module_call_iteration_times_from_given_times() -> None:
     assert (data.kernels["calls"] == 5).all() and len(data.kernels) == 3
     auto = profile_data(Capture("cpu", raw, {}), command=["t"], completed=True, ceilings=cpu)
     assert auto.summary["warmup_iterations"] == 2  # found: the second call (6000) is >10% slower than the rest
+
+
+def _warmup_by_definition(times_s: list[float]) -> int:
+    """choose_warmup's rule, a median per step (slow, obviously right)."""
+    import statistics
+
+    warmup = 1
+    while warmup < len(times_s) // 2 and times_s[warmup] > 1.10 * statistics.median(times_s[warmup + 1:]):
+        warmup += 1
+    return warmup
+
+
+@pytest.mark.parametrize("slow", [0, 3, 31, 32, 33, 120, 400])
+def test_a_long_warm_up_is_found_as_the_rule_says(slow: int) -> None:
+    import random
+
+    from rooflinectl.attribution.steady import choose_warmup
+
+    rng = random.Random(slow)
+    times = [2e-5 * rng.uniform(0.95, 1.05) for _ in range(slow)] + [1e-5 * rng.uniform(0.9, 1.1) for _ in range(600)]
+    assert choose_warmup(times, None) == _warmup_by_definition(times)
+
+
+@pytest.mark.parametrize("n", [2, 5, 6, 51, 52])
+def test_suffix_medians_are_the_medians_of_each_suffix(n: int) -> None:
+    import random
+
+    import numpy as np
+
+    from rooflinectl.attribution.steady import _suffix_medians
+
+    values = [random.Random(n + i).random() for i in range(n)]
+    got = _suffix_medians(values, 1, n)
+    assert got == {i: float(np.median(values[i:])) for i in range(1, n)}

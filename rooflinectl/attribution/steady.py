@@ -11,6 +11,7 @@ compiled (a recompilation) is setup too, wherever it falls.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,9 +60,34 @@ def choose_warmup(times_s: list[float], wanted: int | None) -> int:
     if wanted is not None:
         return max(found - wanted, 0)
     warmup = 1
-    while warmup < found // 2 and times_s[warmup] > SLOW_WARMUP * float(np.median(times_s[warmup + 1:])):
+    while warmup < min(found // 2, DIRECT_MEDIANS) and times_s[warmup] > SLOW_WARMUP * float(np.median(times_s[warmup + 1:])):
+        warmup += 1
+    if warmup < DIRECT_MEDIANS or warmup >= found // 2:
+        return warmup
+    # A long warm-up (thousands of short iterations): the median of each suffix, all at once
+    medians = _suffix_medians(times_s, warmup + 1, found // 2 + 1)
+    while warmup < found // 2 and times_s[warmup] > SLOW_WARMUP * medians[warmup + 1]:
         warmup += 1
     return warmup
+
+
+DIRECT_MEDIANS = 32  # warm-up iterations tested with a median of their own; then _suffix_medians
+
+
+def _suffix_medians(values: list[float], first: int, last: int) -> dict[int, float]:
+    """{i: median of values[i:]} for first <= i < last: one pass from the end, two heaps (the
+    lower half as negatives, the upper half), O(n log n) instead of a median per i."""
+    lower: list[float] = []
+    upper: list[float] = []
+    out: dict[int, float] = {}
+    for i in range(len(values) - 1, first - 1, -1):
+        heapq.heappush(lower, -values[i])
+        heapq.heappush(upper, -heapq.heappop(lower))
+        if len(upper) > len(lower):
+            heapq.heappush(lower, -heapq.heappop(upper))
+        if i < last:
+            out[i] = -lower[0] if len(lower) > len(upper) else (-lower[0] + upper[0]) / 2
+    return out
 
 
 def split_steady(launches: pd.DataFrame, iterations: Iterations, wanted: int | None = None) -> SteadyState:
