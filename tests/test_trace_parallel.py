@@ -59,10 +59,11 @@ def test_worker_processes_read_the_same_records_as_the_serial_reader(name: str, 
         assert serial.graph_captures and parallel.graph_captures == serial.graph_captures
 
 
-def test_ranges_in_small_blocks_and_many_parts_join_to_the_same_trace(tmp_path: Path,
+@pytest.mark.parametrize("block_bytes", [4096, 64])  # many events a block; a block shorter than an event
+def test_ranges_in_small_blocks_and_many_parts_join_to_the_same_trace(tmp_path: Path, block_bytes: int,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     path = _plain_copy(TRACES[1], tmp_path)
-    monkeypatch.setattr(trace_parallel, "BLOCK_BYTES", 4096)  # each range decoded in many blocks
+    monkeypatch.setattr(trace_parallel, "BLOCK_BYTES", block_bytes)  # each range decoded in many blocks
     import mmap
 
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:

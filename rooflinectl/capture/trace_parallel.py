@@ -23,6 +23,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,10 @@ def worker_count(size_bytes: int, environ: dict[str, str] | None = None) -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    if size_bytes < MIN_PARALLEL_BYTES or cpus < 4:
+    if size_bytes < MIN_PARALLEL_BYTES or cpus < 2:
         return 0
-    return max(min(MAX_WORKERS, cpus - 1, size_bytes // BYTES_PER_WORKER), 0)
+    # the parent waits while they work: on a few cores each core takes a range, on more one is left
+    return max(min(MAX_WORKERS, cpus if cpus < 4 else cpus - 1, size_bytes // BYTES_PER_WORKER), 0)
 
 
 def _ranges(data: mmap.mmap | bytes, start: int, end: int, separator: bytes, parts: int) -> list[tuple[int, int]]:
@@ -108,14 +110,16 @@ def read_parallel(path: str | Path, workers: int) -> RawTrace | None:
         return None
     if len(ranges) < 2:
         return None
-    parts = _run_workers(str(path), ranges, separator)
-    if parts is None:
+    joiner = _Joiner()
+    if not _run_workers(str(path), ranges, separator, joiner.add):
         return None
-    return _joined(parts, top)
+    return joiner.finish(top)
 
 
-def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes) -> list[dict[str, Any]] | None:
-    """Each range read by its own process; their results in order, or None if any failed."""
+def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes,
+                 take: Callable[[dict[str, Any]], None]) -> bool:
+    """Each range read by its own process; each result handed to `take` in file order as it is
+    loaded (and let go: the ranges' columns are never all held at once). False if any failed."""
     package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryDirectory(prefix="rooflinectl-read-") as folder:
@@ -128,17 +132,18 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes) -> 
                     [sys.executable, "-m", "rooflinectl.capture.trace_parallel", path, str(a), str(b), last,
                      separator.hex(), out], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE), out))
-            parts = []
             for proc, out in procs:
-                _, err = proc.communicate(timeout=WORKER_TIMEOUT_S)
+                proc.communicate(timeout=WORKER_TIMEOUT_S)
                 if proc.returncode != 0:
-                    return None
+                    return False
                 with open(out, "rb") as handle:  # written by our worker into the folder we made (mode 0700)
-                    parts.append(pickle.load(handle))  # noqa: S301 - our own data, not the user's
+                    part = pickle.load(handle)  # noqa: S301 - our own data, not the user's
                 os.unlink(out)
-            return parts
+                take(part)
+                del part
+            return True
         except (OSError, subprocess.SubprocessError, pickle.UnpicklingError, EOFError):
-            return None
+            return False
         finally:
             for proc, _ in procs:
                 if proc.poll() is None:
@@ -146,53 +151,104 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes) -> 
                     proc.wait()
 
 
-def _joined(parts: list[dict[str, Any]], top: dict[str, Any]) -> RawTrace:
-    """The workers' records joined in file order and finished as the serial reader finishes them."""
-    builder = TraceBuilder()
-    with gc_paused():
-        for part in parts:
-            builder.ops += from_columns(part["ops"], RawOp)
-            builder.kernels += from_columns(part["kernels"], RawKernel)
-            builder.syncs += from_columns(part["syncs"], RawSync)
-            builder.launch_us.update(zip(part["launch_correlations"], part["launch_us"]))
-            builder.graph_launches += part["graph_launches"]
-            builder.runtime_calls += part["runtime_calls"]
-            builder.capture_calls += part["capture_calls"]
-            builder.first_us = min(builder.first_us, part["first_us"])
-            top.update(part.get("tail") or {})
-        shared: dict[tuple[int, int, int, int], tuple[list[Any], ...]] = {}
-        for op in builder.ops:  # equal input lists: one copy across the parts (each part shares its own)
+class _Joiner:
+    """The workers' records joined in file order, finished as the serial reader finishes them."""
+
+    def __init__(self) -> None:
+        self.builder = TraceBuilder()
+        self.tail: dict[str, Any] = {}
+        self._shared: dict[tuple[int, int, int, int], tuple[list[Any], ...]] = {}
+
+    def add(self, part: dict[str, Any]) -> None:
+        builder = self.builder
+        with gc_paused():
+            while part["blocks"]:
+                block = part["blocks"].pop(0)  # let go of each block's columns once read
+                ops = from_columns(block["ops"], RawOp)
+                self._share(ops)
+                builder.ops += ops
+                builder.kernels += from_columns(block["kernels"], RawKernel)
+                builder.syncs += from_columns(block["syncs"], RawSync)
+                builder.launch_us.update(zip(block["launch_correlations"], block["launch_us"]))
+                builder.graph_launches += block["graph_launches"]
+                builder.runtime_calls += block["runtime_calls"]
+                builder.capture_calls += block["capture_calls"]
+        builder.first_us = min(builder.first_us, part["first_us"])
+        self.tail.update(part.get("tail") or {})
+
+    def _share(self, ops: list[RawOp]) -> None:
+        """Equal input lists made one object across ranges (each range already shares its own)."""
+        for op in ops:
             key = (id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
-            lists = shared.get(key)
+            lists = self._shared.get(key)
             if lists is None:
-                builder._share_inputs(op)
-                shared[key] = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+                self.builder._share_inputs(op)
+                self._shared[key] = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
             else:
                 op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = lists
-        return builder.finish(top)
+
+    def finish(self, top: dict[str, Any]) -> RawTrace:
+        with gc_paused():
+            return self.builder.finish({**top, **self.tail})
+
+
+def _joined(parts: list[dict[str, Any]], top: dict[str, Any]) -> RawTrace:
+    """Parts read in this process (tests), joined as the workers' are."""
+    joiner = _Joiner()
+    for part in parts:
+        joiner.add(part)
+    return joiner.finish(top)
 
 
 def read_range(path: str, start: int, end: int, last: bool, separator: bytes) -> dict[str, Any]:
-    """In the worker: the records of the events in [start, end) of the file, in columns."""
+    """In the worker: the records of the events in [start, end) of the file, in columns, block by
+    block (each block's records leave as columns before the next is decoded: a worker holds one
+    block's objects at a time, not its whole range's)."""
     builder = TraceBuilder()
     tail: dict[str, Any] = {}
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data, gc_paused():
-        blocks = _ranges(data, start, end, separator, max((end - start) // BLOCK_BYTES, 1))
-        for i, (a, b) in enumerate(blocks):
-            if last and i == len(blocks) - 1:  # the array's end and the keys after it
-                rest = decode_json(b'{"traceEvents": [' + data[a:b])
+    blocks_out = []
+    close, opening = separator.index(b"}") + 1, separator.rindex(b"{")
+    # read, not mapped: a mapped file's pages would count in the worker's resident memory
+    with open(path, "rb") as handle, gc_paused():
+        handle.seek(start)
+        left, carry = end - start, b""
+        while left > 0 or carry:
+            block = handle.read(min(BLOCK_BYTES, left)) if left > 0 else b""
+            left -= len(block)
+            buffer = carry + block
+            if left > 0:  # cut after the last whole event; the rest waits for the next block
+                at = buffer.rfind(separator)
+                if at < 0:
+                    carry = buffer
+                    continue
+                piece, carry = buffer[: at + close], buffer[at + opening:]
+            else:
+                piece, carry = buffer, b""
+            if last and left <= 0:  # the array's end and the keys after it
+                rest = decode_json(b'{"traceEvents": [' + piece)
                 events = rest.pop("traceEvents")
                 tail = rest
             else:
-                events = decode_json(b"[" + data[a:b] + b"]")
+                events = decode_json(b"[" + piece + b"]")
             builder.add(events)
-    return {
+            del events
+            blocks_out.append(_taken(builder))
+    return {"blocks": blocks_out, "first_us": builder.first_us, "tail": tail}
+
+
+def _taken(builder: TraceBuilder) -> dict[str, Any]:
+    """The builder's records so far, in columns, and the builder emptied of them (its shared
+    names and input lists stay, so equal lists of later blocks are the same objects)."""
+    out = {
         "ops": to_columns(builder.ops, RawOp), "kernels": to_columns(builder.kernels, RawKernel),
         "syncs": to_columns(builder.syncs, RawSync), "launch_correlations": list(builder.launch_us),
         "launch_us": list(builder.launch_us.values()), "graph_launches": builder.graph_launches,
         "runtime_calls": builder.runtime_calls,  # a graph capture may begin in another range
-        "capture_calls": builder.capture_calls, "first_us": builder.first_us, "tail": tail,
+        "capture_calls": builder.capture_calls,
     }
+    builder.ops, builder.kernels, builder.syncs, builder.launch_us = [], [], [], {}
+    builder.graph_launches, builder.runtime_calls, builder.capture_calls = [], [], 0
+    return out
 
 
 def main(argv: list[str]) -> int:
