@@ -98,9 +98,8 @@ class _OpIndex:
             stack.append(i)
         self.by_external = {op.external_id: i for i, op in enumerate(self.ops) if op.external_id >= 0}
         annotations = [o for o in self.ops if o.category == "user_annotation"]  # one pass over the ops
-        self.region_ops = [i for i, o in enumerate(self.ops)
-                           if o.category == "user_annotation" and o.name.startswith(REGION_PREFIX)]
-        regions = [self.ops[i] for i in self.region_ops]
+        self.region_named = [i for i, o in enumerate(self.ops) if o.name.startswith(REGION_PREFIX)]
+        regions = [self.ops[i] for i in self.region_named if self.ops[i].category == "user_annotation"]
         self.region_runs = len(regions)
         self.region_spans = merge_spans([(o.ts_ns, o.end_ns) for o in regions])
         self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in regions})
@@ -143,8 +142,7 @@ class _OpIndex:
         counted = ~_inside_many(starts_ns, self.excluded_spans)
         if self.region_spans:
             counted &= _inside_many(starts_ns, self.region_spans)
-        regions = [i for i in self.region_ops if counted[i]]
-        return int(counted.sum()) - len(regions)
+        return int(counted.sum()) - sum(1 for i in self.region_named if counted[i])
 
     def module(self, i: int) -> str:
         """The nn.Module path active at op i; for backward work, the forward op's module with
