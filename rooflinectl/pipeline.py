@@ -63,17 +63,15 @@ def _placed_table(launches: pd.DataFrame, ceilings: Ceilings, rank: int = 0) -> 
 
 def _run_wall_s(trace: RawTrace) -> float:
     """First to last event of the capture (ops and kernels), seconds."""
-    if not trace.ops and not trace.kernels:
-        return 0.0
+    firsts, lasts = [], []
     op_starts, op_ends, _ = trace.op_times_ns()
-    first = min([int(op_starts.min())] if len(op_starts) else [], default=None)
-    last = int(op_ends.max()) if len(op_ends) else None
+    if len(op_starts):
+        firsts.append(int(op_starts.min()))
+        lasts.append(int(op_ends.max()))
     if trace.kernels:
-        kernel_first = min(k.ts_ns for k in trace.kernels)
-        kernel_last = max(k.ts_ns + k.dur_ns for k in trace.kernels)
-        first = kernel_first if first is None else min(first, kernel_first)
-        last = kernel_last if last is None else max(last, kernel_last)
-    return (last - first) / 1e9
+        firsts.append(min(k.ts_ns for k in trace.kernels))
+        lasts.append(max(k.ts_ns + k.dur_ns for k in trace.kernels))
+    return (max(lasts) - min(firsts)) / 1e9 if firsts else 0.0
 
 
 def _counted_host_spans(trace: RawTrace, state: SteadyState, regions: list[str]) -> list[tuple[int, int]]:

@@ -269,3 +269,15 @@ def test_suffix_medians_are_the_medians_of_each_suffix(n: int) -> None:
     values = [random.Random(n + i).random() for i in range(n)]
     got = _suffix_medians(values, 1, n)
     assert got == {i: float(np.median(values[i:])) for i in range(1, n)}
+
+
+def test_run_wall_time_spans_the_first_to_the_last_event_of_ops_and_kernels() -> None:
+    from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
+    from rooflinectl.pipeline import _run_wall_s
+
+    ops = [RawOp(1, "aten::mm", "cpu_op", 1, 100, 50), RawOp(2, "aten::add", "cpu_op", 1, 300, 20)]
+    kernels = [RawKernel("gemm", "kernel", 140, 500, 1, 11), RawKernel("add", "kernel", 660, 30, 2, 12)]
+    # first: the first op's start (100 ns); last: the last kernel's end (660 + 30 ns)
+    assert _run_wall_s(RawTrace(ops=ops, kernels=kernels, launch_ts_ns={})) == pytest.approx(590e-9)
+    assert _run_wall_s(RawTrace(ops=ops, kernels=[], launch_ts_ns={})) == pytest.approx(220e-9)
+    assert _run_wall_s(RawTrace(ops=[], kernels=[], launch_ts_ns={})) == 0.0
