@@ -79,15 +79,14 @@ def _ranges(data: mmap.mmap | bytes, start: int, end: int, separator: bytes, par
 def _layout(data: mmap.mmap) -> tuple[dict[str, Any], int, bytes] | None:
     """(the top-level keys before the event array, where the array's first event begins, the
     separator between its events), or None when the file is not laid out that way."""
-    head = data[:HEADER_LIMIT_BYTES]
-    match = _EVENTS_KEY.search(head)
+    match = _EVENTS_KEY.search(data, 0, min(len(data), HEADER_LIMIT_BYTES))  # in place: no copy of the file
     if match is None:
         return None
     try:
-        top = decode_json(head[: match.start()].rstrip().rstrip(b",") + b"}")
+        top = decode_json(data[: match.start()].rstrip().rstrip(b",") + b"}")
     except ValueError:
         return None
-    rest = head[match.end(): match.end() + 16]
+    rest = data[match.end(): match.end() + 16]
     separator = next((sep for first, sep in _SEPARATORS.items() if rest.startswith(first)), None)
     if not isinstance(top, dict) or separator is None:
         return None
