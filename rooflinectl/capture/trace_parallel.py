@@ -10,6 +10,9 @@ it, and sends the records back in columns (capture/columns.py). The parent joins
 file order, shares equal input lists across them as the serial reader does, and finishes the
 trace: the same RawTrace as read_chrome_trace's serial path (tests/test_trace_parallel.py).
 
+The columns travel as pickle files in a temporary folder the parent made for this read (mode
+0700) and removes: only our own workers' output is unpickled, never a file the user gave.
+
 Used when the file is large and the machine has spare cores (ROOFLINECTL_READ_WORKERS=N sets the
 number of workers, 0 switches it off). Anything unexpected (another layout, a gzipped file, a
 worker that fails) returns None and the caller reads the file serially: never a lost trace.
