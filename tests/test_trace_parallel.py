@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,38 @@ def test_read_chrome_trace_uses_the_workers_when_asked(tmp_path: Path, monkeypat
     monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", "2")
     assert _records(read_chrome_trace(path)) == _records(_serial(path))
     assert calls == [2]
+
+
+def _torch_layout(events: list[dict[str, object]]) -> bytes:
+    """A trace file laid out as torch writes one: each event a block between `\\n  {` and `\\n  }`."""
+    body = ",".join("\n  {" + json.dumps(e)[1:-1] + "\n  }" for e in events)
+    return ('{\n  "schemaVersion": 1,\n  "traceEvents": [' + body + '\n  ],\n  "traceName": "t"\n}\n').encode()
+
+
+def test_equal_inputs_in_many_small_blocks_keep_their_own_values(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ops of a few input shapes in random order, one block each: a block's input lists are let
+    go once joined, and a later block's may take their addresses; shapes must not cross over."""
+    import random
+
+    rng = random.Random(7)
+    shapes = [[[n, 8], [n, 8]] for n in (2, 3, 5, 7, 11)]
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": float(i), "dur": 0.5,
+               "args": {"External id": i + 1, "Input Dims": rng.choice(shapes), "Input type": ["float", "float"],
+                        "Input Strides": [[8, 1], [8, 1]], "Concrete Inputs": ["", ""]}} for i in range(400)]
+    path = tmp_path / "small.json"
+    path.write_bytes(_torch_layout(events))
+    monkeypatch.setattr(trace_parallel, "BLOCK_BYTES", 64)
+    import mmap
+
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        top, start, separator = trace_parallel._layout(data)
+        ranges = trace_parallel._ranges(data, start, len(data), separator, 8)
+    joiner = trace_parallel._Joiner()
+    for i, (a, b) in enumerate(ranges):  # as the workers' parts arrive: unpickled one after the other
+        part = trace_parallel.read_range(str(path), a, b, i == len(ranges) - 1, separator)
+        joiner.add(pickle.loads(pickle.dumps(part)))
+        del part
+    joined = joiner.finish(top)
+    assert [op.input_dims for op in joined.ops] == [e["args"]["Input Dims"] for e in events]
+    assert len({id(op.input_dims) for op in joined.ops}) == len(shapes)

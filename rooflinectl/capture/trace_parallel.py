@@ -159,7 +159,6 @@ class _Joiner:
     def __init__(self) -> None:
         self.builder = TraceBuilder()
         self.tail: dict[str, Any] = {}
-        self._shared: dict[tuple[int, int, int, int], tuple[list[Any], ...]] = {}
 
     def add(self, part: dict[str, Any]) -> None:
         builder = self.builder
@@ -179,13 +178,16 @@ class _Joiner:
         self.tail.update(part.get("tail") or {})
 
     def _share(self, ops: list[RawOp]) -> None:
-        """Equal input lists made one object across ranges (each range already shares its own)."""
+        """Equal input lists made one object across blocks and ranges (a block's ops already share
+        its own). Keyed by the block's list objects, so the keys live only while the block does:
+        once its lists are let go, another block's may reuse their addresses."""
+        shared: dict[tuple[int, int, int, int], tuple[list[Any], ...]] = {}
         for op in ops:
             key = (id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
-            lists = self._shared.get(key)
+            lists = shared.get(key)
             if lists is None:
                 self.builder._share_inputs(op)
-                self._shared[key] = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+                shared[key] = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
             else:
                 op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = lists
 
