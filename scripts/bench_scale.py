@@ -65,6 +65,7 @@ def machine() -> dict[str, Any]:
 def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run cmd; its wall seconds, peak RSS (bytes, the largest of the process and the children it
     waited for), exit code and the SCALE/BENCH JSON lines it printed."""
+    started_at = time.time()  # a child may report wall-clock times: its start-up and exit follow
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
@@ -81,7 +82,8 @@ def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = Non
     result: dict[str, Any] = {"cmd": " ".join(cmd[1:]) if cmd[0] == sys.executable else " ".join(cmd),
                               "wall_s": round(wall_s, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
                               "peak_rss_bytes": usage.ru_maxrss * 1024,
-                              "exit_code": proc.returncode, "timed_out": wall_s > timeout_s}
+                              "exit_code": proc.returncode, "timed_out": wall_s > timeout_s,
+                              "started_at": started_at}
     for line in text.splitlines():
         for tag in ("SCALE ", "BENCH "):
             if line.startswith(tag):
@@ -299,10 +301,11 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{(r['bare_trace_bytes'] or 0) / 1e6:.0f} MB |")
         for r in result["capture"]:
             bare = r["bare"].get("reported", {})
-            if bare.get("end_age_s") is not None and bare.get("imported_age_s") is not None:
-                exit_s = r["bare"]["wall_s"] - bare["end_age_s"]
+            if bare.get("end_at") is not None and bare.get("imported_at") is not None:
+                started_at = r["bare"]["started_at"]
+                exit_s = r["bare"]["wall_s"] - (bare["end_at"] - started_at)
                 lines.append(f"\nbare profiler at {r['launches']:,} launches, seconds per phase: start-up (python, "
-                             f"imports) {bare['imported_age_s']:.1f} s; device {bare['device_init_s']:.1f} s; profiler "
+                             f"imports) {bare['imported_at'] - started_at:.1f} s; device {bare['device_init_s']:.1f} s; profiler "
                              f"start {bare['profiler_start_s']:.1f} s; run {bare['run_s']:.1f} s; stop "
                              f"{bare['stop_s']:.1f} s; export {bare['export_s']:.1f} s; exit {exit_s:.1f} s")
             if r["rooflinectl"].get("phases"):

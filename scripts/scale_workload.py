@@ -14,22 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 
 import torch
-
-
-def _process_age_s() -> float | None:
-    """Seconds since this process started (Linux /proc), so start-up and exit can be told apart."""
-    try:
-        with open("/proc/self/stat") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as f:
-            uptime_s = float(f.read().split()[0])
-        return uptime_s - start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def main() -> None:
@@ -37,7 +24,7 @@ def main() -> None:
     parser.add_argument("launches", type=int)
     parser.add_argument("--bare-profile", metavar="TRACE", help="run under torch.profiler and export here")
     args = parser.parse_args()
-    imported_age_s = _process_age_s()  # python and torch imported
+    imported_at = time.time()  # python and torch imported (the parent knows when it started us)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     before_s = time.perf_counter()
     t = torch.zeros(1, device=device)
@@ -58,7 +45,7 @@ def main() -> None:
     if device == "cuda":
         torch.cuda.synchronize()
     ran = time.perf_counter()
-    phases = {"device": device, "launches": args.launches, "run_s": ran - start, "imported_age_s": imported_age_s,
+    phases = {"device": device, "launches": args.launches, "run_s": ran - start, "imported_at": imported_at,
               "device_init_s": device_s, "profiler_start_s": start_s}
     if prof is not None:
         prof.stop()
@@ -66,7 +53,7 @@ def main() -> None:
         prof.export_chrome_trace(args.bare_profile)
         phases.update(stop_s=stopped - ran, export_s=time.perf_counter() - stopped)
     assert float(t.item()) == float(args.launches)  # the work ran
-    phases["end_age_s"] = _process_age_s()  # what follows until the parent sees the exit is the exit
+    phases["end_at"] = time.time()  # what follows until the parent sees the exit is the exit
     print("SCALE " + json.dumps(phases), flush=True)
 
 
