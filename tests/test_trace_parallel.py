@@ -156,3 +156,14 @@ def test_equal_inputs_in_many_small_blocks_keep_their_own_values(tmp_path: Path,
     joined = joiner.finish(top)
     assert [op.input_dims for op in joined.ops] == [e["args"]["Input Dims"] for e in events]
     assert len({id(op.input_dims) for op in joined.ops}) == len(shapes)
+
+
+def test_a_blank_line_before_the_first_event_is_read_in_parallel_too(tmp_path: Path) -> None:
+    """torch 2.14's CPU export puts an indented blank line after `"traceEvents": [`."""
+    text = gzip.decompress((DATA / TRACES[0]).read_bytes())
+    at = text.index(b'"traceEvents": [') + len(b'"traceEvents": [')
+    path = tmp_path / "blank_line.json"
+    path.write_bytes(text[:at] + b"\n    " + text[at:])
+    parallel = trace_parallel.read_parallel(path, 3)
+    assert parallel is not None
+    assert _records(parallel) == _records(_serial(path))

@@ -2,8 +2,9 @@
 
 Reading a trace is Python work per event (decoding, then a record per op and kernel): about
 22 us per kernel launch on one core, seconds for a long run. The exported file splits cleanly:
-torch writes each top-level event as its own indented block, so `\\n  },\\n  {` (JSON strings
-hold no raw newline) separates two top-level events and nothing else. The file is cut there into
+torch writes each top-level event as its own indented block, so `\\n  },\\n  {` (with the first
+event's indentation; JSON strings hold no raw newline, and nested objects are indented deeper)
+separates two top-level events and nothing else. The file is cut there into
 ranges; each range goes to a worker process (`python -m rooflinectl.capture.trace_parallel`,
 which imports neither torch nor pandas) that decodes it in blocks and runs the TraceBuilder over
 it, and sends the records back in columns (capture/columns.py). The parent joins the ranges in
@@ -39,8 +40,6 @@ MIN_PARALLEL_BYTES = 64 << 20  # below this, starting processes costs more than 
 BYTES_PER_WORKER = 32 << 20
 MAX_WORKERS = 8
 BLOCK_BYTES = 8 << 20  # a worker decodes this much at a time (bounded memory)
-# Where one top-level event ends and the next begins, by how the file indents its events.
-_SEPARATORS = {b"\n  {": b"\n  },\n  {", b"\n{": b"\n},\n{"}
 WORKER_TIMEOUT_S = 600.0
 
 
@@ -89,11 +88,14 @@ def _layout(data: mmap.mmap) -> tuple[dict[str, Any], int, bytes] | None:
         top = decode_json(data[: match.start()].rstrip().rstrip(b",") + b"}")
     except ValueError:
         return None
-    rest = data[match.end(): match.end() + 16]
-    separator = next((sep for first, sep in _SEPARATORS.items() if rest.startswith(first)), None)
-    if not isinstance(top, dict) or separator is None:
+    rest = data[match.end(): match.end() + 256]
+    first = rest.find(b"{")
+    line_start = rest.rfind(b"\n", 0, first) + 1
+    indent = rest[line_start:first]
+    # the first event's `{` begins a line, after blank space only, indented by spaces alone
+    if not isinstance(top, dict) or first < 0 or line_start == 0 or rest[:first].strip() or indent.strip(b" "):
         return None
-    return top, match.end(), separator
+    return top, match.end(), b"\n" + indent + b"},\n" + indent + b"{"
 
 
 def read_parallel(path: str | Path, workers: int) -> RawTrace | None:
