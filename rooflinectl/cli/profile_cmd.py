@@ -103,8 +103,8 @@ class IterationsMode(click.ParamType):
                    "keep setup apart), none (count the whole run), or N (count the last N iterations found)")
 @click.option("--profile-steps", type=click.IntRange(min=1), default=None,
               help="script mode: profile the first N iterations (optimizer steps, else calls of the top-level "
-                   "module), then let the script run on without the profiler and report the later iterations' "
-                   "un-profiled step time (CUDA events)")
+                   "module, else calls of the first compiled graph), then let the script run on without the "
+                   "profiler and report the later iterations' un-profiled step time (CUDA events)")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
 @click.option("--save-trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="also write the Chrome/Perfetto trace, each kernel annotated with its FLOPs, bytes, roof and "
