@@ -73,7 +73,10 @@ def test_ranges_in_small_blocks_and_many_parts_join_to_the_same_trace(tmp_path: 
     assert len(ranges) == 7
     parts = [trace_parallel.read_range(str(path), a, b, i == len(ranges) - 1, separator)
              for i, (a, b) in enumerate(ranges)]
-    assert _records(trace_parallel._joined(parts, top)) == _records(_serial(path))
+    joiner = trace_parallel._Joiner()
+    for part in parts:
+        joiner.add(part)
+    assert _records(joiner.finish(top)) == _records(_serial(path))
 
 
 def test_events_written_at_the_left_margin_are_cut_too(tmp_path: Path) -> None:

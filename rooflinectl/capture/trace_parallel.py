@@ -198,14 +198,6 @@ class _Joiner:
             return self.builder.finish({**top, **self.tail})
 
 
-def _joined(parts: list[dict[str, Any]], top: dict[str, Any]) -> RawTrace:
-    """Parts read in this process (tests), joined as the workers' are."""
-    joiner = _Joiner()
-    for part in parts:
-        joiner.add(part)
-    return joiner.finish(top)
-
-
 def read_range(path: str, start: int, end: int, last: bool, separator: bytes) -> dict[str, Any]:
     """In the worker: the records of the events in [start, end) of the file, in columns, block by
     block (each block's records leave as columns before the next is decoded: a worker holds one
