@@ -29,7 +29,7 @@ def sum_known(values: pd.Series) -> float:
 
 def combined_cost_source(sources: pd.Series) -> str:
     """The rows' common cost_source; "none" if any row's cost is unknown; else "mixed"."""
-    unique = set(sources)
+    unique = set(sources.unique())  # hashed in C: a group may hold a million launches
     if "none" in unique:
         return "none"
     return unique.pop() if len(unique) == 1 else MIXED_SOURCE

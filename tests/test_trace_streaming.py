@@ -179,3 +179,32 @@ def test_a_saved_capture_is_recognised_as_ours(tmp_path) -> None:
         trace = from_chrome_trace(json.load(handle))
     save_capture(Capture("cuda", trace, {}), str(tmp_path / "c.json.gz"))
     assert _is_capture(tmp_path / "c.json.gz")
+
+
+def test_columns_keep_each_value_its_type_and_share_only_what_was_shared() -> None:
+    from dataclasses import dataclass, field
+
+    from rooflinectl.capture.columns import from_columns, to_columns
+
+    @dataclass
+    class Row:
+        text: str
+        lists: list = field(default_factory=list)
+        mixed: object = None
+        number: float = 0.0
+
+    shared = [1, 2]
+    equal_not_shared = [1, 2]
+    rows = [Row("a", [], [], 1), Row("b", shared, {}, 2.5), Row("a", shared, shared, 3),
+            Row("c", equal_not_shared, None, 4), Row("a", [], "", 5), Row("b", {}, {"k": 1}, 6)]
+    columns = to_columns(rows, Row)
+    assert columns["number"] == [1, 2.5, 3, 4, 5, 6]
+    assert columns["text"] == {"table": ["a", "b", "c"], "index": [0, 1, 0, 2, 0, 1]}
+    # an empty dict never comes back as an empty list (nor "" as either)
+    back = from_columns(columns, Row)
+    assert back == rows
+    assert [type(r.lists) for r in back] == [list, list, list, list, list, dict]
+    assert [type(r.mixed) for r in back] == [list, dict, list, type(None), str, dict]
+    assert back[1].lists is back[2].lists and back[2].mixed is back[1].lists  # shared stays shared
+    assert back[3].lists is not back[1].lists  # equal is not the same object unless the parser made it so
+    assert to_columns([], Row) == {"text": [], "lists": [], "mixed": [], "number": []}

@@ -247,8 +247,9 @@ class _OpIndex:
 
     def costed_ancestor(self, i: int) -> int:
         """Nearest op at or above i with a known cost, -1 if none."""
+        ops, costs = self.ops, self._costs
         while i >= 0:
-            if self.ops[i].category == "cpu_op" and self.cost(i)[0] is not None:
+            if ops[i].category == "cpu_op" and ((costs[i] or self._explained(i))[0] is not None):
                 return i
             i = self.parent[i]
         return -1
@@ -346,16 +347,20 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         triton_queue[launch["name"]].append(launch)
     replayed = replay_sources(trace, lambda ext: index.ops[i].name if (i := index.by_external.get(ext, -1)) >= 0 else None)
     pending: list[tuple[RawKernel, int, int, dict[str, Any] | None, int, int]] = []
+    # names bound once: this loop runs once per launch (millions on a long run)
+    ops, by_external, launch_ts_ns, compile_work = index.ops, index.by_external, trace.launch_ts_ns, index.compile_work
+    windowed = bool(index.region_spans or index.excluded_spans)  # else every launch is in the window
     for k in trace.kernels:  # kernel, its op, costed op, triton cost, launch ts, instance (graph replay or -1)
-        own_i = index.by_external.get(k.external_id, -1)  # a replayed kernel's: the op around the graph launch
-        source = replayed.get(id(k))
-        op_i = index.by_external.get(source, -1) if source is not None else own_i
+        own_i = by_external.get(k.external_id, -1)  # a replayed kernel's: the op around the graph launch
+        source = replayed.get(id(k)) if replayed else None
+        op_i = by_external.get(source, -1) if source is not None else own_i
         # A kernel cites an annotation only when no op ran around its launch: a module scope recorded
         # by _RecordFunctionFast (kineto links kernels to it), which began before the launch did.
-        by_op = own_i >= 0 and source is None and index.ops[own_i].category == "cpu_op"
-        ts = index.ops[own_i].ts_ns if by_op else trace.launch_ts_ns.get(k.correlation, k.ts_ns)
-        declared = triton_queue[k.name].popleft() if k.category == "kernel" and triton_queue.get(k.name) else None
-        if not index.in_window(ts) or (own_i >= 0 and index.compile_work[own_i]):
+        by_op = own_i >= 0 and source is None and ops[own_i].category == "cpu_op"
+        ts = ops[own_i].ts_ns if by_op else launch_ts_ns.get(k.correlation, k.ts_ns)
+        declared = triton_queue[k.name].popleft() if triton_queue and k.category == "kernel" \
+            and triton_queue.get(k.name) else None
+        if (windowed and not index.in_window(ts)) or (own_i >= 0 and compile_work[own_i]):
             continue
         costed = -1 if declared or k.category != "kernel" else index.costed_ancestor(op_i)
         pending.append((k, op_i, costed, declared, ts, k.correlation if source is not None else -1))

@@ -9,29 +9,48 @@ distinct values plus one index per record, so each name is stored once and loads
 from __future__ import annotations
 
 from dataclasses import MISSING, fields
+from operator import attrgetter
 from typing import Any
 
 
 def to_columns(records: list[Any], cls: type) -> dict[str, Any]:
     """{field: [value per record]}, or for text, lists and dicts {"table": [distinct], "index": [...]}."""
+    names = [f.name for f in fields(cls)]
+    # one C-level pass makes a row tuple per record; zip turns the rows into columns
+    rows = map(attrgetter(*names), records) if len(names) > 1 else ((getattr(r, names[0]),) for r in records)
+    columns = list(zip(*rows)) or [() for _ in names]
     out: dict[str, Any] = {}
-    for f in fields(cls):
-        values = [getattr(r, f.name) for r in records]
+    for name, values in zip(names, columns):
         if not any(isinstance(v, (str, list, tuple, dict)) for v in values[:1000]):
-            out[f.name] = values
+            out[name] = list(values)
             continue
-        positions: dict[Any, int] = {}
-        table: list[Any] = []
-        index = []
-        for v in values:
-            key = (id(v) if v else ()) if isinstance(v, (list, dict)) else v  # shared by the parser: by identity
-            at = positions.get(key)
-            if at is None:
-                at = positions[key] = len(table)
-                table.append(v)
-            index.append(at)
-        out[f.name] = {"table": table, "index": index}
+        out[name] = _table_and_index(values)
     return out
+
+
+def _table_and_index(values: Any) -> dict[str, list[Any]]:
+    """{"table": distinct values, "index": position in table per record}. Lists and dicts are told
+    apart by identity (the parser shares equal ones; the empty ones of a type are one entry), the
+    rest by value."""
+    positions: dict[Any, int] = {}
+    types = set(map(type, values))
+    if types <= {list, dict}:  # the common cases in one comprehension each (a million records)
+        index = [positions.setdefault(id(v) if v else type(v), len(positions)) for v in values]
+        by_position = dict(zip(index, values))  # each position's values are one object, or empties of one type
+        return {"table": [by_position[i] for i in range(len(by_position))], "index": index}
+    if not types & {list, dict}:
+        index = [positions.setdefault(v, len(positions)) for v in values]
+        return {"table": list(positions), "index": index}
+    table: list[Any] = []
+    index = []
+    for v in values:
+        key = (id(v) if v else type(v)) if isinstance(v, (list, dict)) else v
+        at = positions.get(key)
+        if at is None:
+            at = positions[key] = len(table)
+            table.append(v)
+        index.append(at)
+    return {"table": table, "index": index}
 
 
 def from_columns(columns: dict[str, Any], cls: type) -> list[Any]:

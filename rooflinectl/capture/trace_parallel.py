@@ -27,6 +27,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ WORKERS_ENV = "ROOFLINECTL_READ_WORKERS"
 MIN_PARALLEL_BYTES = 64 << 20  # below this, starting processes costs more than it saves
 BYTES_PER_WORKER = 32 << 20
 MAX_WORKERS = 8
+RANGES_PER_WORKER = 3  # the parent joins a worker's first ranges while it reads its later ones
 BLOCK_BYTES = 8 << 20  # a worker decodes this much at a time (bounded memory)
 WORKER_TIMEOUT_S = 600.0
 
@@ -109,50 +111,58 @@ def read_parallel(path: str | Path, workers: int) -> RawTrace | None:
                 if layout is None:
                     return None
                 top, start, separator = layout
-                ranges = _ranges(data, start, len(data), separator, workers)
+                ranges = _ranges(data, start, len(data), separator, workers * RANGES_PER_WORKER)
     except (OSError, ValueError):
         return None
     if len(ranges) < 2:
         return None
     joiner = _Joiner()
-    if not _run_workers(str(path), ranges, separator, joiner.add):
+    if not _run_workers(str(path), ranges, separator, min(workers, len(ranges)), joiner.add):
         return None
     return joiner.finish(top)
 
 
-def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes,
+def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, workers: int,
                  take: Callable[[dict[str, Any]], None]) -> bool:
-    """Each range read by its own process; each result handed to `take` in file order as it is
-    loaded (and let go: the ranges' columns are never all held at once). False if any failed."""
+    """The ranges read by `workers` processes, range i by worker i % workers, each in file order;
+    each range's result handed to `take` in file order as soon as it is written, while the
+    workers go on with their next ranges (and let go: the ranges' columns are never all held at
+    once). False if any worker failed."""
     package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryDirectory(prefix="rooflinectl-read-") as folder:
-        procs = []
+        procs: list[subprocess.Popen[str]] = []
+        timer = threading.Timer(WORKER_TIMEOUT_S, lambda: [p.kill() for p in procs])
         try:
-            for i, (a, b) in enumerate(ranges):
-                out = os.path.join(folder, f"{i}.pickle")
-                last = "1" if i == len(ranges) - 1 else "0"
-                procs.append((subprocess.Popen(  # noqa: S603 - our own module, our own arguments
-                    [sys.executable, "-m", "rooflinectl.capture.trace_parallel", path, str(a), str(b), last,
-                     separator.hex(), out], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE), out))
-            for proc, out in procs:
-                proc.communicate(timeout=WORKER_TIMEOUT_S)
-                if proc.returncode != 0:
+            for w in range(workers):
+                specs = [f"{i}:{a}:{b}:{int(i == len(ranges) - 1)}" for i, (a, b) in enumerate(ranges)
+                         if i % workers == w]
+                with open(os.path.join(folder, f"worker{w}.err"), "wb") as errors:
+                    procs.append(subprocess.Popen(  # noqa: S603 - our own module, our own arguments
+                        [sys.executable, "-m", "rooflinectl.capture.trace_parallel", path, separator.hex(), folder,
+                         *specs], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True))
+            timer.start()
+            for i in range(len(ranges)):
+                line = procs[i % workers].stdout.readline()  # type: ignore[union-attr] - piped above
+                if line.strip() != str(i):  # the worker died (or was killed by the timer) before writing it
                     return False
-                with open(out, "rb") as handle:  # written by our worker into the folder we made (mode 0700)
+                out = os.path.join(folder, f"{i}.pickle")
+                with open(out, "rb") as handle, gc_paused():  # our worker's file, in the folder we made (0700)
                     part = pickle.load(handle)  # noqa: S301 - our own data, not the user's
                 os.unlink(out)
                 take(part)
                 del part
-            return True
+            return all(p.wait() == 0 for p in procs)
         except (OSError, subprocess.SubprocessError, pickle.UnpicklingError, EOFError):
             return False
         finally:
-            for proc, _ in procs:
+            timer.cancel()
+            for proc in procs:
                 if proc.poll() is None:
                     proc.kill()
-                    proc.wait()
+                proc.wait()
+                if proc.stdout is not None:
+                    proc.stdout.close()
 
 
 class _Joiner:
@@ -250,10 +260,18 @@ def _taken(builder: TraceBuilder) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    path, start, end, last, separator, out = argv
-    result = read_range(path, int(start), int(end), last == "1", bytes.fromhex(separator))
-    with open(out, "wb") as handle:
-        pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    """Worker: PATH SEPARATOR_HEX FOLDER INDEX:START:END:LAST ...; each range's result pickled to
+    FOLDER/INDEX.pickle, then its index printed (the parent loads it then, while this goes on)."""
+    path, separator, folder, *specs = argv
+    for spec in specs:
+        index, start, end, last = spec.split(":")
+        result = read_range(path, int(start), int(end), last == "1", bytes.fromhex(separator))
+        out = os.path.join(folder, f"{index}.pickle")
+        with open(out + ".part", "wb") as handle:
+            pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(out + ".part", out)
+        del result
+        print(index, flush=True)
     return 0
 
 
