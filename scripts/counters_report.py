@@ -2,11 +2,11 @@
 
 python scripts/counters_report.py DIR > accuracy.md
 DIR holds suite.profile.json (scripts/counters_suite.py), example profiles (*.profile.json) and
-bench_counters.md (scripts/bench_counters.py). Targets (issue 12):
+bench_counters.TARGET.md (scripts/bench_counters.py). Targets (issue 12):
 - analytic useful FLOPs within 3% of measured on GEMM/conv problems without padded work;
 - analytic bytes within 20% of DRAM bytes on single-pass streaming kernels over 4x L2;
 - memory/compute classification agreeing on at least 95% of GPU time;
-- sampled counters at most 1/20 of plain ncu's wall time (bench_counters.md).
+- sampled counters at most 1/20 of plain ncu's wall time (bench_counters.TARGET.md).
 Every figure comes from the profiles; misses are listed with their numbers.
 """
 
@@ -109,9 +109,9 @@ def main(folder: str) -> None:
                 lines.append(f"| {r.op} · {r.shapes} | {r.bound} | {r.measured_bound} | {_fmt(r.flops_ratio)} | "
                              f"{_fmt(r.bytes_ratio)} | {r.time_s * 1e6:.1f} us |")
 
-    bench = d / "bench_counters.md"
-    lines += ["", bench.read_text() if bench.exists() else "## Counters speed\n\nbench_counters.md missing: the speed "
-              "benchmark did not run.", ""]
+    benches = sorted(d.glob("bench_counters*.md"))  # one per target (scripts/bench_counters.py --target)
+    lines += ["", *(b.read_text() for b in benches)] if benches else \
+        ["", "## Counters speed\n\nbench_counters.*.md missing: the speed benchmark did not run.", ""]
     lines += ["## Per op family (suite)", "", validate_markdown(suite.summary, validate_rows(suite.kernels, suite.ceilings),
                                                                validate_families(validate_rows(suite.kernels, suite.ceilings)),
                                                                agreement(rows, float(suite.kernels['time_s'].sum())), 60)]

@@ -165,3 +165,22 @@ def test_kernel_rows_keep_the_launch_configuration_the_trace_records() -> None:
     transfers = table["kernel"].str.startswith(("Memcpy", "Memset"))
     assert table.loc[transfers, "registers_per_thread"].isna().all()  # copies have no launch configuration
     assert table.loc[~transfers, "registers_per_thread"].notna().all()
+
+
+@pytest.mark.parametrize("name", ["gpt2_train_eager", "resnet50_train_eager", "moe_loop"])
+def test_launches_stay_in_launch_order_when_most_are_looked_up_by_kind(name: str) -> None:
+    """A launch whose row repeats an earlier kind is added in a batch (records.add_kinds): the
+    batch must go in before the next launch of a new kind, so the table keeps the trace's order."""
+    import gzip
+    import json
+
+    from rooflinectl.attribution.join import attribute
+    from rooflinectl.capture.trace import from_chrome_trace
+
+    with gzip.open(DATA / "h200_real" / f"{name}.trace.json.gz", "rt") as handle:
+        trace = from_chrome_trace(json.load(handle))
+    launches = attribute(trace, "cuda", {"device_kind": "cuda"}).launches
+    counted = set(launches["correlation"])
+    assert len(counted) == len(launches) > 40
+    assert launches["correlation"].tolist() == [k.correlation for k in trace.kernels if k.correlation in counted]
+    assert (launches["start_ns"].diff().dropna() >= 0).all()  # the kernels are in start order too

@@ -208,3 +208,18 @@ def test_columns_keep_each_value_its_type_and_share_only_what_was_shared() -> No
     assert back[1].lists is back[2].lists and back[2].mixed is back[1].lists  # shared stays shared
     assert back[3].lists is not back[1].lists  # equal is not the same object unless the parser made it so
     assert to_columns([], Row) == {"text": [], "lists": [], "mixed": [], "number": []}
+
+
+def test_times_become_nanoseconds_as_python_rounds_them() -> None:
+    import random
+
+    from rooflinectl.capture.trace import _ns_from
+
+    rng = random.Random(7)
+    base = 5175733827172.983
+    times = [base + rng.uniform(0, 1e6) for _ in range(2000)]
+    times += [base + k * 0.0005 for k in range(2000)]  # halves of a nanosecond: round half to even
+    times += [float(k) + 0.5e-3 for k in range(-50, 50)]  # exact halves near zero
+    assert _ns_from(times, base) == [int(round((t - base) * 1000.0)) for t in times]
+    assert _ns_from(times[-100:], 0.0) == [int(round(t * 1000.0)) for t in times[-100:]]
+    assert all(type(v) is int for v in _ns_from(times[:3], base))

@@ -36,8 +36,8 @@ def back_to_back_runs(launches: pd.DataFrame, rows: pd.Series, spans_ns: list[tu
     if len(launches) == 0:
         return []
     order = launches.assign(row=rows.reindex(launches.index)).sort_values("launch_ns", kind="stable")
-    names = order["kernel"].astype(str)
-    helper = names.isin([n for n in names.unique() if transparent(n)]).to_numpy(dtype=bool)
+    codes, names = pd.factorize(order["kernel"].to_numpy(), use_na_sentinel=False)  # each name asked once
+    helper = np.array([transparent(str(n)) for n in names], dtype=bool)[codes]
     row = order["row"].to_numpy(dtype=np.int64)
     place = span_index(order["launch_ns"].to_numpy(dtype=np.int64), spans_ns) if spans_ns else np.zeros(len(order), int)
     main = ~helper

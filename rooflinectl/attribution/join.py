@@ -372,22 +372,35 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
     # A launch of a costed op, not replayed, whose row differs from an earlier one's only in its
     # own numbers: its kind is looked up, not built again (most launches of a long run).
     kinds: dict[tuple[Any, ...], int] = {}
+    # label and cost source of an op depend on its name alone, unless it launched a collective
+    # (label then names the c10d op around it): remembered per name for the rest
+    labels: dict[str, tuple[str, str]] = {}
+    looked_up: list[tuple[int, float, float, float, int, int, int, int]] = []  # launches of known kinds, in order
     for k, op_i, costed, declared, ts, instance in pending:
-        inner = index.innermost_cpu_op(op_i)
-        module = index.module(op_i) or index.module(index.by_external.get(k.external_id, -1))
+        inner = op_i if op_i >= 0 and ops[op_i].category == "cpu_op" else index.innermost_cpu_op(op_i)
+        own_i = by_external.get(k.external_id, -1)
+        module = index.module(op_i) or (index.module(own_i) if own_i != op_i else "")
         common = costed >= 0 and declared is None and instance < 0 and k.category == "kernel"
         if common:
             entry = index.explained_entry(costed)
-            key = (k.name, k.grid, k.block, k.registers_per_thread, k.shared_memory, id(entry), index.label(costed),
-                   index.source(costed), module, inner >= 0)
+            costed_op = ops[costed]
+            named = labels.get(costed_op.name) if "Collective name" not in costed_op.args else None
+            if named is None:
+                named = (index.label(costed), index.source(costed))
+                if "Collective name" not in costed_op.args:
+                    labels[costed_op.name] = named
+            key = (k.name, k.grid, k.block, k.registers_per_thread, k.shared_memory, id(entry), *named, module,
+                   inner >= 0)
             kind = kinds.get(key)
             if kind is not None:
                 total = time_by_op[(costed, instance)]
                 share = k.dur_ns / total if total > 0 else 1.0
                 cost = entry[0]
-                records.add_kind(kind, k.dur_ns / 1e9, cost.flops * share, cost.bytes * share, k.ts_ns,
-                                 k.ts_ns + k.dur_ns, ts, k.correlation)
+                looked_up.append((kind, k.dur_ns / 1e9, cost.flops * share, cost.bytes * share, k.ts_ns,
+                                  k.ts_ns + k.dur_ns, ts, k.correlation))
                 continue
+        records.add_kinds(looked_up)  # the launches before this one first: the table keeps launch order
+        looked_up.clear()
         blocks, threads = _product(k.grid), _product(k.block)
         origin = kernel_origin(k.name, inner >= 0, declared is not None)
         launch = Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
@@ -412,6 +425,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         kind = records.add(launch, how)
         if common:
             kinds[key] = kind
+    records.add_kinds(looked_up)
 
 
 def _known(count: int | None) -> float:

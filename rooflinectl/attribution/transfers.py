@@ -43,6 +43,6 @@ def memory_level(kernel: str) -> str:
 def crosses_link(kernels: pd.Series) -> np.ndarray:
     """Per kernel name, whether it is a copy over the host or peer link (classified once per
     distinct name: a run may hold a million launches of a few kernels)."""
-    names = kernels.astype(str)
-    links = {name: copy_link(name) is not None for name in pd.unique(names)}
-    return names.map(links).to_numpy(dtype=bool)
+    codes, names = pd.factorize(kernels.to_numpy(), use_na_sentinel=False)  # no text copy of the column
+    links = np.array([copy_link(str(name)) is not None for name in names], dtype=bool)
+    return links[codes] if len(codes) else np.zeros(0, dtype=bool)

@@ -16,9 +16,15 @@ from typing import Any
 def to_columns(records: list[Any], cls: type) -> dict[str, Any]:
     """{field: [value per record]}, or for text, lists and dicts {"table": [distinct], "index": [...]}."""
     names = [f.name for f in fields(cls)]
-    # one C-level pass makes a row tuple per record; zip turns the rows into columns
+    # one C-level pass makes a row tuple per record
     rows = map(attrgetter(*names), records) if len(names) > 1 else ((getattr(r, names[0]),) for r in records)
-    columns = list(zip(*rows)) or [() for _ in names]
+    return rows_to_columns(rows, cls)
+
+
+def rows_to_columns(rows: Any, cls: type) -> dict[str, Any]:
+    """to_columns of records given as rows: tuples of the record's fields in order."""
+    names = [f.name for f in fields(cls)]
+    columns = list(zip(*rows)) or [() for _ in names]  # zip turns the rows into columns
     out: dict[str, Any] = {}
     for name, values in zip(names, columns):
         if not any(isinstance(v, (str, list, tuple, dict)) for v in values[:1000]):

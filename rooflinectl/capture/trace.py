@@ -24,6 +24,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from itertools import starmap
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -227,21 +228,36 @@ KERNEL_FIELDS: tuple[Source, ...] = (
 )
 GRAPH_LAUNCH_CALLS = ("cudaGraphLaunch", "cuGraphLaunch")
 
-# Records are built positionally from the spec (fast): its fields must lead the dataclass, in order.
-for _spec, _record in ((OP_FIELDS, RawOp), (KERNEL_FIELDS, RawKernel)):
-    if [name for name, _, _ in _spec] != [f.name for f in fields(_record)][: len(_spec)]:
+# Records are built positionally from the spec (fast): its fields must lead the dataclass, in order;
+# an op's record ends with the fields the spec does not read (the builder fills them itself).
+_OP_TAIL = ("input_storages", "list_dtypes", "args", "sequence_nr")
+for _spec, _record, _tail in ((OP_FIELDS, RawOp, _OP_TAIL), (KERNEL_FIELDS, RawKernel, ())):
+    if [name for name, _, _ in _spec] + list(_tail) != [f.name for f in fields(_record)]:
         raise TypeError(f"the spec of {_record.__name__} must list its first fields in order")
+# Where the builder fixes a spec value in place (positions in the spec, so a new field moves none).
+_OP_AT = {name: i for i, (name, _, _) in enumerate(OP_FIELDS)}
+_K_AT = {name: i for i, (name, _, _) in enumerate(KERNEL_FIELDS)}
+_NAME, _CATEGORY, _TID, _TS, _INPUTS = (_OP_AT[n] for n in ("name", "category", "tid", "ts_ns", "input_dims"))
+if [f for f, _, _ in OP_FIELDS[_INPUTS:_INPUTS + 4]] != ["input_dims", "input_types", "input_strides", "concrete_inputs"]:
+    raise TypeError("the spec of RawOp must list the four input lists together (they are shared as one)")
+(_K_NAME, _K_CATEGORY, _K_TS, _K_DEVICE, _K_STREAM, _K_GRID, _K_BLOCK, _K_BYTES, _K_SHARED,
+ _K_REGISTERS) = (_K_AT[n] for n in ("name", "category", "ts_ns", "device", "stream", "grid", "block", "bytes",
+                                      "shared_memory", "registers_per_thread"))
 
 
 def _getter(fields: tuple[Source, ...]) -> Callable[[dict[str, Any], dict[str, Any]], list[Any]]:
-    """A function (event, args) -> the fields' raw values in order: the spec compiled once."""
-    plan = [(key.startswith("args."), key[5:] if key.startswith("args.") else key, default)
-            for _, key, default in fields]
-
-    def get(event: dict[str, Any], args: dict[str, Any]) -> list[Any]:
-        return [(args if in_args else event).get(key, default) for in_args, key, default in plan]
-
-    return get
+    """A function (event, args) -> the fields' raw values in order: the spec compiled once, into
+    one list display of .get calls (as dataclasses compiles its __init__): a loop over the spec
+    per event cost a third of reading a trace. Keys and defaults are passed in, never written
+    into the source."""
+    names: dict[str, Any] = {}
+    items = []
+    for i, (_, key, default) in enumerate(fields):
+        names[f"key{i}"], names[f"default{i}"] = key.removeprefix("args."), default
+        items.append(f"{'args' if key.startswith('args.') else 'event'}.get(key{i}, default{i})")
+    source = f"def get(event, args):\n    return [{', '.join(items)}]\n"
+    exec(compile(source, f"<getter of {len(fields)} fields>", "exec"), names)  # noqa: S102 - our own spec
+    return names["get"]
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -302,15 +318,20 @@ _NO_ARGS: dict[str, Any] = {}
 class TraceBuilder:
     """Builds a RawTrace from events fed in chunks (chunk after chunk of a streamed file).
 
-    Records are made from the spec (OP_FIELDS, KERNEL_FIELDS), then the fields that need more
-    than a lookup are fixed by name. Names, grid/block tuples and equal input lists are stored
-    once: a million launches of a few distinct ops hold a few of each, not millions (and
-    attribution costs each distinct call once).
+    Each op and kernel event becomes a row: the spec's values (OP_FIELDS, KERNEL_FIELDS) with the
+    fields that need more than a lookup fixed in place, as a tuple in the record's field order.
+    The serial reader makes each chunk's rows records at once (`records=True`); a reading worker
+    (capture/trace_parallel.py) sends its rows on as columns and never makes the records. Names,
+    grid/block tuples and equal input lists are stored once: a million launches of a few distinct
+    ops hold a few of each, not millions (and attribution costs each distinct call once).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, records: bool = True) -> None:
+        self.records = records
         self.ops: list[RawOp] = []
         self.kernels: list[RawKernel] = []
+        self.op_rows: list[tuple[Any, ...]] = []  # RawOp fields, in order, not yet made records
+        self.kernel_rows: list[tuple[Any, ...]] = []
         self.launch_us: dict[int, float] = {}
         self.graph_launches: list[int] = []
         self.runtime_calls: list[tuple[int, float, str, int]] = []  # (tid, ts, name, External id)
@@ -324,11 +345,14 @@ class TraceBuilder:
         self._triples: dict[tuple[Any, ...], tuple[int, int, int] | None] = {}
         self._numbers: dict[int, int] = {}
 
+    def _shared(self, lists: tuple[list[Any], ...]) -> tuple[list[Any], ...]:
+        """The shared copy of an op's four input lists (dims, types, strides, concrete values)."""
+        return self._inputs.setdefault(_signature_bytes(lists), lists)
+
     def _share_inputs(self, op: RawOp) -> None:
         """The op's input lists replaced by the shared copy of equal lists."""
-        lists = (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-        lists = self._inputs.setdefault(_signature_bytes(lists), lists)
-        op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = lists
+        op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = self._shared(
+            (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs))
 
     def _number(self, value: int) -> int:
         """One int object per distinct value (a few hundred kernels' shared-memory sizes)."""
@@ -343,7 +367,8 @@ class TraceBuilder:
         return self._triples[key]
 
     def add(self, events: list[dict[str, Any]]) -> None:
-        ops, kernels, launch_us, names = self.ops, self.kernels, self.launch_us, self._names
+        op_rows, kernel_rows, launch_us, names = self.op_rows, self.kernel_rows, self.launch_us, self._names
+        op_values, kernel_values, shared, triple = self._op_values, self._kernel_values, self._shared, self._triple
         first = self.first_us
         for e in events:
             if e.get("ph") != "X":
@@ -357,28 +382,30 @@ class TraceBuilder:
                 first = ts
             args = e.get("args") or {}
             if cat in OP_CATEGORIES:
+                row = op_values(e, args)
+                name = row[_NAME] = names.setdefault(row[_NAME], row[_NAME])
+                row[_CATEGORY] = "user_annotation" if name.startswith(MODULE_PREFIX) else \
+                    names.setdefault(row[_CATEGORY], row[_CATEGORY])
+                row[_TID] = _int(row[_TID])
+                row[_TS] = ts  # microseconds until finish()
+                row[_INPUTS:_INPUTS + 4] = shared(tuple(row[_INPUTS:_INPUTS + 4]))
                 kept = _NO_ARGS if _KEPT_OP_ARGS.isdisjoint(args) else {k: args[k] for k in KEPT_OP_ARGS if k in args}
-                op = RawOp(*self._op_values(e, args), input_storages=_NO_LIST, list_dtypes=_NO_LIST, args=kept,
-                           sequence_nr=_int(args.get("Sequence number", -1), -1))
-                op.name = names.setdefault(op.name, op.name)
-                op.category = "user_annotation" if op.name.startswith(MODULE_PREFIX) else \
-                    names.setdefault(op.category, op.category)
-                op.tid = _int(op.tid)
-                op.ts_ns = ts  # type: ignore[assignment] - microseconds until finish()
-                self._share_inputs(op)
-                ops.append(op)
+                op_rows.append((*row, _NO_LIST, _NO_LIST, kept, _int(args.get("Sequence number", -1), -1)))
             elif cat in KERNEL_CATEGORIES:
-                k = RawKernel(*self._kernel_values(e, args))
-                k.name = names.setdefault(k.name, k.name)
-                k.category = names.setdefault(k.category, k.category)
-                k.ts_ns = ts  # type: ignore[assignment]
-                k.device, k.stream = k.device or 0, k.stream or 0
-                k.grid, k.block = self._triple(k.grid), self._triple(k.block)
-                k.bytes = int(k.bytes) if isinstance(k.bytes, (int, float)) else None
-                k.shared_memory = self._number(int(k.shared_memory)) if isinstance(k.shared_memory, (int, float)) \
-                    else None
-                k.registers_per_thread = _count(k.registers_per_thread)
-                kernels.append(k)
+                row = kernel_values(e, args)
+                row[_K_NAME] = names.setdefault(row[_K_NAME], row[_K_NAME])
+                row[_K_CATEGORY] = names.setdefault(row[_K_CATEGORY], row[_K_CATEGORY])
+                row[_K_TS] = ts
+                row[_K_DEVICE] = row[_K_DEVICE] or 0
+                row[_K_STREAM] = row[_K_STREAM] or 0
+                row[_K_GRID] = triple(row[_K_GRID])
+                row[_K_BLOCK] = triple(row[_K_BLOCK])
+                size = row[_K_BYTES]
+                row[_K_BYTES] = int(size) if isinstance(size, (int, float)) else None
+                shared_memory = row[_K_SHARED]
+                row[_K_SHARED] = self._number(int(shared_memory)) if isinstance(shared_memory, (int, float)) else None
+                row[_K_REGISTERS] = _count(row[_K_REGISTERS])
+                kernel_rows.append(tuple(row))
             elif cat in LAUNCH_CATEGORIES and "correlation" in args:
                 correlation = int(args["correlation"])
                 launch_us[correlation] = ts
@@ -392,17 +419,27 @@ class TraceBuilder:
                     self.syncs.append(RawSync(name, ts, e.get("dur", 0), _int(args.get("External id", -1), -1),
                                               _int(e.get("tid", 0))))
         self.first_us = first
+        if self.records:  # this chunk's rows made records now: rows and records are never all held at once
+            self.ops += starmap(RawOp, op_rows)
+            self.kernels += starmap(RawKernel, kernel_rows)
+            op_rows.clear()
+            kernel_rows.clear()
 
     def finish(self, top: dict[str, Any] | None = None) -> RawTrace:
         """Times to integer ns from the first event; ops by (thread, start, longest first)."""
+        self.ops += starmap(RawOp, self.op_rows)  # rows not made records yet (records=False)
+        self.kernels += starmap(RawKernel, self.kernel_rows)
+        self.op_rows, self.kernel_rows = [], []
         base = self.first_us if self.first_us != math.inf else 0.0
-        for record in (*self.ops, *self.kernels, *self.syncs):
-            record.ts_ns = int(round((record.ts_ns - base) * 1000.0))
-            record.dur_ns = int(round(float(record.dur_ns) * 1000.0))
+        for records in (self.ops, self.kernels, self.syncs):
+            starts = _ns_from(list(map(attrgetter("ts_ns"), records)), base)
+            durations = _ns_from(list(map(float, map(attrgetter("dur_ns"), records))), 0.0)
+            for record, start, duration in zip(records, starts, durations):
+                record.ts_ns, record.dur_ns = start, duration
         self.ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
         self.kernels.sort(key=attrgetter("ts_ns", "correlation"))
         self.syncs.sort(key=attrgetter("ts_ns"))
-        launches = {c: int(round((ts - base) * 1000.0)) for c, ts in self.launch_us.items()}
+        launches = dict(zip(self.launch_us, _ns_from(list(self.launch_us.values()), base)))
         base_epoch_ns = int((top or {}).get("baseTimeNanoseconds", 0) or 0)
         # graph_captures from the runtime calls, only when the run captured a CUDA graph
         captures = _graph_captures(self.runtime_calls) if self.capture_calls else []
@@ -410,6 +447,12 @@ class TraceBuilder:
         return RawTrace(ops=self.ops, kernels=self.kernels, launch_ts_ns=launches, graph_launches=self.graph_launches,
                         graph_captures=captures, syncs=self.syncs, distributed=_distributed(top),
                         origin_ns=base_epoch_ns + int(round(base * 1000.0)))
+
+
+def _ns_from(times_us: list[float], base_us: float) -> list[int]:
+    """int(round((t - base_us) * 1000.0)) for each time, computed in numpy: the same IEEE double
+    arithmetic, and rint rounds half to even as round does (a million records: no Python loop)."""
+    return np.rint((np.asarray(times_us, dtype=np.float64) - base_us) * 1000.0).astype(np.int64).tolist()
 
 
 def _distributed(top: dict[str, Any] | None) -> dict[str, Any]:

@@ -35,6 +35,9 @@ step "speed: GPT-2 small forward region, sampled (one launch per sampling class)
 plain=(--plain-launches 120)
 [ "${COUNTERS_PLAIN_ALL:-0}" = 1 ] && plain=(--plain-all)
 python3 scripts/bench_counters.py "$out" "${plain[@]}" 2>&1 | grep -v "^counters: [0-9]" | tail -25 || echo "bench: exit $?"
+# the same region shape from torch.nn alone: a program that starts in seconds (no transformers import)
+python3 scripts/bench_counters.py "$out" --target torch-transformer "${plain[@]}" 2>&1 | grep -v "^counters: [0-9]" | tail -25 \
+  || echo "bench torch-transformer: exit $?"
 if [ "${COUNTERS_SPEED_ONLY:-0}" = 1 ]; then step "done (speed only)"; exit 0; fi
 
 step "example: examples/mlp.py (bf16, width 4096, 3 steps)"
