@@ -45,6 +45,9 @@ MAX_WORKERS = 8
 RANGES_PER_WORKER = 3  # the parent joins a worker's first ranges while it reads its later ones
 BLOCK_BYTES = 8 << 20  # a worker decodes this much at a time (bounded memory)
 WORKER_TIMEOUT_S = 600.0
+# A worker is one thread of Python: no math library may start a thread pool per core in it (the
+# worker imports no numpy; this holds if a later import brings one in).
+WORKER_THREADS_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def worker_count(size_bytes: int, environ: dict[str, str] | None = None) -> int:
@@ -131,7 +134,8 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, wor
     workers go on with their next ranges (and let go: the ranges' columns are never all held at
     once). False if any worker failed."""
     package_root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
+           **WORKER_THREADS_ENV}
     with tempfile.TemporaryDirectory(prefix="rooflinectl-read-") as folder:
         procs: list[subprocess.Popen[str]] = []
         timer = threading.Timer(WORKER_TIMEOUT_S, lambda: [p.kill() for p in procs])
