@@ -117,6 +117,10 @@ class _OpIndex:
             self.compile_work[i] = op.name.endswith(COMPILE_SCOPE_SUFFIX) or (
                 self.parent[i] >= 0 and self.compile_work[self.parent[i]])
         self.forward_by_seq = self._forward_ops()
+        # a trace without module scopes, backward or optimizer ops (inference, or a trace another
+        # tool recorded) names no module for any op: known once from its few distinct names
+        self._has_modules = any(name.startswith((MODULE_PREFIX, BACKWARD_PREFIX, *OPTIMIZER_PREFIXES))
+                                for name in {op.name for op in self.ops})
 
     def _forward_ops(self) -> dict[int, int]:
         """Autograd sequence number -> the outermost forward op that carries it (ops under an
@@ -148,7 +152,7 @@ class _OpIndex:
         """The nn.Module path active at op i; for backward work, the forward op's module with
         ' (backward)' (autograd's sequence number links the two); for an optimizer's work,
         'optimizer AdamW.step' (its own annotation); '' when none applies. Remembered per op."""
-        if i < 0:
+        if i < 0 or not self._has_modules:
             return ""
         found = self._modules[i]
         if found is None:

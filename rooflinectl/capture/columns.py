@@ -69,8 +69,7 @@ def from_columns(columns: dict[str, Any], cls: type) -> list[Any]:
             default = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
             lists.append([default] * n)  # a default list is shared: records never mutate their lists
         elif isinstance(column, dict):
-            table = column["table"]
-            lists.append([table[i] for i in column["index"]])
+            lists.append(list(map(column["table"].__getitem__, column["index"])))  # no Python frame per record
         else:
             lists.append(_shared_if_few(column))
     return list(map(cls, *lists))
@@ -85,4 +84,4 @@ def _shared_if_few(values: list[Any]) -> list[Any]:
     except TypeError:  # unhashable values
         return values
     shared: dict[Any, Any] = {}
-    return [shared.setdefault(v, v) for v in values]
+    return list(map(shared.setdefault, values, values))
