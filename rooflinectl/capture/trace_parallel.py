@@ -6,8 +6,9 @@ torch writes each top-level event as its own indented block, so `\\n  },\\n  {` 
 event's indentation; JSON strings hold no raw newline, and nested objects are indented deeper)
 separates two top-level events and nothing else. The file is cut there into
 ranges, a few per worker process (`python -m rooflinectl.capture.trace_parallel`, which imports
-neither torch nor pandas); a worker decodes each of its ranges in blocks, runs the TraceBuilder
-over it, and writes the records in columns (capture/columns.py) before starting its next range.
+neither torch, pandas nor numpy); a worker decodes each of its ranges in blocks, runs the
+TraceBuilder over it, and writes its rows in columns (capture/columns.py) before starting its
+next range.
 The parent joins the ranges in file order as they land, while the workers read on (on two cores
 that saved 2.5 s of a 16.6 s read), shares equal input lists across them as the serial reader
 does, and finishes the trace: the same RawTrace as read_chrome_trace's serial path
