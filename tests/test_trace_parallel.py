@@ -120,10 +120,38 @@ def test_read_chrome_trace_uses_the_workers_when_asked(tmp_path: Path, monkeypat
     path = _plain_copy(TRACES[0], tmp_path)
     calls = []
     real = trace_parallel.read_parallel
-    monkeypatch.setattr(trace_parallel, "read_parallel", lambda p, n: calls.append(n) or real(p, n))
+    monkeypatch.setattr(trace_parallel, "read_parallel", lambda p, n, meanwhile=None: calls.append(n) or real(p, n))
     monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", "2")
     assert _records(read_chrome_trace(path)) == _records(_serial(path))
     assert calls == [2]
+
+
+@pytest.mark.parametrize("workers", ["3", "0"])
+def test_the_callers_work_runs_once_while_the_workers_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           workers: str) -> None:
+    """`analyse` imports torch and pandas meanwhile; with workers it runs after they start and
+    before their first range is joined, without them before reading; never twice, never lost."""
+    path = _plain_copy(TRACES[0], tmp_path)
+    monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", workers)
+    seen: list[int] = []
+    joined: list[int] = []
+    real_add = trace_parallel._Joiner.add
+    monkeypatch.setattr(trace_parallel._Joiner, "add", lambda self, part: joined.append(1) or real_add(self, part))
+    trace = read_chrome_trace(path, meanwhile=lambda: seen.append(len(joined)))
+    assert seen == [0]  # once, before anything was joined
+    assert bool(joined) == (workers != "0")
+    assert _records(trace) == _records(_serial(path))
+
+
+def test_the_callers_work_is_not_run_twice_when_the_workers_fail(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _plain_copy(TRACES[0], tmp_path)
+    monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", "2")
+    monkeypatch.setattr(trace_parallel._Joiner, "add", lambda self, part: (_ for _ in ()).throw(EOFError()))
+    seen: list[int] = []
+    trace = read_chrome_trace(path, meanwhile=lambda: seen.append(1))
+    assert seen == [1]  # run while the workers read; the serial read that follows does not repeat it
+    assert _records(trace) == _records(_serial(path))
 
 
 def _torch_layout(events: list[dict[str, object]]) -> bytes:

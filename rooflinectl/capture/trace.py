@@ -135,6 +135,9 @@ class RawTrace:
     graph_captures: list[list[tuple[str, int]]] = field(default_factory=list)  # (kernel|memset|memcpy, External id)
     syncs: list[RawSync] = field(default_factory=list)
     distributed: dict[str, Any] = field(default_factory=dict)  # the trace's distributedInfo: backend, rank, world_size
+    # the trace's deviceProperties (name, computeMajor/Minor, numSms, totalGlobalMem per GPU id):
+    # what GPU the run had, for analysing a saved trace on another machine (cli/analyse_cmd.py)
+    device_properties: list[dict[str, Any]] = field(default_factory=list)
     origin_ns: int = 0  # the profiler clock's time (ns since the epoch) of ts_ns == 0
     _op_times: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -165,6 +168,7 @@ class RawTrace:
             "graph_captures": [[list(item) for item in capture] for capture in self.graph_captures],
             "syncs": to_columns(self.syncs, RawSync),
             "distributed": self.distributed,
+            "device_properties": self.device_properties,
             "origin_ns": self.origin_ns,
         }
 
@@ -195,6 +199,7 @@ class RawTrace:
             syncs=(from_columns(data["syncs"], RawSync) if isinstance(data.get("syncs"), dict)
                    else [RawSync(**s) for s in data.get("syncs", [])]),
             distributed=dict(data.get("distributed") or {}),
+            device_properties=_device_properties(data.get("device_properties")),
             origin_ns=int(data.get("origin_ns", 0)),
         )
 
@@ -452,6 +457,7 @@ class TraceBuilder:
         self.runtime_calls = []
         return RawTrace(ops=self.ops, kernels=self.kernels, launch_ts_ns=launches, graph_launches=self.graph_launches,
                         graph_captures=captures, syncs=self.syncs, distributed=_distributed(top),
+                        device_properties=_device_properties((top or {}).get("deviceProperties")),
                         origin_ns=base_epoch_ns + int(round(base * 1000.0)))
 
 
@@ -461,6 +467,12 @@ def _ns_from(times_us: list[float], base_us: float) -> list[int]:
     import numpy as np
 
     return np.rint((np.asarray(times_us, dtype=np.float64) - base_us) * 1000.0).astype(np.int64).tolist()
+
+
+def _device_properties(found: Any) -> list[dict[str, Any]]:
+    """The GPUs' properties as the trace lists them ([] when it has none or they are not a list
+    of objects: a trace is data, and an odd one still reads)."""
+    return [dict(p) for p in found if isinstance(p, dict)] if isinstance(found, list) else []
 
 
 def _distributed(top: dict[str, Any] | None) -> dict[str, Any]:
@@ -491,10 +503,11 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
     return raw
 
 
-def read_chrome_trace(path: str | Path) -> RawTrace:
+def read_chrome_trace(path: str | Path, meanwhile: Callable[[], None] | None = None) -> RawTrace:
     """Parse a Chrome trace file (JSON, or gzipped JSON) in bounded memory: streamed in chunks,
     or for a large file on a machine with spare cores, by several processes at once
-    (capture/trace_parallel.py; the same records)."""
+    (capture/trace_parallel.py; the same records). meanwhile: work of the caller's to do while
+    the workers read (its imports, say), once; before reading when the file is read here."""
     from rooflinectl.capture.trace_parallel import read_parallel, worker_count
 
     try:
@@ -502,9 +515,19 @@ def read_chrome_trace(path: str | Path) -> RawTrace:
     except OSError:
         workers = 0
     if workers >= 2:
-        trace = read_parallel(path, workers)
+        done: list[bool] = []
+
+        def once() -> None:
+            if meanwhile is not None and not done:
+                done.append(True)
+                meanwhile()
+
+        trace = read_parallel(path, workers, once)
         if trace is not None:
             return trace
+        meanwhile = None if done else meanwhile
+    if meanwhile is not None:
+        meanwhile()
     top, chunks = read_events(path)
     builder = TraceBuilder()
     with gc_paused():

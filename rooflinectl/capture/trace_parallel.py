@@ -106,8 +106,9 @@ def _layout(data: mmap.mmap) -> tuple[dict[str, Any], int, bytes] | None:
     return top, match.end(), b"\n" + indent + b"},\n" + indent + b"{"
 
 
-def read_parallel(path: str | Path, workers: int) -> RawTrace | None:
-    """The trace read by `workers` processes, or None when it cannot be (see the module doc)."""
+def read_parallel(path: str | Path, workers: int, meanwhile: Callable[[], None] | None = None) -> RawTrace | None:
+    """The trace read by `workers` processes, or None when it cannot be (see the module doc).
+    meanwhile: called once the workers have started, before their results are joined."""
     try:
         with open(path, "rb") as handle:
             if handle.read(2) == b"\x1f\x8b":  # gzip: no ranges to seek to
@@ -123,13 +124,13 @@ def read_parallel(path: str | Path, workers: int) -> RawTrace | None:
     if len(ranges) < 2:
         return None
     joiner = _Joiner()
-    if not _run_workers(str(path), ranges, separator, min(workers, len(ranges)), joiner.add):
+    if not _run_workers(str(path), ranges, separator, min(workers, len(ranges)), joiner.add, meanwhile):
         return None
     return joiner.finish(top)
 
 
 def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, workers: int,
-                 take: Callable[[dict[str, Any]], None]) -> bool:
+                 take: Callable[[dict[str, Any]], None], meanwhile: Callable[[], None] | None = None) -> bool:
     """The ranges read by `workers` processes, range i by worker i % workers, each in file order;
     each range's result handed to `take` in file order as soon as it is written, while the
     workers go on with their next ranges (and let go: the ranges' columns are never all held at
@@ -149,6 +150,8 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, wor
                         [sys.executable, "-m", "rooflinectl.capture.trace_parallel", path, separator.hex(), folder,
                          *specs], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True))
             timer.start()
+            if meanwhile is not None:
+                meanwhile()
             for i in range(len(ranges)):
                 line = procs[i % workers].stdout.readline()  # type: ignore[union-attr] - piped above
                 if line.strip() != str(i):  # the worker died (or was killed by the timer) before writing it

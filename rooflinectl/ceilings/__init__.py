@@ -21,7 +21,7 @@ from rooflinectl.ceilings.build import (
     gpu_spec_ceilings,
     ridge_points,
 )
-from rooflinectl.ceilings.detect import detect_cpu, detect_gpu
+from rooflinectl.ceilings.detect import GpuInfo, detect_cpu, detect_gpu
 from rooflinectl.ceilings.measurement import Measurement, Progress, run_steps
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.ceilings.topology import link_spec_roof, read_topology
@@ -100,6 +100,22 @@ def current_ceilings(device_kind: str, *, use_measured: bool = True) -> Ceilings
         ceilings.details["identity"] = identity
         return ceilings
     return _with_cache(ceilings, identity, kind)
+
+
+def recorded_gpu_ceilings(properties: dict[str, Any]) -> Ceilings:
+    """Spec ceilings of the GPU a saved trace ran on, from the trace's deviceProperties (name,
+    compute capability, SM count, memory), not of this machine: a trace from an H200 analysed on
+    a laptop is held to an H200's roofs. Never measured here (the GPU is not here), and without
+    its clock the datasheet figures stand; details["missing"] says so."""
+    major, minor = properties.get("computeMajor"), properties.get("computeMinor")
+    info = GpuInfo(
+        name=str(properties.get("name") or "unknown GPU"),
+        compute_capability=(int(major), int(minor)) if isinstance(major, int) and isinstance(minor, int) else None,
+        sms=int(properties["numSms"]) if isinstance(properties.get("numSms"), int) else None,
+        memory_bytes=int(properties["totalGlobalMem"]) if isinstance(properties.get("totalGlobalMem"), int) else None,
+        missing=["the GPU is not on this machine: spec roofs from the trace's device properties, not measured"],
+    )
+    return gpu_spec_ceilings(info)
 
 
 def _measure_link(progress: Progress | None) -> list[Measurement]:

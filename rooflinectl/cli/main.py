@@ -16,6 +16,7 @@ from rooflinectl.errors import RooflineError
 # or pandas (seconds). tests/test_cli_startup.py keeps each line equal to the command's own help.
 COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("profile_cmd", "Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels."),
+    "analyse": ("analyse_cmd", "Build the profile of a saved trace (torch.profiler's Chrome trace, or a --save-capture file) without running it."),
     "show": ("show_cmd", "Print the kernel table of PROFILE (default: rooflinectl.profile.json here, else this folder's"),
     "ceilings": ("ceilings_cmd", "Detected, spec and measured ceilings, ridge points, and what could not be read."),
     "plot": ("plot_cmd", "Roofline chart of PROFILE (default: ./rooflinectl.profile.json); with two, BEFORE -> AFTER arrows."),

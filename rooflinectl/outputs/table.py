@@ -179,7 +179,10 @@ def summary_text(data: ProfileData) -> Text:
         lines.append(f"not counted: the run started {started} that the profiler does not follow "
                      "(it records the main thread and autograd's)")
     sources = {r.source for r in [*c.memory_bytes_per_s.values(), *c.compute_flops_per_s.values()]}
-    if "estimate" in sources:
+    if "estimate" in sources and m.get("source_file"):  # `analyse`: the GPU need not be here to measure
+        lines.append(f"some roofs are estimates: the profile comes from {m['source_file']}, analysed where its GPU "
+                     "was not measured")
+    elif "estimate" in sources:
         lines.append("some roofs are estimates: `rooflinectl ceilings --measure` measures them once for this machine")
     above = int(data.kernels["above_roof"].sum()) if len(data.kernels) else 0
     if above:

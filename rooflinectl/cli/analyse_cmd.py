@@ -1,0 +1,135 @@
+"""`rooflinectl analyse TRACE`: the profile of a saved trace, without running anything.
+
+TRACE is torch.profiler's Chrome trace (what `prof.export_chrome_trace(...)` or `profile
+--save-trace` writes, `.json` or `.json.gz`) or rooflinectl's capture file (`profile
+--save-capture`). The attribution and analysis are `profile`'s. The roofs are the spec roofs of
+the GPU the trace names (its deviceProperties): that GPU need not be on this machine, so nothing is
+measured. A trace lacks what only a live capture records: tensor identities (which inputs are one
+tensor) and the math modes (TF32) the run had; the summary says the profile came from a file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rooflinectl.cli.output_paths import checked_output, holds_marker
+from rooflinectl.cli.profile_cmd import CAPTURE_MARKERS, IterationsMode
+from rooflinectl.errors import UsageError
+from rooflinectl.schema import DEFAULT_PROFILE_PATH
+
+PROFILE_FORMAT = "rooflinectl-profile"  # outputs/profile_file.FORMAT_NAME, without importing pandas for it
+
+if TYPE_CHECKING:
+    from rooflinectl.capture.session import Capture
+    from rooflinectl.ceilings.model import Ceilings
+
+
+@click.command("analyse")
+@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True, help="profile file to write")
+@click.option("--force", is_flag=True, help="replace an -o file that is not a rooflinectl profile (never a source file)")
+@click.option("--iterations", "iterations_mode", type=IterationsMode(), default="auto", show_default=True,
+              help="steady state: find the loop's iterations (auto), count the whole trace (none), or the last N")
+@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
+@click.option("-q", "--quiet", is_flag=True, help="write the profile, print no table")
+def command(trace: Path, output: str, force: bool, iterations_mode: str, top: int, quiet: bool) -> None:
+    """Build the profile of a saved trace (torch.profiler's Chrome trace, or a --save-capture file) without running it.
+
+    The roofs are the spec roofs of the GPU the trace names, not this machine's. The profile then
+    works with show, plot, advise and diff like one from `profile`.
+    """
+    from rooflinectl.capture.progress import report
+    from rooflinectl.cli.status import status_line
+
+    if not trace.is_file():
+        raise UsageError(f"{trace} is not a file: give a Chrome trace (.json, .json.gz) or a capture file.")
+    target = checked_output(output, what="profile", force=force, ours=holds_marker(f'"format": "{PROFILE_FORMAT}"'))
+    with status_line(enabled=not quiet) as line:
+        line.workload(f"reading {trace}")
+        capture = _load(trace)
+        ceilings, roofs_from = _ceilings(capture)
+        from rooflinectl.cli.profile_output import ProfileWriter
+        from rooflinectl.pipeline import build_profile
+
+        writer = ProfileWriter(target, output, ["rooflinectl", "analyse", str(trace)], iterations_mode)
+        report(f"analysing {trace}")
+        data, _ = build_profile(capture, command=writer.command, completed=True, exit_code=None, ceilings=ceilings,
+                                iterations_mode=iterations_mode)
+        status, message = writer.save(data, completed=True)
+    if not quiet:
+        from rooflinectl.analysis.regroup import regroup
+        from rooflinectl.cli.common import console, terminal_width
+        from rooflinectl.outputs.table import render_profile
+
+        width = terminal_width()
+        console(width).print(render_profile(data, regroup(data.kernels, "kernel", data.ceilings), top=top, width=width))
+    click.echo(f"roofs: {roofs_from}", err=True)
+    click.echo(message, err=True)
+    click.get_current_context().exit(status)
+
+
+def _analysis_imports() -> None:
+    """The analysis's modules (torch for the cost model's op schemas, pandas): about 2 s of
+    imports, made while the reading workers decode a large trace instead of before."""
+    import rooflinectl.cli.profile_output  # noqa: F401 - imported for its side effect: loaded now
+    import rooflinectl.outputs.table  # noqa: F401
+    import rooflinectl.pipeline  # noqa: F401
+
+
+def _load(path: Path) -> Capture:
+    """The capture in the file: a capture file as saved, or a Chrome trace read into one."""
+    # no torch and no pandas before the read: they load while its workers decode (_analysis_imports)
+    from rooflinectl.capture.chrome_json import TraceFormatError
+    from rooflinectl.capture.trace import read_chrome_trace
+
+    try:
+        if any(holds_marker(marker)(path) for marker in CAPTURE_MARKERS):
+            from rooflinectl.capture.session import load_capture
+
+            return load_capture(str(path))
+        trace = read_chrome_trace(path, meanwhile=_analysis_imports)
+    except TraceFormatError as exc:
+        raise UsageError(str(exc)) from None
+    except (KeyError, TypeError, AttributeError) as exc:  # JSON, but not laid out as either
+        raise UsageError(f"{path} is not a Chrome trace or a capture file rooflinectl can read "
+                         f"(missing or odd field: {exc}).") from None
+    if not trace.ops and not trace.kernels:
+        raise UsageError(f"{path} holds no CPU ops and no kernels: nothing to analyse "
+                         "(is it torch.profiler's trace, with its traceEvents?).")
+    device_kind = "cuda" if trace.kernels else "cpu"
+    metadata: dict[str, Any] = {"device_kind": device_kind, "source_file": str(path)}
+    properties = _recorded_gpu(trace.device_properties, [k.device for k in trace.kernels[:10_000]])
+    if device_kind == "cuda" and properties.get("name"):
+        metadata["device_name"] = str(properties["name"])
+    from rooflinectl.capture.session import Capture
+
+    return Capture(device_kind=device_kind, trace=trace, metadata=metadata)
+
+
+def _recorded_gpu(properties: list[dict[str, Any]], devices: list[int]) -> dict[str, Any]:
+    """The deviceProperties entry of the GPU most kernels ran on (the first entry if none says)."""
+    if not properties:
+        return {}
+    busiest = Counter(devices).most_common(1)[0][0] if devices else None
+    return next((p for p in properties if p.get("id") == busiest), properties[0])
+
+
+def _ceilings(capture: Capture) -> tuple[Ceilings, str]:
+    """The roofs, and where they come from. GPU: the spec roofs of the GPU the trace names. CPU:
+    this machine's roofs (a trace says nothing of the CPU it ran on), and the line printed says so."""
+    from rooflinectl.ceilings import current_ceilings, recorded_gpu_ceilings
+
+    trace = capture.trace
+    if capture.device_kind != "cuda":
+        ceilings = current_ceilings("cpu")
+        return ceilings, f"this machine's CPU ({ceilings.device_name}): the trace does not say which CPU it ran on"
+    kernels = trace.kernels if trace else []
+    properties = _recorded_gpu(trace.device_properties if trace else [], [k.device for k in kernels[:10_000]])
+    if not properties.get("name") and capture.metadata.get("device_name"):
+        properties = {"name": capture.metadata["device_name"]}  # a capture file from before device properties
+    ceilings = recorded_gpu_ceilings(properties)
+    return ceilings, f"the spec roofs of the {ceilings.device_name} the trace names (not measured here)"
