@@ -96,3 +96,20 @@ def test_an_output_that_is_not_a_profile_is_not_replaced(tmp_path: Path) -> None
     result = _invoke("analyse", str(GPT2), "-o", str(notes), "-q")
     assert result.exit_code == EXIT_USAGE and "Refusing to replace" in result.output
     assert json.loads(notes.read_text()) == {"mine": True}
+
+
+def test_the_trace_profile_saved_gives_the_profile_again(tmp_path: Path) -> None:
+    """`profile --save-trace` then `analyse` of that trace: the same rows and costs on this CPU
+    (the example has no two inputs that are one tensor: nothing only a live capture knows)."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    live, again, trace = tmp_path / "live.json", tmp_path / "again.json", tmp_path / "t.json.gz"
+    ran = _invoke("profile", str(examples / "mlp.py"), "-o", str(live), "--save-trace", str(trace), "-q",
+                  "--device", "cpu", "--", "--batch", "16", "--width", "64", "--steps", "2")
+    assert ran.exit_code == 0, ran.output
+    result = _invoke("analyse", str(trace), "-o", str(again), "-q")
+    assert result.exit_code == 0, result.output
+    assert "this machine's CPU" in result.output  # a CPU trace names no CPU
+    a, b = load_profile(live), load_profile(again)
+    columns = ["kernel", "op", "shapes", "calls", "flops", "bytes"]
+    assert len(a.kernels) > 5 and a.kernels[columns].equals(b.kernels[columns])
+    assert b.summary["regions"] == a.summary["regions"] == ["step"]
