@@ -113,3 +113,10 @@ def test_the_trace_profile_saved_gives_the_profile_again(tmp_path: Path) -> None
     columns = ["kernel", "op", "shapes", "calls", "flops", "bytes"]
     assert len(a.kernels) > 5 and a.kernels[columns].equals(b.kernels[columns])
     assert b.summary["regions"] == a.summary["regions"] == ["step"]
+
+
+def test_the_profile_marker_is_the_profile_files_own() -> None:
+    from rooflinectl.cli.analyse_cmd import PROFILE_FORMAT
+    from rooflinectl.outputs.profile_file import FORMAT_NAME
+
+    assert PROFILE_FORMAT == FORMAT_NAME  # kept apart only so that `analyse` imports pandas later
