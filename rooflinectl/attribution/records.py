@@ -73,9 +73,11 @@ class Records:
         self._kind = array("q")
         self._floats = {name: array("d") for name in ("time_s", "flops", "bytes")}
         self._ints = {name: array("q") for name in PER_LAUNCH_COLUMNS}
+        # in the order of add_kinds' tuples: kind, time_s, flops, bytes, start, end, launch, correlation
+        self._columns = (self._kind, *self._floats.values(), *self._ints.values())
 
     def add(self, launch: Launch, how: Attribution) -> int:
-        """One launch's row; returns its kind, which add_kind takes for later launches whose row
+        """One launch's row; returns its kind, which add_kinds takes for later launches whose row
         differs only in the launch's own numbers."""
         cost = how.cost
         if cost is not None:
@@ -97,40 +99,18 @@ class Records:
         if kind is None:
             kind = self._kind_numbers[values] = len(self.kinds)
             self.kinds.append(values)
-        self.add_kind(kind, launch.time_s, cost.flops * how.share if cost is not None else math.nan,
-                      cost.bytes * how.share if cost is not None else math.nan,
-                      launch.start_ns, launch.end_ns, launch.launch_ns, launch.correlation)
+        self.add_kinds([(kind, launch.time_s, cost.flops * how.share if cost is not None else math.nan,
+                         cost.bytes * how.share if cost is not None else math.nan,
+                         launch.start_ns, launch.end_ns, launch.launch_ns, launch.correlation)])
         return kind
 
-    def add_kind(self, kind: int, time_s: float, flops: float, bytes_: float, start_ns: int, end_ns: int,
-                 launch_ns: int, correlation: int) -> None:
-        """One more launch of a kind add returned: only the launch's own numbers."""
-        self._kind.append(kind)
-        floats, ints = self._floats, self._ints
-        floats["time_s"].append(time_s)
-        floats["flops"].append(flops)
-        floats["bytes"].append(bytes_)
-        ints["start_ns"].append(start_ns)
-        ints["end_ns"].append(end_ns)
-        ints["launch_ns"].append(launch_ns)
-        ints["correlation"].append(correlation)
-
     def add_kinds(self, launches: list[tuple[int, float, float, float, int, int, int, int]]) -> None:
-        """add_kind for many launches at once: (kind, time_s, flops, bytes, start_ns, end_ns,
-        launch_ns, correlation) each, in launch order (one extend per column, not eight appends
-        per launch)."""
+        """Launches of kinds add returned, only their own numbers: (kind, time_s, flops, bytes,
+        start_ns, end_ns, launch_ns, correlation) each, in launch order (one extend per column)."""
         if not launches:
             return
-        kind, time_s, flops, bytes_, start_ns, end_ns, launch_ns, correlation = zip(*launches)
-        self._kind.extend(kind)
-        floats, ints = self._floats, self._ints
-        floats["time_s"].extend(time_s)
-        floats["flops"].extend(flops)
-        floats["bytes"].extend(bytes_)
-        ints["start_ns"].extend(start_ns)
-        ints["end_ns"].extend(end_ns)
-        ints["launch_ns"].extend(launch_ns)
-        ints["correlation"].extend(correlation)
+        for column, values in zip(self._columns, zip(*launches)):
+            column.extend(values)
 
     def frame(self) -> pd.DataFrame:
         """The rows as a DataFrame in LAUNCH_COLUMNS order (text columns as objects, numbers as
