@@ -67,3 +67,14 @@ def test_length_inside_by_hand() -> None:
     starts, ends = np.array([0, 5, 8, 30]), np.array([12, 9, 25, 31])
     assert length_inside(starts, ends, [(2, 10), (20, 24)]) == 8 + 4
     assert length_inside(starts, ends, []) == 0
+
+
+def test_span_index_closed_takes_the_end_in() -> None:
+    import numpy as np
+
+    from rooflinectl.attribution.spans import span_index
+
+    times = np.array([9, 10, 15, 20, 21, 30, 31], dtype=np.int64)
+    spans = [(10, 20), (30, 40)]
+    assert span_index(times, spans).tolist() == [-1, 0, 0, -1, -1, 1, 1]
+    assert span_index(times, spans, closed=True).tolist() == [-1, 0, 0, 0, -1, 1, 1]

@@ -43,7 +43,7 @@ import pandas as pd
 from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
-from rooflinectl.attribution.spans import merge_spans
+from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.transfers import MEMCPY, copy_link
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
@@ -143,9 +143,9 @@ class _OpIndex:
     def events_in_window(self, starts_ns: np.ndarray) -> int:
         """How many ops (starting at starts_ns, in ops' order) are counted, the regions' own
         annotations left out: in_window for every op, vectorised."""
-        counted = ~_inside_many(starts_ns, self.excluded_spans)
+        counted = span_index(starts_ns, self.excluded_spans, closed=True) < 0  # closed, as in_window's spans
         if self.region_spans:
-            counted &= _inside_many(starts_ns, self.region_spans)
+            counted &= span_index(starts_ns, self.region_spans, closed=True) >= 0
         return int(counted.sum()) - sum(1 for i in self.region_named if counted[i])
 
     def module(self, i: int) -> str:
@@ -275,16 +275,6 @@ def _inside(ts_ns: int, starts: list[int], spans: list[tuple[int, int]]) -> bool
     return i >= 0 and ts_ns <= spans[i][1]
 
 
-def _inside_many(ts_ns: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
-    """_inside for many times at once (closed spans, as _inside)."""
-    if not spans:
-        return np.zeros(len(ts_ns), dtype=bool)
-    starts = np.array([a for a, _ in spans], dtype=np.int64)
-    ends = np.array([b for _, b in spans], dtype=np.int64)
-    i = np.searchsorted(starts, ts_ns, side="right") - 1
-    return (i >= 0) & (ts_ns <= ends[np.clip(i, 0, None)])
-
-
 @functools.lru_cache(maxsize=8192)  # a long run launches the same few hundred kernels over and over
 def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
     """Who wrote the kernel: triton (user Triton), inductor (torch.compile), library, aten, other."""
@@ -350,11 +340,13 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
     for launch in trace.triton_launches:
         triton_queue[launch["name"]].append(launch)
     replayed = replay_sources(trace, lambda ext: index.ops[i].name if (i := index.by_external.get(ext, -1)) >= 0 else None)
-    pending: list[tuple[RawKernel, int, int, dict[str, Any] | None, int, int]] = []
+    pending: list[tuple[RawKernel, int, int, int, dict[str, Any] | None, int, int]] = []
     # names bound once: this loop runs once per launch (millions on a long run)
     ops, by_external, launch_ts_ns, compile_work = index.ops, index.by_external, trace.launch_ts_ns, index.compile_work
     windowed = bool(index.region_spans or index.excluded_spans)  # else every launch is in the window
-    for k in trace.kernels:  # kernel, its op, costed op, triton cost, launch ts, instance (graph replay or -1)
+    # per launch: kernel, its own op, its op (a replay: the capture's), costed op, triton cost, launch ts,
+    # instance (graph replay, or -1)
+    for k in trace.kernels:
         own_i = by_external.get(k.external_id, -1)  # a replayed kernel's: the op around the graph launch
         source = replayed.get(id(k)) if replayed else None
         op_i = by_external.get(source, -1) if source is not None else own_i
@@ -367,9 +359,9 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         if (windowed and not index.in_window(ts)) or (own_i >= 0 and compile_work[own_i]):
             continue
         costed = -1 if declared or k.category != "kernel" else index.costed_ancestor(op_i)
-        pending.append((k, op_i, costed, declared, ts, k.correlation if source is not None else -1))
+        pending.append((k, own_i, op_i, costed, declared, ts, k.correlation if source is not None else -1))
     time_by_op: dict[tuple[int, int], int] = defaultdict(int)  # an op's cost is split among its kernels per run
-    for k, _, costed, _, _, instance in pending:
+    for k, _, _, costed, _, _, instance in pending:
         if costed >= 0:
             time_by_op[(costed, instance)] += k.dur_ns
     graph_correlations = set(trace.graph_launches)
@@ -380,18 +372,18 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
     # (label then names the c10d op around it): remembered per name for the rest
     labels: dict[str, tuple[str, str]] = {}
     looked_up: list[tuple[int, float, float, float, int, int, int, int]] = []  # launches of known kinds, in order
-    for k, op_i, costed, declared, ts, instance in pending:
+    for k, own_i, op_i, costed, declared, ts, instance in pending:
         inner = op_i if op_i >= 0 and ops[op_i].category == "cpu_op" else index.innermost_cpu_op(op_i)
-        own_i = by_external.get(k.external_id, -1)
         module = index.module(op_i) or (index.module(own_i) if own_i != op_i else "")
         common = costed >= 0 and declared is None and instance < 0 and k.category == "kernel"
         if common:
             entry = index.explained_entry(costed)
             costed_op = ops[costed]
-            named = labels.get(costed_op.name) if "Collective name" not in costed_op.args else None
+            collective = "Collective name" in costed_op.args
+            named = None if collective else labels.get(costed_op.name)
             if named is None:
                 named = (index.label(costed), index.source(costed))
-                if "Collective name" not in costed_op.args:
+                if not collective:
                     labels[costed_op.name] = named
             key = (k.name, k.grid, k.block, k.registers_per_thread, k.shared_memory, id(entry), *named, module,
                    inner >= 0)

@@ -54,13 +54,14 @@ def merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return list(zip(lo.tolist(), hi.tolist()))
 
 
-def span_index(times_ns: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
-    """For each time, the index of the [start, end) span holding it, -1 when none (spans sorted,
-    disjoint)."""
+def span_index(times_ns: np.ndarray, spans: list[tuple[int, int]], closed: bool = False) -> np.ndarray:
+    """For each time, the index of the [start, end) span holding it ([start, end] if closed), -1
+    when none (spans sorted, disjoint)."""
     if not spans or len(times_ns) == 0:
         return np.full(len(times_ns), -1, dtype=int)
     starts = np.array([a for a, _ in spans], dtype=np.int64)
     ends = np.array([b for _, b in spans], dtype=np.int64)
     i = np.searchsorted(starts, times_ns, side="right") - 1
-    inside = (i >= 0) & (times_ns < ends[np.clip(i, 0, None)])
+    end = ends[np.clip(i, 0, None)]
+    inside = (i >= 0) & ((times_ns <= end) if closed else (times_ns < end))
     return np.where(inside, i, -1)
