@@ -20,6 +20,7 @@ Times are integer nanoseconds from the trace's first event.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -514,20 +515,12 @@ def read_chrome_trace(path: str | Path, meanwhile: Callable[[], None] | None = N
         workers = worker_count(os.path.getsize(path))
     except OSError:
         workers = 0
+    once = functools.cache(meanwhile) if meanwhile is not None else (lambda: None)  # a second call does nothing
     if workers >= 2:
-        done: list[bool] = []
-
-        def once() -> None:
-            if meanwhile is not None and not done:
-                done.append(True)
-                meanwhile()
-
         trace = read_parallel(path, workers, once)
         if trace is not None:
             return trace
-        meanwhile = None if done else meanwhile
-    if meanwhile is not None:
-        meanwhile()
+    once()  # here if the workers did not run it (or could not read the file)
     top, chunks = read_events(path)
     builder = TraceBuilder()
     with gc_paused():

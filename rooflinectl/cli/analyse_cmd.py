@@ -100,21 +100,23 @@ def _load(path: Path) -> Capture:
     if not trace.ops and not trace.kernels:
         raise UsageError(f"{path} holds no CPU ops and no kernels: nothing to analyse "
                          "(is it torch.profiler's trace, with its traceEvents?).")
-    device_kind = "cuda" if trace.kernels else "cpu"
-    metadata: dict[str, Any] = {"device_kind": device_kind, "source_file": str(path)}
-    properties = _recorded_gpu(trace.device_properties, [k.device for k in trace.kernels[:10_000]])
-    if device_kind == "cuda" and properties.get("name"):
-        metadata["device_name"] = str(properties["name"])
     from rooflinectl.capture.session import Capture
 
-    return Capture(device_kind=device_kind, trace=trace, metadata=metadata)
+    # the device's name comes with the roofs (pipeline.build_profile takes the ceilings' name)
+    device_kind = "cuda" if trace.kernels else "cpu"
+    return Capture(device_kind=device_kind, trace=trace, metadata={"device_kind": device_kind, "source_file": str(path)})
 
 
-def _recorded_gpu(properties: list[dict[str, Any]], devices: list[int]) -> dict[str, Any]:
-    """The deviceProperties entry of the GPU most kernels ran on (the first entry if none says)."""
+def _recorded_gpu(capture: Capture) -> dict[str, Any]:
+    """The deviceProperties entry of the GPU most kernels ran on (the first entry if none says);
+    a capture file from before device properties were kept gives its device's name alone."""
+    trace = capture.trace
+    properties = trace.device_properties if trace else []
     if not properties:
-        return {}
-    busiest = Counter(devices).most_common(1)[0][0] if devices else None
+        name = capture.metadata.get("device_name")
+        return {"name": name} if name else {}
+    devices = Counter(k.device for k in (trace.kernels[:10_000] if trace else []))
+    busiest = devices.most_common(1)[0][0] if devices else None
     return next((p for p in properties if p.get("id") == busiest), properties[0])
 
 
@@ -123,13 +125,8 @@ def _ceilings(capture: Capture) -> tuple[Ceilings, str]:
     this machine's roofs (a trace says nothing of the CPU it ran on), and the line printed says so."""
     from rooflinectl.ceilings import current_ceilings, recorded_gpu_ceilings
 
-    trace = capture.trace
     if capture.device_kind != "cuda":
         ceilings = current_ceilings("cpu")
         return ceilings, f"this machine's CPU ({ceilings.device_name}): the trace does not say which CPU it ran on"
-    kernels = trace.kernels if trace else []
-    properties = _recorded_gpu(trace.device_properties if trace else [], [k.device for k in kernels[:10_000]])
-    if not properties.get("name") and capture.metadata.get("device_name"):
-        properties = {"name": capture.metadata["device_name"]}  # a capture file from before device properties
-    ceilings = recorded_gpu_ceilings(properties)
+    ceilings = recorded_gpu_ceilings(_recorded_gpu(capture))
     return ceilings, f"the spec roofs of the {ceilings.device_name} the trace names (not measured here)"
