@@ -5,7 +5,9 @@ TRACE is torch.profiler's Chrome trace (what `prof.export_chrome_trace(...)` or 
 --save-capture`). The attribution and analysis are `profile`'s. The roofs are the spec roofs of
 the GPU the trace names (its deviceProperties): that GPU need not be on this machine, so nothing is
 measured. A trace lacks what only a live capture records: tensor identities (which inputs are one
-tensor) and the math modes (TF32) the run had; the metadata names the file (source_file).
+tensor), the dtypes of tensor-list elements (torch.cat's inputs: their cost stays unknown, with
+the reason in its note) and the math modes (TF32) the run had; the metadata names the file
+(source_file).
 """
 
 from __future__ import annotations
