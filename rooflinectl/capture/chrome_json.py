@@ -93,9 +93,12 @@ def _decode_or_fail(data: bytes, path: str | Path) -> Any:
         raise TraceFormatError(f"{path} is not valid JSON ({exc}).") from None
 
 
-def read_events(path: str | Path) -> tuple[dict[str, Any], Iterator[list[dict[str, Any]]]]:
+def read_events(path: str | Path, decode_events: Callable[[bytes], list[Any]] | None = None
+                ) -> tuple[dict[str, Any], Iterator[list[Any]]]:
     """(top-level keys other than traceEvents, an iterator of lists of events in file order).
 
+    decode_events decodes a JSON array of whole events (the caller's choice of form; None:
+    decode_json's dicts); the last chunk, which holds the keys after the array too, is dicts.
     Consume the iterator fully before relying on the top-level dict: keys written after the
     event array (torch writes `traceName` there) are added when the array's end is reached.
     """
@@ -123,7 +126,7 @@ def read_events(path: str | Path) -> tuple[dict[str, Any], Iterator[list[dict[st
         events = whole.pop("traceEvents", [])
         return whole, iter([events])
     assert match is not None
-    return top, _chunks(handle, head[match.end():], top, path)
+    return top, _chunks(handle, head[match.end():], top, path, decode_events or decode_json)
 
 
 def _last_cut(buffer: bytes) -> re.Match[bytes] | None:
@@ -137,7 +140,8 @@ def _last_cut(buffer: bytes) -> re.Match[bytes] | None:
     return None
 
 
-def _chunks(handle: IO[bytes], buffer: bytes, top: dict[str, Any], path: str | Path) -> Iterator[list[dict[str, Any]]]:
+def _chunks(handle: IO[bytes], buffer: bytes, top: dict[str, Any], path: str | Path,
+            decode_events: Callable[[bytes], list[Any]]) -> Iterator[list[Any]]:
     """Decode whole events from buffer (the text after `[`), reading more as needed."""
     try:
         while True:
@@ -150,7 +154,7 @@ def _chunks(handle: IO[bytes], buffer: bytes, top: dict[str, Any], path: str | P
             events = None
             if cut is not None:
                 try:
-                    events = _decode(b"[" + buffer[: cut.start() + 1] + b"]")
+                    events = decode_events(b"[" + buffer[: cut.start() + 1] + b"]")
                 except ValueError:  # the cut fell inside a string or a nested object
                     events = None
             if cut is None or events is None:  # take more text and cut again

@@ -30,8 +30,9 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rooflinectl.capture.chrome_json import encode_json, gc_paused, read_events
+from rooflinectl.capture.chrome_json import decode_json, encode_json, gc_paused, read_events
 from rooflinectl.capture.columns import from_columns, to_columns
+from rooflinectl.capture.typed_events import TypedEvents, make_decoder, raw_json
 
 if TYPE_CHECKING:
     import numpy as np
@@ -257,19 +258,40 @@ if [f for f, _, _ in OP_FIELDS[_INPUTS:_INPUTS + 4]] != ["input_dims", "input_ty
                                       "shared_memory", "registers_per_thread"))
 
 
-def _getter(fields: tuple[Source, ...]) -> Callable[[dict[str, Any], dict[str, Any]], list[Any]]:
+# The keys of an event itself that the builder reads (a typed event keeps these alone).
+EVENT_KEYS = ("ph", "cat", "ts", "name", "tid", "dur", "args")
+# An op's input lists: a typed event (capture/typed_events.py) keeps them as raw JSON text, which
+# the builder decodes once per distinct text.
+RAW_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+if any(not key.startswith("args.") and key not in EVENT_KEYS for _, key, _ in OP_FIELDS + KERNEL_FIELDS):
+    raise TypeError("every key of an event that the spec reads must be in EVENT_KEYS")
+ARG_KEYS = tuple(dict.fromkeys(
+    [key.removeprefix("args.") for _, key, _ in OP_FIELDS + KERNEL_FIELDS if key.startswith("args.")]
+    + ["External id", "correlation", "Sequence number", *KEPT_OP_ARGS]))
+
+
+def _getter(fields: tuple[Source, ...], raw_inputs: bool = False) -> Callable[[dict[str, Any], dict[str, Any]], list[Any]]:
     """A function (event, args) -> the fields' raw values in order: the spec compiled once, into
     one list display of .get calls (as dataclasses compiles its __init__): a loop over the spec
     per event cost a third of reading a trace. Keys and defaults are passed in, never written
-    into the source."""
+    into the source. raw_inputs: for typed events, whose RAW_ARGS are raw JSON text (and so are
+    their defaults here)."""
     names: dict[str, Any] = {}
     items = []
     for i, (_, key, default) in enumerate(fields):
-        names[f"key{i}"], names[f"default{i}"] = key.removeprefix("args."), default
+        arg = key.removeprefix("args.")
+        names[f"key{i}"] = arg
+        names[f"default{i}"] = raw_json(default) if raw_inputs and arg in RAW_ARGS else default
         items.append(f"{'args' if key.startswith('args.') else 'event'}.get(key{i}, default{i})")
     source = f"def get(event, args):\n    return [{', '.join(items)}]\n"
     exec(compile(source, f"<getter of {len(fields)} fields>", "exec"), names)  # noqa: S102 - our own spec
     return names["get"]
+
+
+# A JSON array of trace events decoded for TraceBuilder.add: TypedEvents when msgspec is installed
+# and the events fit (capture/typed_events.py), else a list of dicts. ValueError if not JSON.
+decode_events: Callable[[bytes], list[Any]] = make_decoder(
+    EVENT_KEYS, [k for k in ARG_KEYS if k not in RAW_ARGS], RAW_ARGS, decode_json) or decode_json
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -351,8 +373,10 @@ class TraceBuilder:
         self.capture_calls = 0  # cudaStreamBeginCapture seen: graph_captures needs runtime_calls
         self.first_us = math.inf
         self._op_values = _getter(OP_FIELDS)
+        self._op_values_raw = _getter(OP_FIELDS, raw_inputs=True)
         self._kernel_values = _getter(KERNEL_FIELDS)
         self._inputs: dict[Any, tuple[list[Any], ...]] = {}
+        self._raw_inputs: dict[bytes, tuple[list[Any], ...]] = {}  # raw JSON text -> shared lists
         self._names: dict[str, str] = {}
         self._triples: dict[tuple[Any, ...], tuple[int, int, int] | None] = {}
         self._numbers: dict[int, int] = {}
@@ -366,6 +390,17 @@ class TraceBuilder:
         op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = self._shared(
             (op.input_dims, op.input_types, op.input_strides, op.concrete_inputs))
 
+    def _shared_raw(self, texts: tuple[Any, ...]) -> tuple[list[Any], ...]:
+        """The shared copy of an op's four input lists given as raw JSON text (a typed event's):
+        each distinct text decoded once. Keyed by a copy of the four texts joined with NUL (which
+        JSON text never holds raw), never by the raw objects: they hold on to the whole block
+        they were decoded from."""
+        key = b"\0".join(texts)
+        lists = self._raw_inputs.get(key)
+        if lists is None:
+            lists = self._raw_inputs[key] = self._shared(tuple(map(decode_json, map(bytes, texts))))
+        return lists
+
     def _number(self, value: int) -> int:
         """One int object per distinct value (a few hundred kernels' shared-memory sizes)."""
         return self._numbers.setdefault(value, value)
@@ -378,9 +413,12 @@ class TraceBuilder:
             self._triples[key] = _triple(value)
         return self._triples[key]
 
-    def add(self, events: list[dict[str, Any]]) -> None:
+    def add(self, events: list[Any]) -> None:
+        """Events as decode_events gives them: dicts of every key, or TypedEvents."""
+        raw = isinstance(events, TypedEvents)  # an op's input lists as raw JSON text
         op_rows, kernel_rows, launch_us, names = self.op_rows, self.kernel_rows, self.launch_us, self._names
-        op_values, kernel_values, shared, triple = self._op_values, self._kernel_values, self._shared, self._triple
+        op_values = self._op_values_raw if raw else self._op_values
+        kernel_values, shared, triple = self._kernel_values, self._shared_raw if raw else self._shared, self._triple
         first = self.first_us
         for e in events:
             if e.get("ph") != "X":
@@ -392,7 +430,7 @@ class TraceBuilder:
             ts = float(ts)
             if ts < first:
                 first = ts
-            args = e.get("args") or {}
+            args = e.get("args") or _NO_ARGS
             if cat in OP_CATEGORIES:
                 row = op_values(e, args)
                 name = row[_NAME] = names.setdefault(row[_NAME], row[_NAME])
@@ -521,7 +559,7 @@ def read_chrome_trace(path: str | Path, meanwhile: Callable[[], None] | None = N
         if trace is not None:
             return trace
     once()  # here if the workers did not run it (or could not read the file)
-    top, chunks = read_events(path)
+    top, chunks = read_events(path, decode_events)
     builder = TraceBuilder()
     with gc_paused():
         for events in chunks:

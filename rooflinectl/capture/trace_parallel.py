@@ -37,7 +37,14 @@ from typing import Any
 
 from rooflinectl.capture.chrome_json import _EVENTS_KEY, HEADER_LIMIT_BYTES, decode_json, gc_paused
 from rooflinectl.capture.columns import from_columns, rows_to_columns, to_columns
-from rooflinectl.capture.trace import RawKernel, RawOp, RawSync, RawTrace, TraceBuilder
+from rooflinectl.capture.trace import (
+    RawKernel,
+    RawOp,
+    RawSync,
+    RawTrace,
+    TraceBuilder,
+    decode_events,
+)
 
 WORKERS_ENV = "ROOFLINECTL_READ_WORKERS"
 MIN_PARALLEL_BYTES = 64 << 20  # below this, starting processes costs more than it saves
@@ -247,7 +254,7 @@ def read_range(path: str, start: int, end: int, last: bool, separator: bytes) ->
                 events = rest.pop("traceEvents")
                 tail = rest
             else:
-                events = decode_json(b"[" + piece + b"]")
+                events = decode_events(b"[" + piece + b"]")
             builder.add(events)
             del events
             blocks_out.append(_taken(builder))
