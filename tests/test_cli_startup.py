@@ -65,3 +65,38 @@ def test_completion_lists_the_commands() -> None:
     ctx = click.Context(main)
     assert [item.value for item in main.shell_complete(ctx, "p")] == ["plot", "profile"]
     assert "--version" in [item.value for item in main.shell_complete(ctx, "--")]
+
+
+@pytest.mark.parametrize("command", [["advise"], ["show"], ["plot", "-o", "{tmp}/chart.png"]])
+def test_reading_a_profile_imports_no_torch(command, tmp_path) -> None:
+    """advise, show and plot read a profile file: no call is costed, so the cost formulas and
+    torch (0.85 s on the 2-core machine) stay unloaded."""
+    from pathlib import Path
+
+    profile = Path(__file__).parent / "data" / "h200_attention_naive.profile.json"
+    args = [part.format(tmp=tmp_path) for part in command] + [str(profile)]
+    code = PROBE.format(args=args, heavy=("torch",))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == [], done.stderr[-2000:]
+    if command[0] == "plot":
+        assert (tmp_path / "chart.png").stat().st_size > 0
+
+
+def test_the_registry_loads_its_formulas_at_first_use() -> None:
+    """Importing the registry loads no formula; the first lookup loads all of them, and a formula
+    registered from outside before any lookup is still refused as a duplicate of ours."""
+    code = """
+import sys
+from rooflinectl.costs.registry import cost_formula, lookup
+assert "torch" not in sys.modules and "rooflinectl.costs.gemm" not in sys.modules
+try:
+    cost_formula("aten::mm", family="gemm")(lambda call: None)
+except ValueError as exc:
+    assert "already registered" in str(exc)
+else:
+    raise SystemExit("a duplicate of a built-in formula was taken")
+assert lookup("aten::mm").family == "gemm" and lookup("aten::convolution") is not None
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]

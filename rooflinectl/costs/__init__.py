@@ -1,18 +1,8 @@
-"""The cost model: FLOPs and minimum bytes per op call, from one registry of formulas."""
+"""The cost model: FLOPs and minimum bytes per op call, from one registry of formulas (the
+registry imports the formula modules, and with them torch, at its first lookup)."""
 
 from __future__ import annotations
 
-from rooflinectl.costs import (  # noqa: F401  (registration)
-    attention,
-    conv,
-    elementwise,
-    gemm,
-    memory_ops,
-    norms,
-    optimizer,
-    pooling,
-    reductions,
-)
 from rooflinectl.costs.registry import (
     OpCost,
     bound,

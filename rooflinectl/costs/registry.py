@@ -5,15 +5,21 @@ as in `torch.ops.aten.max.other`); a call is bound to its overload first (costs/
 and the overload's own entry wins over the op's. A formula takes the bound OpCall and returns
 an OpCost, or None when the call's inputs do not let it say: then the kernel shows
 cost_source=none with the reason, never a silent zero.
+
+The formula modules (FORMULA_MODULES) register themselves when imported, and the registry
+imports them at its first lookup, not when it is imported: they and the op schemas
+(costs/signature.py) need torch, and `advise` and `plot` read this module's OpCost and the
+torch-free costs.tensors without ever costing a call (torch was 0.85 s of their start-up on the
+2-core machine).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rooflinectl.costs.signature import bind, has_schema, recorded_kind
 from rooflinectl.costs.tensors import UNKNOWN_DTYPE, OpCall
 from rooflinectl.schema import OP_FAMILIES
 
@@ -56,6 +62,19 @@ class FormulaEntry:
 
 _REGISTRY: dict[str, FormulaEntry] = {}
 _OPS: set[str] = set()  # op names ("aten::max") with an entry for the op or one of its overloads
+# The modules of costs/ whose formulas register themselves (cost_formula) when imported.
+FORMULA_MODULES = ("attention", "conv", "elementwise", "gemm", "memory_ops", "norms", "optimizer", "pooling",
+                   "reductions")
+_loaded = False
+
+
+def _load_formulas() -> None:
+    """Import the formula modules, once: each registers its formulas."""
+    global _loaded
+    if not _loaded:
+        _loaded = True  # first: a formula module that looks an op up while importing must not recurse
+        for module in FORMULA_MODULES:
+            importlib.import_module(f"rooflinectl.costs.{module}")
 
 
 def op_of(key: str) -> str:
@@ -71,6 +90,8 @@ def cost_formula(*names: str, family: str) -> Callable[[Formula], Formula]:
         raise ValueError(f"unknown op family {family!r}")
 
     def register(formula: Formula) -> Formula:
+        if not _loaded:  # ours first, as a duplicate of one of them is refused
+            _load_formulas()
         for name in names:
             if name in _REGISTRY:
                 raise ValueError(f"a cost formula for {name} is already registered")
@@ -86,6 +107,8 @@ def bound(call: OpCall) -> OpCall:
     """The call with its overload's signature, when one fits what was recorded."""
     if call.signature is not None:
         return call
+    from rooflinectl.costs.signature import bind, recorded_kind  # torch: see the module doc
+
     kinds = tuple(recorded_kind(call.types[i] if i < len(call.types) else "", a) for i, a in enumerate(call.args))
     signature = bind(call.name, kinds)
     return dataclasses.replace(call, signature=signature) if signature else call
@@ -93,6 +116,8 @@ def bound(call: OpCall) -> OpCall:
 
 def lookup(name: str, overload: str = "") -> FormulaEntry | None:
     """The entry for this overload of the op, else the op's own entry."""
+    if not _loaded:
+        _load_formulas()
     if overload:
         entry = _REGISTRY.get(f"{name}.{overload}")
         if entry is not None:
@@ -102,16 +127,21 @@ def lookup(name: str, overload: str = "") -> FormulaEntry | None:
 
 def has_formula(name: str) -> bool:
     """Whether any overload of the op has a formula (the cheap test attribution makes per op)."""
+    if not _loaded:
+        _load_formulas()
     return name in _OPS
 
 
 def registered_ops() -> dict[str, FormulaEntry]:
+    _load_formulas()
     return dict(_REGISTRY)
 
 
 def explain_cost(call: OpCall) -> tuple[OpCost | None, str]:
     """(cost, "") or (None, why): no formula, the formula raised (flop_counter asserts on shapes
     it does not support, for example), or the inputs are not what the formula models."""
+    from rooflinectl.costs.signature import has_schema  # torch: see the module doc
+
     call = bound(call)
     entry = lookup(call.name, call.overload)
     if entry is None:
