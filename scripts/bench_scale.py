@@ -12,7 +12,8 @@ python scripts/bench_scale.py to-capture TRACE.json OUT.capture.json.gz
     the same events saved as a capture file (what `profile --save-capture` writes).
 python scripts/bench_scale.py analyse OUT_DIR TRACE.json|OUT.capture.json.gz
     load, attribute, analyse, advise and plot a saved trace in a child process: seconds (wall
-    and CPU) of each step and the child's peak RSS.
+    and CPU) of each step and the child's peak RSS; then as a user runs it, three commands
+    (`rooflinectl analyse TRACE`, `advise`, `plot`): each one's wall time and peak RSS.
 python scripts/bench_scale.py startup OUT_DIR
     `rooflinectl --help`, `--version` and a Tab completion: wall seconds (best of 5).
 
@@ -59,6 +60,12 @@ def machine() -> dict[str, Any]:
         info["json_decoder"] = f"orjson {orjson.__version__}"
     except ImportError:
         info["json_decoder"] = "json (standard library)"
+    try:
+        import msgspec
+
+        info["json_decoder"] = f"msgspec {msgspec.__version__} (typed events), {info['json_decoder']}"
+    except ImportError:
+        pass
     return info
 
 
@@ -265,7 +272,15 @@ def cmd_to_capture(trace: Path, out: Path) -> dict[str, Any]:
 def cmd_analyse(out_dir: Path, trace: Path, timeout_s: float) -> dict[str, Any]:
     result = run_child([sys.executable, __file__, "analyse-child", str(trace), str(out_dir / "scale-roofline.png")],
                        timeout_s)
-    return {"machine": machine(), "analyse": {**result, "trace": str(trace), "trace_bytes": trace.stat().st_size}}
+    profile = out_dir / "scale.profile.json"
+    profile.unlink(missing_ok=True)
+    base = rooflinectl_cmd()
+    commands = {"analyse": base + ["analyse", str(trace), "-o", str(profile), "-q"],
+                "advise": base + ["advise", str(profile)],
+                "plot": base + ["plot", str(profile), "-o", str(out_dir / "scale-roofline-cli.png")]}
+    chain = {name: run_child(cmd, timeout_s) for name, cmd in commands.items()}
+    return {"machine": machine(), "analyse": {**result, "trace": str(trace), "trace_bytes": trace.stat().st_size},
+            "commands": chain}
 
 
 def cmd_startup(out_dir: Path) -> dict[str, Any]:
@@ -327,6 +342,13 @@ def markdown(result: dict[str, Any]) -> str:
                   f"{a['peak_rss_bytes'] / gb:.2f} GB |"]
         if a["exit_code"]:
             lines.append(f"\nThe analysis failed (exit {a['exit_code']}): {a.get('output_tail', '')[-300:]}")
+    if "commands" in result:
+        chain = result["commands"]
+        lines += ["", "| as three commands | " + " | ".join(f"`rooflinectl {n}`" for n in chain) + " | in all |",
+                  "| --- |" + " --- |" * (len(chain) + 1),
+                  "| wall (peak RSS) | " + " | ".join(
+                      f"{c['wall_s']:.2f} s ({c['peak_rss_bytes'] / gb:.2f} GB)" + (f", exit {c['exit_code']}" if c["exit_code"] else "")
+                      for c in chain.values()) + f" | {sum(c['wall_s'] for c in chain.values()):.2f} s |"]
     if "startup" in result:
         lines += ["| command | best of 5 | median |", "| --- | --- | --- |"]
         lines += [f"| `rooflinectl {k}` | {v['best_wall_s']:.2f} s | {v['median_wall_s']:.2f} s |"

@@ -14,6 +14,7 @@ small="${SCALE_LAUNCHES:-200000}"  # smaller only to try the piece on a CPU mach
 big=$((small * 5))
 start_s=$(date +%s)
 python3 -c 'import orjson' 2>/dev/null && echo "orjson present" || echo "orjson absent: traces decoded with the standard library's json"
+python3 -c 'import msgspec' 2>/dev/null && echo "msgspec present: typed events" || echo "msgspec absent: events decoded as dicts"
 python3 scripts/bench_scale.py startup "$out" || echo "startup benchmark failed: exit $?"
 python3 scripts/bench_scale.py capture "$out/small" --launches "$small" --timeout-s 150 || echo "$small-launch capture benchmark failed: exit $?"
 # 1,000,000 launches: what grows with launches takes about 5x the 200,000 run; run only if that fits.
