@@ -51,3 +51,27 @@ def test_a_kept_trace_stays_for_the_caller(temp_folder: Path) -> None:
         capture = _run()
     assert capture.chrome_trace_path is not None and Path(capture.chrome_trace_path).is_file()
     Path(capture.chrome_trace_path).unlink()
+
+
+def test_the_profilers_events_are_let_go_once_the_trace_is_read(temp_folder: Path, monkeypatch) -> None:
+    """torch's profile object is freed only by a cyclic collection, which analysis keeps paused:
+    its events (gigabytes on a long run) must be dropped as soon as the trace and the tensor
+    identities are read, not held through attribution. The trace read from them stays whole."""
+    import gc
+
+    seen: list[torch.profiler.profile] = []
+    let_go = session.let_go_of_events
+
+    def watching(prof: torch.profiler.profile) -> None:
+        assert prof.profiler.kineto_results is not None  # the identities were read while they lived
+        seen.append(prof)
+        let_go(prof)
+
+    monkeypatch.setattr(session, "let_go_of_events", watching)
+    gc.disable()  # as during a long analysis: the cycle around the profile object is not collected
+    try:
+        capture = _run()
+        assert len(seen) == 1 and seen[0].profiler.kineto_results is None
+    finally:
+        gc.enable()
+    assert capture.trace is not None and any(op.name == "aten::mm" for op in capture.trace.ops)
