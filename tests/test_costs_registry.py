@@ -206,3 +206,15 @@ def test_op_call_plain_tensors_and_optional_args():
     assert b.storage is None  # a 0 pointer is no pointer
     assert beta == 1 and missing is None
     assert shapes_text(call) == "[12] x [8, 16] x [16, 12]"
+
+
+def test_every_module_that_registers_formulas_is_loaded_by_the_registry():
+    """The registry imports FORMULA_MODULES at its first lookup: a module of costs/ that
+    registers formulas but is not listed there would leave its ops silently without a cost."""
+    from pathlib import Path
+
+    from rooflinectl.costs import registry
+
+    folder = Path(registry.__file__).parent
+    registering = {p.stem for p in folder.glob("*.py") if p.stem != "registry" and "cost_formula(" in p.read_text()}
+    assert registering == set(registry.FORMULA_MODULES)

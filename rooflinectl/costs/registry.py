@@ -73,8 +73,12 @@ def _load_formulas() -> None:
     global _loaded
     if not _loaded:
         _loaded = True  # first: a formula module that looks an op up while importing must not recurse
-        for module in FORMULA_MODULES:
-            importlib.import_module(f"rooflinectl.costs.{module}")
+        try:
+            for module in FORMULA_MODULES:
+                importlib.import_module(f"rooflinectl.costs.{module}")
+        except BaseException:  # never a half-filled registry taken for a whole one: the next lookup tries again
+            _loaded = False
+            raise
 
 
 def op_of(key: str) -> str:
