@@ -75,3 +75,34 @@ def test_the_profilers_events_are_let_go_once_the_trace_is_read(temp_folder: Pat
     finally:
         gc.enable()
     assert capture.trace is not None and any(op.name == "aten::mm" for op in capture.trace.ops)
+
+
+def test_with_reading_workers_identities_are_read_and_events_freed_before_the_join(temp_folder: Path,
+                                                                                   monkeypatch) -> None:
+    """When worker processes read the trace, the tensor identities come from the profiler's event
+    tree before any of their records is joined, and the events are freed then: x * x still reads
+    x once, x * y twice, and no record was joined while the events lived."""
+    from rooflinectl.attribution.join import attribute
+    from rooflinectl.capture import trace_parallel
+
+    monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", "2")
+    profilers: list[torch.profiler.profile] = []
+    let_go = session.let_go_of_events
+    monkeypatch.setattr(session, "let_go_of_events", lambda prof: profilers.append(prof) or let_go(prof))
+    events_alive_at_join: list[bool] = []
+    real_add = trace_parallel._Joiner.add
+
+    def add(self, part):
+        events_alive_at_join.append(not profilers or profilers[0].profiler.kineto_results is not None)
+        return real_add(self, part)
+
+    monkeypatch.setattr(trace_parallel._Joiner, "add", add)
+    x, y = torch.randn(64, 64), torch.randn(64, 64)
+    with session.profiling("cpu") as capture:
+        for _ in range(3):
+            x * x
+            x * y
+    assert events_alive_at_join and not any(events_alive_at_join)  # the workers' path, joined after the free
+    launches = attribute(capture.trace, "cpu", capture.metadata).launches
+    muls = launches[launches["op"] == "aten::mul"]
+    assert sorted(muls["bytes"]) == [2 * 64 * 64 * 4] * 3 + [3 * 64 * 64 * 4] * 3

@@ -14,7 +14,7 @@ import pytest
 
 from rooflinectl.capture import trace_parallel
 from rooflinectl.capture.chrome_json import TraceFormatError, read_events
-from rooflinectl.capture.trace import RawTrace, TraceBuilder, read_chrome_trace
+from rooflinectl.capture.trace import RawTrace, TraceBuilder, identity_candidates, read_chrome_trace
 
 DATA = Path(__file__).parent / "data" / "h200_real"
 TRACES = ["gpt2_fwd_eager.trace.json.gz", "gpt2_fwd_reduce_overhead.trace.json.gz", "ddp_gpt2.rank0.trace.json.gz"]
@@ -120,7 +120,7 @@ def test_read_chrome_trace_uses_the_workers_when_asked(tmp_path: Path, monkeypat
     path = _plain_copy(TRACES[0], tmp_path)
     calls = []
     real = trace_parallel.read_parallel
-    monkeypatch.setattr(trace_parallel, "read_parallel", lambda p, n, meanwhile=None: calls.append(n) or real(p, n))
+    monkeypatch.setattr(trace_parallel, "read_parallel", lambda p, n, meanwhile=None, before_join=None: calls.append(n) or real(p, n))
     monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", "2")
     assert _records(read_chrome_trace(path)) == _records(_serial(path))
     assert calls == [2]
@@ -210,3 +210,24 @@ def test_a_worker_imports_no_numpy_and_starts_no_thread_pools() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     assert {trace_parallel.WORKER_THREADS_ENV[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")} == {"1"}
+
+
+@pytest.mark.parametrize("name", ["gpt2_train_eager.trace.json.gz", "resnet50_train_eager.trace.json.gz",
+                                  "ddp_gpt2.rank0.trace.json.gz"])
+def test_identity_times_come_before_any_range_is_joined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        name: str) -> None:
+    """`profile` reads tensor identities, and frees the profiler's events, before the workers'
+    records are joined: the times it gets must be exactly those of the ops the serial reader's
+    identity_candidates finds (profiler clock, whole microseconds), and nothing joined yet."""
+    path = _plain_copy(name, tmp_path)
+    monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", "3")
+    joined: list[int] = []
+    real_add = trace_parallel._Joiner.add
+    monkeypatch.setattr(trace_parallel._Joiner, "add", lambda self, part: joined.append(1) or real_add(self, part))
+    got: list[tuple[int, list[int]]] = []
+    trace = read_chrome_trace(path, before_join=lambda times: got.append((len(joined), times)))
+    reference = _serial(path)
+    expected = sorted((reference.origin_ns + reference.ops[i].ts_ns) // 1000 for i in identity_candidates(reference))
+    assert len(got) == 1 and got[0][0] == 0  # once, before the first range was joined
+    assert sorted(got[0][1]) == expected and len(expected) > 100
+    assert _records(trace) == _records(reference)

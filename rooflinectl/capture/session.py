@@ -85,6 +85,11 @@ def run_metadata(device_kind: str) -> dict[str, Any]:
 
 
 def _tensor_info(prof: torch.profiler.profile, trace: RawTrace) -> dict[tuple[str, int], dict[str, Any]]:
+    """_tensor_info_at the start times of the trace's identity_candidates."""
+    return _tensor_info_at(prof, [(trace.origin_ns + trace.ops[i].ts_ns) // 1000 for i in identity_candidates(trace)])
+
+
+def _tensor_info_at(prof: torch.profiler.profile, times_us: list[int]) -> dict[tuple[str, int], dict[str, Any]]:
     """Tensor identities (TensorImpl pointers) and tensor-list dtypes from the profiler's event
     tree (private API: when it is missing, a tensor passed twice is simply counted twice), read
     only for the ops that need them (capture.trace.identity_candidates): walking the whole tree
@@ -95,7 +100,7 @@ def _tensor_info(prof: torch.profiler.profile, trace: RawTrace) -> dict[tuple[st
     self of an in-place op) is one read. The profiler records no storage offset, so two
     overlapping views of one storage (x @ x.t()) still count twice: an over-count we accept."""
     info: dict[tuple[str, int], dict[str, Any]] = {}
-    wanted = sorted({(trace.origin_ns + trace.ops[i].ts_ns) // 1000 for i in identity_candidates(trace)})
+    wanted = sorted(set(times_us))  # whole microseconds of the profiler's clock
     if not wanted:
         return info
     try:
@@ -148,12 +153,27 @@ def export_trace_file(prof: torch.profiler.profile) -> str:
 
 def read_trace(prof: torch.profiler.profile, path: str) -> RawTrace:
     """The stopped profiler's events as a RawTrace: its exported trace (at path) streamed back in
-    chunks, and the tensor identities that the cost model needs read from its event tree."""
+    chunks, and the tensor identities that the cost model needs read from its event tree; then
+    the profiler's events are freed (let_go_of_events). When worker processes read the trace, the
+    identities are read, and the events freed, before the workers' records are joined: the
+    process's peak is then the profiler's own (its events), not that plus the trace's records."""
     report(f"reading the trace ({os.path.getsize(path) / 1e6:,.0f} MB)")
-    trace = read_chrome_trace(path)
-    report(f"reading tensor identities ({len(trace.ops):,} ops)")
+    found: list[dict[tuple[str, int], dict[str, Any]]] = []
+
+    def identities_first(times_us: list[int]) -> None:
+        report(f"reading tensor identities ({len(times_us):,} ops that may share an input)")
+        with gc_paused():
+            found.append(_tensor_info_at(prof, times_us))
+        let_go_of_events(prof)
+
+    trace = read_chrome_trace(path, before_join=identities_first)
+    if not found:  # read in this process: the identities from the trace's ops
+        report(f"reading tensor identities ({len(trace.ops):,} ops)")
+        with gc_paused():
+            found.append(_tensor_info(prof, trace))
+        let_go_of_events(prof)
     with gc_paused():
-        add_tensor_info(trace, _tensor_info(prof, trace))
+        add_tensor_info(trace, found[0])
     return trace
 
 
@@ -357,7 +377,6 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
             kept = False
             try:  # the temp trace (often gigabytes) goes on every path, errors included, unless kept
                 trace = read_trace(prof, path)
-                let_go_of_events(prof)
                 trace.triton_launches = triton_sink
                 trace.compiled_kernels = compiled_cpp_kernels()
                 capture.trace = trace

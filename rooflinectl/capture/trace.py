@@ -490,14 +490,18 @@ class TraceBuilder:
         self.kernels.sort(key=attrgetter("ts_ns", "correlation"))
         self.syncs.sort(key=attrgetter("ts_ns"))
         launches = dict(zip(self.launch_us, _ns_from(list(self.launch_us.values()), base)))
-        base_epoch_ns = int((top or {}).get("baseTimeNanoseconds", 0) or 0)
         # graph_captures from the runtime calls, only when the run captured a CUDA graph
         captures = _graph_captures(self.runtime_calls) if self.capture_calls else []
         self.runtime_calls = []
         return RawTrace(ops=self.ops, kernels=self.kernels, launch_ts_ns=launches, graph_launches=self.graph_launches,
                         graph_captures=captures, syncs=self.syncs, distributed=_distributed(top),
                         device_properties=_device_properties((top or {}).get("deviceProperties")),
-                        origin_ns=base_epoch_ns + int(round(base * 1000.0)))
+                        origin_ns=_origin_ns(base, top))
+
+
+def _origin_ns(first_us: float, top: dict[str, Any] | None) -> int:
+    """The profiler clock's time (ns since the epoch) of the trace's first event."""
+    return int((top or {}).get("baseTimeNanoseconds", 0) or 0) + int(round(first_us * 1000.0))
 
 
 def _ns_from(times_us: list[float], base_us: float) -> list[int]:
@@ -542,11 +546,13 @@ def from_chrome_trace(trace: dict[str, Any], tensor_info: dict[tuple[str, int], 
     return raw
 
 
-def read_chrome_trace(path: str | Path, meanwhile: Callable[[], None] | None = None) -> RawTrace:
+def read_chrome_trace(path: str | Path, meanwhile: Callable[[], None] | None = None,
+                      before_join: Callable[[list[int]], None] | None = None) -> RawTrace:
     """Parse a Chrome trace file (JSON, or gzipped JSON) in bounded memory: streamed in chunks,
     or for a large file on a machine with spare cores, by several processes at once
     (capture/trace_parallel.py; the same records). meanwhile: work of the caller's to do while
-    the workers read (its imports, say), once; before reading when the file is read here."""
+    the workers read (its imports, say), once; before reading when the file is read here.
+    before_join: see read_parallel; called only when the workers read the file."""
     from rooflinectl.capture.trace_parallel import read_parallel, worker_count
 
     try:
@@ -555,7 +561,7 @@ def read_chrome_trace(path: str | Path, meanwhile: Callable[[], None] | None = N
         workers = 0
     once = functools.cache(meanwhile) if meanwhile is not None else (lambda: None)  # a second call does nothing
     if workers >= 2:
-        trace = read_parallel(path, workers, once)
+        trace = read_parallel(path, workers, once, before_join)
         if trace is not None:
             return trace
     once()  # here if the workers did not run it (or could not read the file)
@@ -571,28 +577,47 @@ def identity_candidates(trace: RawTrace) -> list[int]:
     """Indices of the ops whose cost may depend on which inputs are the same tensor: two tensor
     inputs recorded alike (same type, dims and strides: the same tensor passed twice must be),
     or a tensor list (whose element dtypes the trace does not record either)."""
-    out = []
     verdicts: dict[tuple[int, int, int], bool] = {}  # decided once per distinct (shared) input lists
-    for i, op in enumerate(trace.ops):
-        if op.category != "cpu_op":
-            continue
-        key = (id(op.input_dims), id(op.input_types), id(op.input_strides))
-        verdict = verdicts.get(key)
-        if verdict is None:
-            verdict = verdicts[key] = _may_alias(op)
-        if verdict:
-            out.append(i)
-    return out
+    return [i for i, op in enumerate(trace.ops)
+            if _may_share_an_input(verdicts, op.category, op.input_dims, op.input_types, op.input_strides)]
 
 
-def _may_alias(op: RawOp) -> bool:
+def identity_times_us(op_rows: list[tuple[Any, ...]]) -> list[float]:
+    """identity_candidates of ops given as a TraceBuilder's rows (a reading worker's): their
+    start times in the trace's microseconds (profiler_times_us makes them the profiler's)."""
+    verdicts: dict[tuple[int, int, int], bool] = {}
+    return [row[_TS] for row in op_rows
+            if _may_share_an_input(verdicts, row[_CATEGORY], row[_INPUTS], row[_INPUTS + 1], row[_INPUTS + 2])]
+
+
+def profiler_times_us(times_us: list[float], first_us: float, top: dict[str, Any] | None) -> list[int]:
+    """Trace times (microseconds, as recorded) as whole microseconds of the profiler's clock, with
+    the arithmetic TraceBuilder.finish gives the ops: (origin_ns + ts_ns) // 1000."""
+    if not times_us:
+        return []
+    origin_ns = _origin_ns(first_us, top)
+    return [(origin_ns + t) // 1000 for t in _ns_from(times_us, first_us)]
+
+
+def _may_share_an_input(verdicts: dict[tuple[int, int, int], bool], category: str, dims: list[Any],
+                        types: list[Any], strides: list[Any]) -> bool:
+    if category != "cpu_op":
+        return False
+    key = (id(dims), id(types), id(strides))  # the lists are shared: one verdict per distinct call
+    verdict = verdicts.get(key)
+    if verdict is None:
+        verdict = verdicts[key] = _may_alias(types, dims, strides)
+    return verdict
+
+
+def _may_alias(types: list[Any], all_dims: list[Any], all_strides: list[Any]) -> bool:
     tensors = []
-    for i, type_name in enumerate(op.input_types):
+    for i, type_name in enumerate(types):
         if type_name == "TensorList":
             return True
-        dims = op.input_dims[i] if i < len(op.input_dims) else None
+        dims = all_dims[i] if i < len(all_dims) else None
         if isinstance(dims, list) and type_name and type_name not in NON_TENSOR_TYPES:
-            strides = op.input_strides[i] if i < len(op.input_strides) else None
+            strides = all_strides[i] if i < len(all_strides) else None
             tensors.append(repr((type_name, dims, strides)))
     return len(tensors) != len(set(tensors))
 

@@ -17,6 +17,12 @@ does, and finishes the trace: the same RawTrace as read_chrome_trace's serial pa
 The columns travel as pickle files in a temporary folder the parent made for this read (mode
 0700) and removes: only our own workers' output is unpickled, never a file the user gave.
 
+When the profiler that wrote the trace still holds its events (`profile`, capture/session.py),
+the parent joins nothing until every range is read: the workers also write the start times of
+the ops that may share an input, the caller reads those ops' tensor identities from the
+profiler's event tree and frees its events, and only then are the records joined. The process's
+peak is then the profiler's own, not the profiler's events plus the trace's records.
+
 Used when the file is large and the machine has spare cores (ROOFLINECTL_READ_WORKERS=N sets the
 number of workers, 0 switches it off). Anything unexpected (another layout, a gzipped file, a
 worker that fails) returns None and the caller reads the file serially: never a lost trace.
@@ -37,6 +43,7 @@ from typing import Any
 
 from rooflinectl.capture.chrome_json import _EVENTS_KEY, HEADER_LIMIT_BYTES, decode_json, gc_paused
 from rooflinectl.capture.columns import from_columns, rows_to_columns, to_columns
+from rooflinectl.capture.progress import report
 from rooflinectl.capture.trace import (
     RawKernel,
     RawOp,
@@ -44,6 +51,8 @@ from rooflinectl.capture.trace import (
     RawTrace,
     TraceBuilder,
     decode_events,
+    identity_times_us,
+    profiler_times_us,
 )
 
 WORKERS_ENV = "ROOFLINECTL_READ_WORKERS"
@@ -114,9 +123,15 @@ def _layout(data: mmap.mmap) -> tuple[dict[str, Any], int, bytes] | None:
     return top, match.end(), b"\n" + indent + b"},\n" + indent + b"{"
 
 
-def read_parallel(path: str | Path, workers: int, meanwhile: Callable[[], None] | None = None) -> RawTrace | None:
+def read_parallel(path: str | Path, workers: int, meanwhile: Callable[[], None] | None = None,
+                  before_join: Callable[[list[int]], None] | None = None) -> RawTrace | None:
     """The trace read by `workers` processes, or None when it cannot be (see the module doc).
-    meanwhile: called once the workers have started, before their results are joined."""
+    meanwhile: called once the workers have started, before their results are joined.
+    before_join: called once every range is read and before any is joined, with the start times
+    (whole microseconds of the profiler's clock, as identity_candidates' ops would give them) of
+    the ops that may share an input. While the profiler that wrote the trace still holds its
+    events, the caller reads their identities there and frees them (capture/session.py): the
+    joined records then grow from what is left, not on top of the profiler's events."""
     try:
         with open(path, "rb") as handle:
             if handle.read(2) == b"\x1f\x8b":  # gzip: no ranges to seek to
@@ -132,20 +147,31 @@ def read_parallel(path: str | Path, workers: int, meanwhile: Callable[[], None] 
     if len(ranges) < 2:
         return None
     joiner = _Joiner()
+    identities = None
+    if before_join is not None:
+        def identities(sides: list[dict[str, Any]]) -> None:
+            first_us = min(side["first_us"] for side in sides)
+            times_us = [t for side in sides for t in side["identity_us"]]
+            before_join(profiler_times_us(times_us, first_us, {**top, **sides[-1]["tail"]}))
     # One pause for the whole read: re-enabled between ranges, the collector walked every object
     # joined so far each time (12 collections, 0.69 s of the parent's CPU, 1,000,000 launches).
     with gc_paused():
-        if not _run_workers(str(path), ranges, separator, min(workers, len(ranges)), joiner.add, meanwhile):
+        if not _run_workers(str(path), ranges, separator, min(workers, len(ranges)), joiner.add, meanwhile,
+                            identities):
             return None
         return joiner.finish(top)
 
 
 def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, workers: int,
-                 take: Callable[[dict[str, Any]], None], meanwhile: Callable[[], None] | None = None) -> bool:
+                 take: Callable[[dict[str, Any]], None], meanwhile: Callable[[], None] | None = None,
+                 identities: Callable[[list[dict[str, Any]]], None] | None = None) -> bool:
     """The ranges read by `workers` processes, range i by worker i % workers, each in file order;
     each range's result handed to `take` in file order as soon as it is written, while the
     workers go on with their next ranges (and let go: the ranges' columns are never all held at
-    once). False if any worker failed."""
+    once). With `identities`, the workers also write each range's identity times (its first time,
+    the start times of its ops that may share an input, the keys after the array); `identities`
+    gets them, in file order, once every range is written, and only then are the ranges taken.
+    False if any worker failed."""
     package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
            **WORKER_THREADS_ENV}
@@ -159,7 +185,7 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, wor
                 with open(os.path.join(folder, f"worker{w}.err"), "wb") as errors:
                     procs.append(subprocess.Popen(  # noqa: S603 - our own module, our own arguments
                         [sys.executable, "-m", "rooflinectl.capture.trace_parallel", path, separator.hex(), folder,
-                         *specs], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True))
+                         str(int(identities is not None)), *specs], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True))
             timer.start()
             if meanwhile is not None:
                 meanwhile()
@@ -167,12 +193,13 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, wor
                 line = procs[i % workers].stdout.readline()  # type: ignore[union-attr] - piped above
                 if line.strip() != str(i):  # the worker died (or was killed by the timer) before writing it
                     return False
-                out = os.path.join(folder, f"{i}.pickle")
-                with open(out, "rb") as handle, gc_paused():  # our worker's file, in the folder we made (0700)
-                    part = pickle.load(handle)  # noqa: S301 - our own data, not the user's
-                os.unlink(out)
-                take(part)
-                del part
+                if identities is None:
+                    take(_load(folder, f"{i}.pickle"))
+            if identities is not None:
+                identities([_load(folder, f"{i}.identities.pickle") for i in range(len(ranges))])
+                report(f"joining the trace's records ({len(ranges)} ranges)")
+                for i in range(len(ranges)):
+                    take(_load(folder, f"{i}.pickle"))
             return all(p.wait() == 0 for p in procs)
         except (OSError, subprocess.SubprocessError, pickle.UnpicklingError, EOFError):
             return False
@@ -184,6 +211,16 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, wor
                 proc.wait()
                 if proc.stdout is not None:
                     proc.stdout.close()
+
+
+def _load(folder: str, name: str) -> Any:
+    """A worker's pickle, removed once loaded: our own workers' file, in the folder we made (0700),
+    never a file the user gave."""
+    path = os.path.join(folder, name)
+    with open(path, "rb") as handle, gc_paused():
+        part = pickle.load(handle)  # noqa: S301 - our own data, not the user's
+    os.unlink(path)
+    return part
 
 
 class _Joiner:
@@ -231,10 +268,13 @@ class _Joiner:
             return self.builder.finish({**top, **self.tail})
 
 
-def read_range(path: str, start: int, end: int, last: bool, separator: bytes) -> dict[str, Any]:
+def read_range(path: str, start: int, end: int, last: bool, separator: bytes,
+               identities: bool = False) -> dict[str, Any]:
     """In the worker: the records of the events in [start, end) of the file, in columns, block by
     block (each block's records leave as columns before the next is decoded: a worker holds one
-    block's objects at a time, not its whole range's)."""
+    block's objects at a time, not its whole range's). identities: also "identity_us", the start
+    times of the range's ops that may share an input (trace.identity_times_us)."""
+    identity_us: list[float] = []
     builder = TraceBuilder(records=False)  # rows go on as columns: no record objects made here
     tail: dict[str, Any] = {}
     blocks_out = []
@@ -263,8 +303,10 @@ def read_range(path: str, start: int, end: int, last: bool, separator: bytes) ->
                 events = decode_events(b"[" + piece + b"]")
             builder.add(events)
             del events
+            if identities:
+                identity_us += identity_times_us(builder.op_rows)
             blocks_out.append(_taken(builder))
-    return {"blocks": blocks_out, "first_us": builder.first_us, "tail": tail}
+    return {"blocks": blocks_out, "first_us": builder.first_us, "tail": tail, "identity_us": identity_us}
 
 
 def _taken(builder: TraceBuilder) -> dict[str, Any]:
@@ -283,16 +325,20 @@ def _taken(builder: TraceBuilder) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """Worker: PATH SEPARATOR_HEX FOLDER INDEX:START:END:LAST ...; each range's result pickled to
-    FOLDER/INDEX.pickle, then its index printed (the parent loads it then, while this goes on)."""
-    path, separator, folder, *specs = argv
+    """Worker: PATH SEPARATOR_HEX FOLDER IDENTITIES(0|1) INDEX:START:END:LAST ...; each range's
+    result pickled to FOLDER/INDEX.pickle (with IDENTITIES 1, its identity times to
+    FOLDER/INDEX.identities.pickle first), then its index printed (the parent loads it then,
+    while this goes on)."""
+    path, separator, folder, identities, *specs = argv
     for spec in specs:
         index, start, end, last = spec.split(":")
-        result = read_range(path, int(start), int(end), last == "1", bytes.fromhex(separator))
-        out = os.path.join(folder, f"{index}.pickle")
-        with open(out + ".part", "wb") as handle:
-            pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(out + ".part", out)
+        result = read_range(path, int(start), int(end), last == "1", bytes.fromhex(separator), identities == "1")
+        sides = {"first_us": result["first_us"], "identity_us": result.pop("identity_us"), "tail": result["tail"]}
+        for name, value in ([("identities", sides)] if identities == "1" else []) + [("", result)]:
+            out = os.path.join(folder, f"{index}{'.' + name if name else ''}.pickle")
+            with open(out + ".part", "wb") as handle:
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(out + ".part", out)
         del result
         print(index, flush=True)
     return 0
