@@ -185,7 +185,8 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, wor
                 with open(os.path.join(folder, f"worker{w}.err"), "wb") as errors:
                     procs.append(subprocess.Popen(  # noqa: S603 - our own module, our own arguments
                         [sys.executable, "-m", "rooflinectl.capture.trace_parallel", path, separator.hex(), folder,
-                         str(int(identities is not None)), *specs], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True))
+                         str(int(identities is not None)), *specs],
+                        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True))
             timer.start()
             if meanwhile is not None:
                 meanwhile()
