@@ -9,6 +9,7 @@ Every stage that sums rows uses it: attribution (launches -> kernel groups), ana
   "mixed" when the rows' costs are known from several sources;
 - the group's SM clock (sm_clock_mhz, where present) is the time-weighted mean of its rows'
   known clocks, NaN when none is known.
+And one way to ask a question of every launch's name: once per distinct name (flag_each_distinct).
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 MIXED_SOURCE = "mixed"
+
+
+def flag_each_distinct(values: pd.Series, question: Callable[[str], bool]) -> np.ndarray:
+    """question(str(value)) for every value, asked once per distinct value: a run may hold a
+    million launches of a few kernels (no text copy of the column is made either)."""
+    codes, distinct = pd.factorize(values.to_numpy(), use_na_sentinel=False)
+    answers = np.array([bool(question(str(value))) for value in distinct], dtype=bool)
+    return answers[codes] if len(codes) else np.zeros(0, dtype=bool)
 
 
 def sum_known(values: pd.Series) -> float:

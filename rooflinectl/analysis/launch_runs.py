@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from rooflinectl.aggregate import flag_each_distinct
 from rooflinectl.attribution.spans import span_index
 
 MIN_RUN = 4  # a row launched at least this many times back to back is a run
@@ -36,8 +37,7 @@ def back_to_back_runs(launches: pd.DataFrame, rows: pd.Series, spans_ns: list[tu
     if len(launches) == 0:
         return []
     order = launches.assign(row=rows.reindex(launches.index)).sort_values("launch_ns", kind="stable")
-    codes, names = pd.factorize(order["kernel"].to_numpy(), use_na_sentinel=False)  # each name asked once
-    helper = np.array([transparent(str(n)) for n in names], dtype=bool)[codes]
+    helper = flag_each_distinct(order["kernel"], transparent)
     row = order["row"].to_numpy(dtype=np.int64)
     place = span_index(order["launch_ns"].to_numpy(dtype=np.int64), spans_ns) if spans_ns else np.zeros(len(order), int)
     main = ~helper

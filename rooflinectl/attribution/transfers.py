@@ -16,6 +16,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from rooflinectl.aggregate import flag_each_distinct
+
 MEMCPY = re.compile(r"^Memcpy (?P<kind>[A-Za-z]+) \((?P<src>[^)]*?) -> (?P<dst>[^)]*)\)")
 HOST_KINDS = ("HtoD", "DtoH", "HtoH", "HtoA", "AtoH")
 PEER_KIND = "PtoP"
@@ -43,6 +45,4 @@ def memory_level(kernel: str) -> str:
 def crosses_link(kernels: pd.Series) -> np.ndarray:
     """Per kernel name, whether it is a copy over the host or peer link (classified once per
     distinct name: a run may hold a million launches of a few kernels)."""
-    codes, names = pd.factorize(kernels.to_numpy(), use_na_sentinel=False)  # no text copy of the column
-    links = np.array([copy_link(str(name)) is not None for name in names], dtype=bool)
-    return links[codes] if len(codes) else np.zeros(0, dtype=bool)
+    return flag_each_distinct(kernels, lambda name: copy_link(name) is not None)
