@@ -8,6 +8,7 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 1
 DEFAULT_PROFILE_PATH = "rooflinectl.profile.json"  # what `profile` writes and show/plot/advise read by default
+FORMAT_NAME = "rooflinectl-profile"  # a profile file's "format" key
 # A launch shorter than this is a short launch (summary short_launches): launch latency, not the
 # kernel's work, holds it; the launch rules speak for such kernels, the kernel rules skip them.
 SHORT_LAUNCH_S = 5e-6

@@ -115,8 +115,11 @@ def test_the_trace_profile_saved_gives_the_profile_again(tmp_path: Path) -> None
     assert b.summary["regions"] == a.summary["regions"] == ["step"]
 
 
-def test_the_profile_marker_is_the_profile_files_own() -> None:
-    from rooflinectl.cli.analyse_cmd import PROFILE_FORMAT
-    from rooflinectl.outputs.profile_file import FORMAT_NAME
-
-    assert PROFILE_FORMAT == FORMAT_NAME  # kept apart only so that `analyse` imports pandas later
+def test_a_profile_of_ours_is_replaced_without_force(tmp_path: Path) -> None:
+    """The -o guard knows a profile file by the format key the writer puts in it: analysing again
+    into the same file replaces it (a wrong marker would refuse, as for any other file)."""
+    out = tmp_path / "again.json"
+    for _ in range(2):
+        result = _invoke("analyse", str(GPT2), "-o", str(out), "-q")
+        assert result.exit_code == 0, result.output
+    assert load_profile(out).metadata["source_file"] == str(GPT2)

@@ -173,12 +173,12 @@ def test_a_saved_capture_is_recognised_as_ours(tmp_path) -> None:
     """profile --save-capture replaces an earlier capture of ours without --force: the marker it
     looks for must be in the file as save_capture writes it (orjson writes no spaces)."""
     from rooflinectl.capture.session import Capture, save_capture
-    from rooflinectl.cli.profile_cmd import _is_capture
+    from rooflinectl.cli.profile_cmd import is_capture
 
     with gzip.open(REAL / "mlp_small.trace.json.gz", "rt") as handle:
         trace = from_chrome_trace(json.load(handle))
     save_capture(Capture("cuda", trace, {}), str(tmp_path / "c.json.gz"))
-    assert _is_capture(tmp_path / "c.json.gz")
+    assert is_capture(tmp_path / "c.json.gz")
 
 
 def test_columns_keep_each_value_its_type_and_share_only_what_was_shared() -> None:

@@ -18,12 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rooflinectl.cli.output_paths import checked_output, holds_marker
-from rooflinectl.cli.profile_cmd import CAPTURE_MARKERS, IterationsMode
+from rooflinectl.cli.output_paths import checked_output
+from rooflinectl.cli.profile_cmd import IterationsMode, is_capture, is_profile
 from rooflinectl.errors import UsageError
 from rooflinectl.schema import DEFAULT_PROFILE_PATH
-
-PROFILE_FORMAT = "rooflinectl-profile"  # outputs/profile_file.FORMAT_NAME, without importing pandas for it
 
 if TYPE_CHECKING:
     from rooflinectl.capture.session import Capture
@@ -49,7 +47,7 @@ def command(trace: Path, output: str, force: bool, iterations_mode: str, top: in
 
     if not trace.is_file():
         raise UsageError(f"{trace} is not a file: give a Chrome trace (.json, .json.gz) or a capture file.")
-    target = checked_output(output, what="profile", force=force, ours=holds_marker(f'"format": "{PROFILE_FORMAT}"'))
+    target = checked_output(output, what="profile", force=force, ours=is_profile)
     with status_line(enabled=not quiet) as line:
         line.workload(f"reading {trace}")
         capture = _load(trace)
@@ -89,7 +87,7 @@ def _load(path: Path) -> Capture:
     from rooflinectl.capture.trace import read_chrome_trace
 
     try:
-        if any(holds_marker(marker)(path) for marker in CAPTURE_MARKERS):
+        if is_capture(path):
             from rooflinectl.capture.session import load_capture
 
             return load_capture(str(path))

@@ -18,7 +18,7 @@ import click
 from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
 from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
 from rooflinectl.errors import UsageError
-from rooflinectl.schema import DEFAULT_PROFILE_PATH
+from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
 
 # What runs the profile (torch through capture, pandas) is imported in the functions below:
 # `rooflinectl --help`, `profile --help` and Tab completion must not pay seconds for it.
@@ -35,8 +35,14 @@ CAPTURE_MARKERS = ('"format": "rooflinectl-capture"', '"format":"rooflinectl-cap
 TRACE_MARKER = '{"rooflinectl": {"tool": "rooflinectl"'
 
 
-def _is_capture(path: Path) -> bool:
+def is_capture(path: Path) -> bool:
+    """Whether the file is a capture file of ours (`--save-capture`)."""
     return any(holds_marker(marker)(path) for marker in CAPTURE_MARKERS)
+
+
+def is_profile(path: Path) -> bool:
+    """Whether the file is a profile of ours (what `-o` may replace without --force)."""
+    return holds_marker(f'"format": "{FORMAT_NAME}"')(path)
 
 
 def _save_annotated_trace(capture: Capture, data: ProfileData, launches: pd.DataFrame, target: Path) -> None:
@@ -158,7 +164,6 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     from rooflinectl.cli.profile_output import ProfileWriter
     from rooflinectl.cli.script_stdout import script_stdout_to_stderr
     from rooflinectl.cli.status import status_line
-    from rooflinectl.outputs.profile_file import FORMAT_NAME
     from rooflinectl.outputs.table import render_profile
 
     path, function = split_target(target)
@@ -182,9 +187,9 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     # paths are checked and made absolute before the script runs (it may chdir, or fail late)
     to_stdout = output == STDOUT  # the profile JSON on standard output (and no table there)
     profile_target = None if to_stdout else checked_output(output, what="profile", script=path, force=force,
-                                                           ours=holds_marker(f'"format": "{FORMAT_NAME}"'))
+                                                           ours=is_profile)
     writer = ProfileWriter(profile_target, output, ["rooflinectl", *sys.argv[1:]], iterations_mode)
-    capture_target = checked_output(capture_path, what="capture", ours=_is_capture, script=path,
+    capture_target = checked_output(capture_path, what="capture", ours=is_capture, script=path,
                                     force=force) if capture_path else None
     trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
                                   force=force) if trace_path else None

@@ -31,9 +31,8 @@ from rooflinectl.outputs.profile_checks import (
     check_summary,
 )
 from rooflinectl.profile_model import ProfileData
-from rooflinectl.schema import DEFAULT_PROFILE_PATH, KERNEL_COLUMNS, SCHEMA_VERSION
+from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME, KERNEL_COLUMNS, SCHEMA_VERSION
 
-FORMAT_NAME = "rooflinectl-profile"
 __all__ = ["DEFAULT_PROFILE_PATH", "FORMAT_NAME", "load_profile", "profile_json", "save_profile", "to_json_dict"]
 
 
