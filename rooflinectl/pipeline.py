@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import operator
-from operator import attrgetter
+from operator import add, attrgetter
 from typing import Any
 
 import numpy as np
@@ -73,7 +72,7 @@ def _run_wall_s(trace: RawTrace) -> float:
     if trace.kernels:  # map and attrgetter: no Python frame per kernel (a million on a long run)
         starts = list(map(attrgetter("ts_ns"), trace.kernels))
         firsts.append(min(starts))
-        lasts.append(max(map(operator.add, starts, map(attrgetter("dur_ns"), trace.kernels))))
+        lasts.append(max(map(add, starts, map(attrgetter("dur_ns"), trace.kernels))))
     return (max(lasts) - min(firsts)) / 1e9 if firsts else 0.0
 
 
