@@ -96,7 +96,7 @@ def test_a_loops_measured_difference_counts_once_per_run_and_a_kernels_speed_up_
     3 x 1.18 ms saved (the kernels' 80 us speed-up ratio would have said 0.68 ms). A padded GEMM
     measured 2 ms and 1 ms, on 1 ms of profiled time: half of it, 0.5 ms."""
     timed = {"loop": (1.2e-3, 20e-6), "gemm": (2e-3, 1e-3)}
-    monkeypatch.setattr(verify, "_time_trial", lambda trial, _slice_s: timed[trial.label])
+    monkeypatch.setattr(verify, "_time_trial", lambda trial, _slice_s, _budget=None: timed[trial.label])
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (80 << 30, 80 << 30))
     loop = Trial("loop", lambda: (None, None), profiled_s=690e-6, bytes_needed=1, runs=3.0)
     gemm = Trial("gemm", lambda: (None, None), profiled_s=1e-3, bytes_needed=1)

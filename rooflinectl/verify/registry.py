@@ -2,7 +2,8 @@
 function that rebuilds the finding's ops with the profiled shapes and dtypes, as profiled and
 with the fix. One entry per rule id, registered by decorator, duplicates refused.
 
-A rebuilder is `fn(finding, kernels) -> list[Trial]`; it raises NotRebuilt (one sentence)
+A rebuilder is `fn(finding, kernels) -> list[Trial]` (the run's summary and metadata in
+`kernels.attrs["summary"]`, `["metadata"]`); it raises NotRebuilt (one sentence)
 when the profile does not say enough to build the op. It allocates nothing: a Trial's `make`
 does, when the runner calls it on the GPU, and the tensors go when the trial is done.
 """
