@@ -52,11 +52,32 @@ def _counts(report: AdviceReport) -> str:
     return f"{total} finding(s){instances}{shown}"
 
 
+def short_subject(subject: str, limit: int) -> str:
+    """A subject of at most about `limit` characters: 'ops in a.long.module.path' keeps its ops
+    and the end of the path ('mul+tanh in …h.{0-11}.mlp.act'); a kernel name is shortened."""
+    if len(subject) <= limit:
+        return subject
+    head, sep, path = subject.rpartition(" in ")
+    room = limit - len(head) - len(sep) - 1
+    if sep and room >= 12:
+        parts = path.split(".")
+        tail = parts[-1]
+        for part in reversed(parts[:-1]):
+            if len(part) + 1 + len(tail) > room:
+                break
+            tail = f"{part}.{tail}"
+        return f"{head}{sep}…{tail}"
+    return shorten_kernel_name(subject, limit)
+
+
 def _what(f: Finding, width: int | None = None, titled: bool = True) -> str:
     """Title, subject (a module pattern for a merged finding) and how many it stands for; without
     the title (a narrow table: the rule id beside it and the details below say it) when not titled."""
-    subject = shorten_kernel_name(f.subject, width) if width else f.subject
-    text = (f"{f.title}: {subject}" if titled else subject) if f.subject else f.title
+    if not titled:
+        prefix = f"{f.count}x " if f.count > 1 else ""
+        return prefix + (short_subject(f.subject, (width or 80) - len(prefix)) if f.subject else f.title)
+    subject = short_subject(f.subject, width) if width else f.subject
+    text = f"{f.title}: {subject}" if f.subject else f.title
     return f"{text} ({f.count}x)" if f.count > 1 else text
 
 
@@ -116,7 +137,7 @@ def _nothing_found(report: AdviceReport) -> str:
             f"({len(report.rules)} rules ran).")
 
 
-_MIN_TEXT_WIDTH = (30, 24)  # rule (whole rule ids), finding: what they keep before a short column gives way
+_MIN_TEXT_WIDTH = (30, 36)  # rule (whole rule ids), finding: what they keep before a short column gives way
 _DROP_ORDER = ("severity", "measured")  # the detail below repeats both
 
 
@@ -135,7 +156,7 @@ _TITLED_FROM = 120  # columns from which the table's finding column also carries
 def _table_rows(report: AdviceReport, verified: bool, width: int | None) -> list[dict[str, Any]]:
     titled = width is None or width >= _TITLED_FROM
     return [{"#": str(n), "severity": Text(f.severity, style=_STYLE[f.severity]), "rule": f.rule_id,
-             "finding": _what(f, 48, titled), "est. saving": _estimate(f),
+             "finding": _what(f, 48 if titled else 36, titled), "est. saving": _estimate(f),
              "measured": _measured(f) if verified else "", "share": _share(report, f.ranked_saving_s)}
             for n, f in enumerate(report.actions, 1)]
 

@@ -19,7 +19,6 @@ from rooflinectl.analysis.advice.registry import RULES, Finding, severity_rank
 # A numeric segment of a dotted module path: `h.11.mlp` -> 11 (layer, expert, block index). Digits
 # elsewhere (template arguments of kernel names, shapes) are not module indices.
 _INDEX = re.compile(r"(?<=\.)\d+(?=\.|\b)")
-_PATH = re.compile(r"[\w\-]+(?:\.[\w\-]+)*\.\d+(?:\.[\w\-]+)*")  # a dotted path holding an index
 
 
 def normalised(text: str) -> str:
@@ -76,12 +75,10 @@ def _first_index(f: Finding) -> tuple[int, ...]:
     return tuple(int(m) for m in _INDEX.findall(f.subject))
 
 
-def _swap_paths(text: str, first: str, pattern: str) -> str:
-    """`text` with the module paths of the first instance's subject written as the pattern's."""
-    for old, new in zip(_PATH.findall(first), _PATH.findall(pattern)):
-        if old != new:
-            text = text.replace(old, new)
-    return text
+def _patterned(texts: list[str]) -> str:
+    """The texts as one with module ranges where they differ only in module indices (a fix that
+    names its module), else the first as it is."""
+    return module_pattern(texts) if len({normalised(t) for t in texts}) == 1 else texts[0]
 
 
 def merged(instances: list[Finding]) -> Finding:
@@ -97,7 +94,7 @@ def merged(instances: list[Finding]) -> Finding:
         first,
         severity=max((f.severity for f in ordered), key=severity_rank),
         subject=pattern,
-        recommendation=_swap_paths(first.recommendation, first.subject, pattern),
+        recommendation=_patterned([f.recommendation for f in ordered]),
         est_saving_s=sum(f.est_saving_s for f in ordered),
         idle_saving_s=sum(f.idle_saving_s for f in ordered),
         rows=tuple(sorted({r for f in ordered for r in f.rows})),
