@@ -18,7 +18,14 @@ from advice_tables import h200_ceilings
 from click.testing import CliRunner
 
 import rooflinectl
-from rooflinectl.analysis.advice import RULES, Thresholds, Verification, advise, exit_code, with_verifications
+from rooflinectl.analysis.advice import (
+    RULES,
+    Thresholds,
+    Verification,
+    advise,
+    exit_code,
+    with_verifications,
+)
 from rooflinectl.analysis.advice.merge import (
     compact_range,
     is_note,
