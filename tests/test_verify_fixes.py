@@ -144,3 +144,15 @@ def test_a_launch_overhead_finding_of_a_script_says_why_it_is_not_rebuilt():
     kernels.attrs.update(metadata={"command": ["rooflinectl", "profile", "train.py"]}, summary={"iterations": 5})
     with pytest.raises(NotRebuilt, match="a script's step cannot be called apart"):
         rebuild_launches.cuda_graph(finding, kernels)
+
+
+def test_an_action_without_a_rebuild_says_why_and_a_note_is_left_alone():
+    from dataclasses import replace
+
+    data = traced_profile([Launch("aten::mm", [[4096, 4096], [4096, 4096]], "nvjet_sm90_tst_64x64", 900.0)], H200)
+    report = advise(data)
+    grid = make_finding("grid.small", evidence="e", recommendation="r", est_saving_s=1e-4, rows=(0,))
+    stop = make_finding("roof.stop-here", evidence="e", recommendation="r", est_saving_s=0.0, rows=(0,))
+    plans, skipped = plan(replace(report, findings=[grid, stop]), data)
+    assert not plans and list(skipped) == [0]
+    assert skipped[0].status == "not-run" and "different kernel" in skipped[0].detail

@@ -19,11 +19,19 @@ from dataclasses import dataclass
 
 from rooflinectl.analysis.advice import AdviceReport, Verification, with_verifications
 from rooflinectl.analysis.advice.engine import complete_table
+from rooflinectl.analysis.advice.merge import is_note
 from rooflinectl.errors import EnvironmentProblem, UsageError
 from rooflinectl.profile_model import ProfileData
 from rooflinectl.units import seconds
 from rooflinectl.verify import rebuild, rebuild_launches, rebuild_ops  # noqa: F401 - register the rebuilders
-from rooflinectl.verify.registry import REBUILDERS, NotRebuilt, Pair, Trial
+from rooflinectl.verify.registry import (
+    DEFAULT_NOT_REBUILT,
+    NOT_REBUILT,
+    REBUILDERS,
+    NotRebuilt,
+    Pair,
+    Trial,
+)
 
 VERIFY_BUDGET_S = 5.0  # the whole verification's timing
 SETUP_BUDGET_S = 60.0  # building the fixes: torch.compile's compilation, a CUDA graph's capture
@@ -134,6 +142,8 @@ def plan(report: AdviceReport, profile: ProfileData) -> tuple[dict[int, list[Tri
     for n, finding in enumerate(report.findings):
         rebuilder = REBUILDERS.get(finding.rule_id)
         if rebuilder is None:
+            if not is_note(finding):  # an action whose fix cannot be measured says why
+                skipped[n] = Verification("not-run", NOT_REBUILT.get(finding.rule_id, DEFAULT_NOT_REBUILT))
             continue
         try:
             plans[n] = rebuilder(finding, kernels)

@@ -40,6 +40,15 @@ BINARY: dict[str, Callable[..., torch.Tensor]] = {
     "add": torch.add, "mul": torch.mul, "sub": torch.sub, "div": torch.div, "maximum": torch.maximum,
     "minimum": torch.minimum, "where": lambda x, y: torch.where(x > 0, x, y),
 }
+# backward ops: (grad, saved tensor) of one shape, as autograd calls them
+BINARY.update({
+    "tanh_backward": torch.ops.aten.tanh_backward, "silu_backward": torch.ops.aten.silu_backward,
+    "sigmoid_backward": torch.ops.aten.sigmoid_backward,
+    "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
+    "threshold_backward": lambda g, x: torch.ops.aten.threshold_backward(g, x, 0.0),
+    "_softmax_backward_data": lambda g, y: torch.ops.aten._softmax_backward_data(g, y, -1, g.dtype),
+    "_log_softmax_backward_data": lambda g, y: torch.ops.aten._log_softmax_backward_data(g, y, -1, g.dtype),
+})
 NORMS = ("native_layer_norm", "layer_norm")
 
 
