@@ -1,7 +1,7 @@
 """The advice checks of issue 30 on real profiles (scripts/gpu.d/73-advice.sh), as FIGURE and
 CHECK lines.
 
-python scripts/advice_check.py report NAME=PROFILE ... [--verify] [--json OUT]
+python scripts/advice_check.py report NAME=PROFILE ... [--verify | --verify-only] [--json OUT]
     per profile: findings shown by default (actions, notes), all findings and instances (--all),
     duplicates among the shown (same rule and pattern), whether every note comes after every
     action; with --verify, `advise --verify`'s measurement of each warning-level finding.
@@ -58,13 +58,18 @@ def shown_figures(name: str, data: Any) -> dict[str, Any]:
     return {"figures": figures, "report": report}
 
 
-def verify_figures(name: str, data: Any, report: Any) -> list[dict[str, Any]]:
-    """--verify on the default report: each warning-level finding's measurement."""
+def verify_figures(name: str, data: Any, report: Any, markdown_dir: str | None = None) -> list[dict[str, Any]]:
+    """--verify on the default report: each warning-level finding's measurement (and the report as
+    `advise --verify --format markdown` writes it, in markdown_dir)."""
+    from rooflinectl.outputs.advice_render import render_text
     from rooflinectl.verify import verify_report
 
     warnings = {id(f) for f in report.findings if f.severity in ("warning", "error")}
     subjects = {(f.rule_id, f.subject) for f in report.findings if id(f) in warnings}
     verified = verify_report(report, data)
+    if markdown_dir:
+        with open(f"{markdown_dir}/{name}.verify.md", "w", encoding="utf-8") as handle:
+            handle.write(render_text(verified, "markdown"))
     iterations = _iterations(data)
     out = []
     for f in verified.findings:
@@ -95,11 +100,14 @@ def report_main(args: argparse.Namespace) -> int:
         except Exception as exc:  # noqa: BLE001 - one missing profile must not stop the others
             print(f"CHECK advice {name}: FAILED: cannot load {path}: {exc}")
             continue
-        shown = shown_figures(name, data)
+        if args.verify_only:
+            shown = {"figures": None, "report": advise(data)}
+        else:
+            shown = shown_figures(name, data)
         results[name] = {"figures": shown["figures"]}
-        if args.verify:
+        if args.verify or args.verify_only:
             try:
-                results[name]["verify"] = verify_figures(name, data, shown["report"])
+                results[name]["verify"] = verify_figures(name, data, shown["report"], args.markdown)
             except Exception as exc:  # noqa: BLE001 - say it, go on with the next profile
                 print(f"CHECK verify {name}: FAILED: {type(exc).__name__}: {exc}")
     if args.json:
@@ -144,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("report")
     r.add_argument("profiles", nargs="+", metavar="NAME=PROFILE")
     r.add_argument("--verify", action="store_true")
+    r.add_argument("--verify-only", action="store_true", help="only --verify's lines (the shown ones printed before)")
     r.add_argument("--json")
+    r.add_argument("--markdown", metavar="DIR", help="write each verified report as NAME.verify.md there")
     c = sub.add_parser("compare")
     for opt in ("--report", "--name", "--rule", "--before", "--after"):
         c.add_argument(opt, required=True)
