@@ -8,6 +8,7 @@ findings built by hand, where the expected order is known independently of any r
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 
@@ -235,3 +236,14 @@ def test_cli_all_shows_every_finding(tmp_path, fifteen_rules, blocks_profile):
     # 5 of the rule's 15 (its own limit) and the notes merged into one; every count true
     assert len(shown["findings"]) == 6 and shown["counts"]["findings"] == 16 and len(shown["not_shown"]) == 10
     assert len(all_shown["findings"]) == 16 and all_shown["not_shown"] == []
+
+
+def test_the_first_screen_at_80_columns_shows_the_top_actions_with_their_savings(blocks_profile):
+    report = advise(blocks_profile)
+    lines = render_text(report, "table", width=80).splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    screen = "\n".join(lines[:24])
+    top = report.actions[0]
+    assert f"{top.count}x " in screen and f"{{0-{BLOCKS - 1}}}" in screen, screen
+    row = next(line for line in lines[:24] if line.startswith("1 "))
+    assert re.search(r"\d+\.\d+ (s|ms|us) +\d+\.\d%$", row.rstrip()), row  # its saving and share, on its row
