@@ -70,7 +70,7 @@ def test_fp32_element_wise_work_is_measured_faster_in_bf16():
 
 
 def test_expert_gemms_are_measured_against_one_grouped_mm():
-    counts = [2048, 1024, 512, 256, 128, 64, 32, 16]
+    counts = [512, 256, 128, 64, 32, 32, 16, 16]  # small, skewed: far under the roof, as the rule asks
     x = torch.randn(sum(counts), 2048, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(len(counts), 1024, 2048, device="cuda", dtype=torch.bfloat16)
     bounds = [sum(counts[:i]) for i in range(len(counts) + 1)]
