@@ -3,7 +3,7 @@
 # GPT-2 small eager forward (12 layers, batch 4, seq 512; function mode, so launch.overhead's
 # CUDA-graph replay can be verified), a Llama-style training step (examples/real/llama_train.py,
 # 4 layers), a Mixtral-style MoE forward (examples/real/mixtral_forward.py, 4 layers), the MoE
-# layer as a loop of expert GEMMs (examples/real/moe_layer.py) and a compiled ViT-B/16 (4 layers,
+# layer as a loop of expert GEMMs (examples/real/moe_layer.py, 4096 tokens, 1024 -> 2048) and a compiled ViT-B/16 (4 layers,
 # function mode). For each: FIGURE lines with the findings shown by default (at most 10), the
 # duplicates among them (same rule and pattern: expect 0), whether the zero-saving notes come
 # after the actions, and `advise --verify`'s measurement of each warning-level finding
@@ -32,7 +32,7 @@ prof() {  # name target args...: profile into $out/name.profile.json
 ADVICE_MODEL=gpt2 prof gpt2 scripts/advice_models.py:step --warmup 2 --iters 5
 prof llama examples/real/llama_train.py -- --layers 4 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 3
 prof mixtral examples/real/mixtral_forward.py -- --layers 4 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 3
-prof moe examples/real/moe_layer.py -- --impl loop --warmup 2 --steps 3
+prof moe examples/real/moe_layer.py -- --impl loop --tokens 4096 --dim 1024 --hidden 2048 --warmup 2 --steps 3
 ADVICE_MODEL=vit ADVICE_LAYERS=4 prof vit scripts/advice_models.py:step --warmup 2 --iters 5
 if [ -f "$out/gpt2.profile.json" ]; then
   echo "== the first screen at 80 columns (GPT-2 eager forward)"
@@ -59,8 +59,8 @@ timing gpt2.base.timing ADVICE_MODEL=gpt2
 timing gpt2.padded.timing ADVICE_MODEL=gpt2 ADVICE_VOCAB=50304
 timing gpt2.act-compiled.timing ADVICE_MODEL=gpt2 ADVICE_COMPILE_ACT=1
 if [ -f "$out/moe.profile.json" ]; then
-  python3 examples/real/moe_layer.py --impl loop --warmup 3 --steps 20 > "$out/moe.loop.timing" 2>&1
-  python3 examples/real/moe_layer.py --impl grouped --warmup 3 --steps 20 > "$out/moe.grouped.timing" 2>&1
+  python3 examples/real/moe_layer.py --impl loop --tokens 4096 --dim 1024 --hidden 2048 --warmup 3 --steps 20 > "$out/moe.loop.timing" 2>&1
+  python3 examples/real/moe_layer.py --impl grouped --tokens 4096 --dim 1024 --hidden 2048 --warmup 3 --steps 20 > "$out/moe.grouped.timing" 2>&1
 fi
 cmp() { python3 scripts/advice_check.py compare --report "$out/verify_e2e.json" "$@"; }
 cmp --name gpt2 --rule gemm.alignment --before "$out/gpt2.base.timing" --after "$out/gpt2.padded.timing"
