@@ -195,6 +195,18 @@ def _details(n: int, f: Finding) -> list[RenderableType]:
     return parts
 
 
+def _notes_grid(notes: list[Finding], first: int) -> Table:
+    """One line per note (number, severity, rule: what), wrapped lines kept under their text."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    for n, f in enumerate(notes, first):
+        grid.add_row(str(n), Text(f.severity, style=_STYLE[f.severity]),
+                     Text(f"{f.rule_id}: {plain(_what(f, 60))}"))
+    return grid
+
+
 def rich_renderable(report: AdviceReport, fail_on: str | None = None, width: int | None = None) -> RenderableType:
     """The ranked actions as a table (est. saving, and after --verify the measured one), then the
     notes that save nothing (one line each), then each finding's evidence and fix; fitted to
@@ -206,9 +218,7 @@ def rich_renderable(report: AdviceReport, fail_on: str | None = None, width: int
     elif not notes:
         parts.append(Text(_nothing_found(report)))
     if notes:
-        parts.append(Text("Notes (no saving):", style="bold"))
-        for n, f in enumerate(notes, len(actions) + 1):
-            parts.append(Text(f"{n:>2} {f.severity:<7} {f.rule_id}: {plain(_what(f, 60))}", style=_STYLE[f.severity]))
+        parts += [Text("Notes (no saving):", style="bold"), _notes_grid(notes, len(actions) + 1)]
     for n, f in enumerate([*actions, *notes], 1):
         parts += _details(n, f)
     for text in (_omitted_note(report), _quiet_note(report)):
