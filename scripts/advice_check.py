@@ -116,9 +116,15 @@ def report_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _median_ms(path: str) -> float:
-    with open(path, encoding="utf-8") as handle:
-        line = next(line for line in handle if line.startswith("TIMING "))
+def _median_ms(path: str) -> float | None:
+    """The TIMING line's median step, None when the run printed none (it failed or was cut)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            line = next((line for line in handle if line.startswith("TIMING ")), None)
+    except OSError:
+        return None
+    if line is None:
+        return None
     record = json.loads(line[len("TIMING "):])
     if "median_ms" in record:
         return float(record["median_ms"])
@@ -127,8 +133,11 @@ def _median_ms(path: str) -> float:
 
 
 def compare_main(args: argparse.Namespace) -> int:
-    with open(args.report, encoding="utf-8") as handle:
-        rows = json.load(handle)[args.name].get("verify", [])
+    try:
+        with open(args.report, encoding="utf-8") as handle:
+            rows = json.load(handle).get(args.name, {}).get("verify", [])
+    except (OSError, ValueError):
+        rows = []
     picked = [r for r in rows if r["rule"] == args.rule and args.subject in r["subject"]
               and r["measured_saving_s"] is not None]
     if not picked:
@@ -137,6 +146,9 @@ def compare_main(args: argparse.Namespace) -> int:
     iterations = args.iterations or picked[0]["iterations"]
     verified_ms = sum(r["measured_saving_s"] for r in picked) / iterations * 1e3
     before, after = _median_ms(args.before), _median_ms(args.after)
+    if before is None or after is None:
+        print(f"CHECK e2e {args.name} {args.rule}: FAILED: no TIMING line in {args.before if before is None else args.after}")
+        return 1
     saved = before - after
     ratio = saved / verified_ms if verified_ms else float("nan")
     print(f"FIGURE e2e {args.name} {args.rule}: step {before:.3f} -> {after:.3f} ms, saved {saved:.3f} ms per step; "

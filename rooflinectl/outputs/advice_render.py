@@ -59,7 +59,7 @@ def short_subject(subject: str, limit: int) -> str:
         return subject
     head, sep, path = subject.rpartition(" in ")
     room = limit - len(head) - len(sep) - 1
-    if sep and room >= 12:
+    if sep and room >= 6:
         parts = path.split(".")
         tail = parts[-1]
         for part in reversed(parts[:-1]):
