@@ -1,8 +1,8 @@
 """Real models as function-mode targets for the advice checks (scripts/gpu.d/73-advice.sh):
 `rooflinectl profile scripts/advice_models.py:step`, random weights from transformers configs.
 
-ADVICE_MODEL picks the model: gpt2 (GPT-2 small eager forward, bf16) or vit (ViT-B/16 forward
-under torch.compile, bf16). ADVICE_LAYERS, ADVICE_BATCH, ADVICE_SEQ size it; ADVICE_DEVICE=cpu
+ADVICE_MODEL picks the model: gpt2 (GPT-2 small eager forward, bf16, batch 8 x 1024 tokens: the
+GPU, not the host, bounds the step) or vit (ViT-B/16 forward under torch.compile, bf16). ADVICE_LAYERS, ADVICE_BATCH, ADVICE_SEQ size it; ADVICE_DEVICE=cpu
 runs it on the CPU (tests). Two knobs apply an advised fix to the model itself, for the
 end-to-end checks: ADVICE_VOCAB=50304 pads GPT-2's vocabulary (the LM head's N), and
 ADVICE_COMPILE_ACT=1 compiles each GPT-2 block's MLP activation (the mul+tanh+add+mul chain).
@@ -38,14 +38,17 @@ def gpt2() -> Callable[[], torch.Tensor]:
     device = _device()
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     torch.manual_seed(0)
-    seq = _env("ADVICE_SEQ", 512)
+    seq = _env("ADVICE_SEQ", 1024)
     config = GPT2Config(n_layer=_env("ADVICE_LAYERS", 12), n_positions=max(1024, seq),
                         vocab_size=_env("ADVICE_VOCAB", 50257))
     model = GPT2LMHeadModel(config).eval().to(device=device, dtype=dtype)
     if os.environ.get("ADVICE_COMPILE_ACT") == "1":
+        # one compiled activation for every block (it holds no weights): compiling each block's own
+        # would recompile per module and fall back to eager after Dynamo's cache limit (8)
+        compiled = torch.compile(model.transformer.h[0].mlp.act, dynamic=False)
         for block in model.transformer.h:
-            block.mlp.act = torch.compile(block.mlp.act, dynamic=False)
-    ids = torch.randint(0, 50257, (_env("ADVICE_BATCH", 4), seq), device=device)
+            block.mlp.act = compiled
+    ids = torch.randint(0, 50257, (_env("ADVICE_BATCH", 8), seq), device=device)
 
     def forward() -> torch.Tensor:
         with torch.no_grad():

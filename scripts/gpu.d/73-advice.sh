@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Advice a person reads in one screen (issue 30), on real models with random weights, small sizes:
-# GPT-2 small eager forward (12 layers, batch 4, seq 512; function mode, so launch.overhead's
+# GPT-2 small eager forward (12 layers, batch 8, seq 1024; function mode, so launch.overhead's
 # CUDA-graph replay can be verified), a Llama-style training step (examples/real/llama_train.py,
 # 4 layers), a Mixtral-style MoE forward (examples/real/mixtral_forward.py, 4 layers), the MoE
 # layer as a loop of expert GEMMs (examples/real/moe_layer.py, 4096 tokens, 1024 -> 2048) and a compiled ViT-B/16 (4 layers,
