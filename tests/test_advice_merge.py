@@ -247,3 +247,13 @@ def test_the_first_screen_at_80_columns_shows_the_top_actions_with_their_savings
     assert f"{top.count}x " in screen and f"{{0-{BLOCKS - 1}}}" in screen, screen
     row = next(line for line in lines[:24] if line.startswith("1 "))
     assert re.search(r"\d+\.\d+ (s|ms|us) +\d+\.\d%$", row.rstrip()), row  # its saving and share, on its row
+
+
+def test_one_finding_over_every_layers_module_is_named_by_their_pattern():
+    kernels = kernel_table([f"model.layers.{i}.mlp.experts" for i in range(4)], ["[64, 8]"] * 4)
+    found = make_finding("moe.grouped-gemm", evidence="e", recommendation="r", est_saving_s=1e-4,
+                         rows=(0, 1, 2, 3), subject="model.layers.0.mlp.experts")
+    (one,) = merge_patterns([found], kernels)
+    assert one.subject == "model.layers.{0-3}.mlp.experts" and one.count == 1
+    other = replace(found, subject="elsewhere")
+    assert merge_patterns([other], kernels)[0].subject == "elsewhere"

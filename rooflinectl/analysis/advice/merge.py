@@ -103,6 +103,16 @@ def merged(instances: list[Finding]) -> Finding:
     )
 
 
+def _spread(f: Finding, kernels: pd.DataFrame) -> Finding:
+    """A finding whose subject is one module but whose rows run in that module of every layer (a
+    rule that groups by shape across layers, such as moe.grouped-gemm) named by the modules'
+    pattern: `model.layers.{0-3}.mlp.experts`, not layer 0's."""
+    modules = sorted({cell_text(kernels.iloc[r], "module") for r in f.rows if r < len(kernels)})
+    if f.subject not in modules or len(modules) < 2 or len({normalised(m) for m in modules}) != 1:
+        return f
+    return replace(f, subject=module_pattern(sorted(modules, key=lambda m: [int(i) for i in _INDEX.findall(m)])))
+
+
 def merge_patterns(findings: list[Finding], kernels: pd.DataFrame) -> list[Finding]:
     """Findings of one rule over the same ops, kernels and shapes in modules that differ only in
     their indices (layers, experts), or over identical kernels, merged into one each; the order of
@@ -110,7 +120,7 @@ def merge_patterns(findings: list[Finding], kernels: pd.DataFrame) -> list[Findi
     groups: dict[tuple[object, ...], list[Finding]] = defaultdict(list)
     for f in findings:
         groups[pattern_key(f, kernels)].append(f)
-    return [merged(group) for group in groups.values()]
+    return [_spread(merged(group), kernels) for group in groups.values()]
 
 
 def is_note(f: Finding) -> bool:
