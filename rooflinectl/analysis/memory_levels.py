@@ -1,0 +1,120 @@
+"""Which memory level served a kernel group's bytes: DRAM, or the last-level cache (a GPU's L2,
+a CPU's LLC). Pure: launches in, one level per table row out.
+
+Without counters nothing says where bytes came from, so the analytic tier guesses from launch
+order. A launch is cache-resident when its footprint (its minimum traffic, `bytes`) fits the
+cache and either
+- it shares a tensor shape with one of the few launches just before it (the producer), and its
+  own bytes plus those of the launches between the producer and it fit the cache too: its input
+  was most likely written by the producer and is still there (an element-wise op on the output
+  of the GEMM or norm before it), or
+- the launch just before it is of the same group: a loop repeating on a footprint that fits.
+A group is cache-resident when such launches hold at least half of its time. A group held to
+DRAM that really ran from cache sits above its roof (16 MB copies and muls at 102-110% of the
+H200's DRAM roof, issue 29); one held to the cache roof that really ran from DRAM reads as
+further from its roof than it is, never above it. Counters, where they were measured with the
+caches as the application left them, decide instead (`levels_from_counters`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from rooflinectl.attribution.transfers import copy_link
+from rooflinectl.ceilings.model import Ceilings
+
+LOOKBACK_LAUNCHES = 3  # how far back a producer of a launch's input is looked for
+RESIDENT_TIME_SHARE = 0.5  # a group is cache-resident when its resident launches hold this share of its time
+WARM_DRAM_SHARE = 0.5  # counters: DRAM bytes under this share of the minimum traffic -> served by the cache
+_SHAPE = re.compile(r"\[[\d, ]+\]")
+
+
+def tensor_shapes(shapes: str) -> frozenset[str]:
+    """The non-scalar tensor shapes named in a row's `shapes` text: "[4, 512] x [] x [4, 512]" -> {"[4, 512]"}."""
+    return frozenset(s.replace(" ", "") for s in _SHAPE.findall(str(shapes)))
+
+
+def resident_launches(launches: pd.DataFrame, rows: np.ndarray, capacity_bytes: float) -> np.ndarray:
+    """Per launch (in launch order; rows: each launch's table row), whether its bytes were most
+    likely served by the cache. Vectorised over launches: shapes are compared once per pair of rows."""
+    n = len(launches)
+    out = np.zeros(n, dtype=bool)
+    if n == 0 or not capacity_bytes or capacity_bytes <= 0:
+        return out
+    nbytes = np.nan_to_num(launches["bytes"].to_numpy(dtype=float), nan=np.inf)
+    fits = (nbytes > 0) & (nbytes <= capacity_bytes)
+    first = pd.Series(np.arange(n)).groupby(rows).first()
+    shapes = {int(r): tensor_shapes(launches["shapes"].iloc[p]) if "shapes" in launches.columns else frozenset()
+              for r, p in first.items()}
+    out[1:] = fits[1:] & fits[:-1] & (rows[1:] == rows[:-1])  # a loop over one footprint
+    window = nbytes.copy()  # this launch's bytes and those of the launches between it and launch i - k
+    for k in range(1, LOOKBACK_LAUNCHES + 1):
+        if k >= n:
+            break
+        if k > 1:
+            window[k - 1:] += nbytes[:-(k - 1)]
+        pairs = np.stack([rows[k:], rows[:-k]], axis=1)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        share = np.array([bool(shapes[int(a)] & shapes[int(b)]) for a, b in unique], dtype=bool)
+        out[k:] |= fits[k:] & (window[k:] <= capacity_bytes) & share[inverse.reshape(-1)]
+    return out
+
+
+def row_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, capacity_bytes: float | None,
+               cache_level: str) -> np.ndarray:
+    """The memory level of each of n_rows table rows from its launches (launch order; `rows`:
+    each launch's row): cache_level where resident launches hold RESIDENT_TIME_SHARE of its time,
+    the host or peer link for copies over one, else "dram"."""
+    levels = np.full(n_rows, "dram", dtype=object)
+    if n_rows == 0 or len(launches) == 0:
+        return levels
+    row_of = rows.to_numpy(dtype=int)
+    resident = resident_launches(launches, row_of, capacity_bytes or 0.0)
+    time_s = launches["time_s"].to_numpy(dtype=float)
+    total = np.bincount(row_of, weights=np.nan_to_num(time_s), minlength=n_rows)
+    cached = np.bincount(row_of, weights=np.where(resident, np.nan_to_num(time_s), 0.0), minlength=n_rows)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(total > 0, cached / total, np.where(np.bincount(row_of, weights=resident.astype(float),
+                                                                         minlength=n_rows) > 0, 1.0, 0.0))
+    levels[share >= RESIDENT_TIME_SHARE] = cache_level
+    kernels = launches["kernel"].astype(str).to_numpy()
+    present, first = np.unique(row_of, return_index=True)
+    for row, position in zip(present, first):
+        link = copy_link(kernels[position])
+        if link is not None:
+            levels[row] = link
+    return levels
+
+
+def analytic_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, ceilings: Ceilings) -> np.ndarray:
+    """row_levels against these ceilings: the cache level only where they hold a roof for it and
+    know its capacity (else every row stays on DRAM or its link)."""
+    level = ceilings.cache_level()
+    capacity = ceilings.cache_bytes() if ceilings.memory_roof(level, fall_back=False) is not None else None
+    return row_levels(launches.reset_index(drop=True), rows.reset_index(drop=True), n_rows, capacity, level)
+
+
+def levels_from_counters(table: pd.DataFrame, cache_level: str) -> pd.Series:
+    """Where counters measured DRAM bytes with the caches as the application left them
+    (`dram_bytes_warm`), the level they show: the cache when DRAM moved under WARM_DRAM_SHARE of
+    the minimum traffic, else DRAM; NaN-free rows only (others: None)."""
+    if "dram_bytes_warm" not in table.columns:
+        return pd.Series([None] * len(table), index=table.index, dtype=object)
+    warm = table["dram_bytes_warm"].astype(float)
+    minimum = table["bytes"].astype(float)
+    known = warm.notna() & minimum.notna() & (minimum > 0)
+    level = np.where(warm < WARM_DRAM_SHARE * minimum, cache_level, "dram")
+    return pd.Series(np.where(known, level, None), index=table.index, dtype=object)
+
+
+def cache_time_share(table: pd.DataFrame) -> float | None:
+    """Share of kernel time held to a cache roof (l2 or cache), None for an empty table."""
+    if "memory_level" not in table.columns or not len(table):
+        return None
+    total = float(table["time_s"].sum())
+    if total <= 0:
+        return None
+    return float(table.loc[table["memory_level"].isin(("l2", "cache")), "time_s"].sum()) / total
