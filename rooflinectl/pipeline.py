@@ -251,6 +251,7 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
     measured = table["measured_launches"] > 0
     if total_s > 0:  # ncu's measurements give costs to rows that had none
         summary.update(cost_shares(table))
+    summary["above_roof_rows"] = int(table["above_roof"].sum())
     summary["counters"] = {
         **info,
         "status": "measured",

@@ -103,6 +103,10 @@ SUMMARY_KEYS: dict[str, str] = {
     "region_runs": "how many times those blocks ran (0 without regions)",
     "launches": "number of kernel launches counted",
     "short_launches": f"launches shorter than {SHORT_LAUNCH_S * 1e6:g} microseconds",
+    "cache_time_share": "share of kernel time held to the last-level cache's roof (memory_level l2 or cache): "
+                        "cache-resident work (analysis/memory_levels.py); None for an empty table",
+    "above_roof_rows": "rows still above the roof they are held to (above_roof): a count is wrong there; left out of "
+                       "efficiency aggregates and gates",
     "launch_sequence": "row indices (position in the kernel table) in launch order, first 100000",
     "back_to_back_runs": "runs of 4 or more back-to-back launches of one row (a side kernel such as a split-K reduction "
                          "between them does not break a run; an iteration's end does), per row and run length: "

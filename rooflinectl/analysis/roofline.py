@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.analysis.links import latency_bound_size, message_bytes
+from rooflinectl.analysis.memory_levels import cache_time_share
 from rooflinectl.attribution.spans import union_length
 from rooflinectl.attribution.transfers import memory_level
 from rooflinectl.ceilings.model import Ceilings, Roof
@@ -157,4 +158,6 @@ def summarise(table: pd.DataFrame, launches: pd.DataFrame, window_s: float, sequ
         "short_launches": int((launches["time_s"] < SHORT_LAUNCH_S).sum()) if len(launches) else 0,
         "launch_sequence": sequence,
         "iterations": iterations,
+        "cache_time_share": cache_time_share(table),
+        "above_roof_rows": int(table["above_roof"].sum()) if "above_roof" in table.columns else 0,
     }

@@ -154,7 +154,7 @@ def measure_ceilings(device_kind: str = "auto", *, refresh: bool = False,
     else:
         from rooflinectl.ceilings.measure_cpu import cpu_steps
 
-        steps = cpu_steps(info.threads)
+        steps = cpu_steps(info.threads, info.llc_bytes)
     measurements: list[Measurement] = run_steps(steps, budget_s=budget_s, progress=progress)
     if kind == "cuda":
         measurements += _measure_link(progress)

@@ -60,7 +60,7 @@ class Ceilings:
     def cache_bytes(self) -> float | None:
         """Capacity of the last-level cache (GPU L2, CPU LLC) from the detected device, bytes."""
         device = self.details.get("device")
-        value = device.get("l2_bytes") if isinstance(device, dict) else None
+        value = (device.get("l2_bytes") or device.get("llc_bytes")) if isinstance(device, dict) else None
         return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
     def achievable_roof(self, unit: str, precision: str) -> Roof | None:

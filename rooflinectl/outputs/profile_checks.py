@@ -64,6 +64,8 @@ SUMMARY_RANGES: dict[str, tuple[float, float | None]] = {
     "device_idle_unprofiled_s": (0.0, MAX_SECONDS),
     "host_events": (0.0, None),
     "launches": (0.0, None),
+    "cache_time_share": (0.0, 1.0 + 1e-6),
+    "above_roof_rows": (0.0, None),
     "short_launches": (0.0, None),
     "iterations": (1.0, None),
     "region_runs": (0.0, None),
