@@ -133,8 +133,8 @@ def measure_op_floor(threads: int) -> Measurement:
 def cpu_steps(threads: int, llc_bytes: int | None = None) -> list[tuple[str, Callable[[], list[Measurement]]]]:
     return [
         ("CPU memory bandwidth", lambda: measure_stream(threads)),
-        ("CPU cache bandwidth", lambda: measure_cache(threads, llc_bytes)),
         ("CPU fp32 matmul", lambda: [measure_matmul("fp32", threads)]),
         ("CPU fp64 matmul", lambda: [measure_matmul("fp64", threads)]),
         ("CPU op floor", lambda: [measure_op_floor(threads)]),
+        ("CPU cache bandwidth", lambda: measure_cache(threads, llc_bytes)),
     ]
