@@ -12,8 +12,8 @@ cache and either
 A group is cache-resident when such launches hold at least half of its time. A group held to
 DRAM that really ran from cache sits above its roof (16 MB copies and muls at 102-110% of the
 H200's DRAM roof, issue 29); one held to the cache roof that really ran from DRAM reads as
-further from its roof than it is, never above it. Counters, where they were measured with the
-caches as the application left them, decide instead (`levels_from_counters`).
+further from its roof than it is, never above it. The counters tier cannot decide yet: ncu
+flushes the caches before each replay, so its DRAM bytes are cold-cache (docs/roofs.md).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from rooflinectl.ceilings.model import Ceilings
 
 LOOKBACK_LAUNCHES = 3  # how far back a producer of a launch's input is looked for
 RESIDENT_TIME_SHARE = 0.5  # a group is cache-resident when its resident launches hold this share of its time
-WARM_DRAM_SHARE = 0.5  # counters: DRAM bytes under this share of the minimum traffic -> served by the cache
 _SHAPE = re.compile(r"\[[\d, ]+\]")
 
 
@@ -95,19 +94,6 @@ def analytic_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, ceilin
     level = ceilings.cache_level()
     capacity = ceilings.cache_bytes() if ceilings.memory_roof(level, fall_back=False) is not None else None
     return row_levels(launches.reset_index(drop=True), rows.reset_index(drop=True), n_rows, capacity, level)
-
-
-def levels_from_counters(table: pd.DataFrame, cache_level: str) -> pd.Series:
-    """Where counters measured DRAM bytes with the caches as the application left them
-    (`dram_bytes_warm`), the level they show: the cache when DRAM moved under WARM_DRAM_SHARE of
-    the minimum traffic, else DRAM; NaN-free rows only (others: None)."""
-    if "dram_bytes_warm" not in table.columns:
-        return pd.Series([None] * len(table), index=table.index, dtype=object)
-    warm = table["dram_bytes_warm"].astype(float)
-    minimum = table["bytes"].astype(float)
-    known = warm.notna() & minimum.notna() & (minimum > 0)
-    level = np.where(warm < WARM_DRAM_SHARE * minimum, cache_level, "dram")
-    return pd.Series(np.where(known, level, None), index=table.index, dtype=object)
 
 
 def cache_time_share(table: pd.DataFrame) -> float | None:
