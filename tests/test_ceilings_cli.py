@@ -31,7 +31,7 @@ def fake_cpu_steps(monkeypatch):
 
     calls = []
 
-    def steps(threads: int):
+    def steps(threads: int, llc_bytes: int | None = None):
         calls.append(threads)
         return [("fake", lambda: [Measurement("dram.copy", 30e9, "bytes/s", "fake copy"),
                                   Measurement("simt.fp32", 200e9, "flop/s", "fake mm"),
