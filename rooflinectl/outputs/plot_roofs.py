@@ -20,6 +20,7 @@ from rooflinectl.units import si
 MEMORY_STYLES = {"dram": "-", "l2": "--", "l1": ":", "cache": "--"}
 MEMORY_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1", "cache": "cache"}
 ACHIEVABLE_STYLE = (0, (5, 3))  # the measured achievable peak: dashed, under the roof it belongs to
+ACHIEVABLE_SHOWN_BELOW = 0.9  # closer to its roof than this, the dashed line would sit on it (log scale): not drawn
 ROOF_COLOR = "#333333"
 STRIP_DECADES = 1.0
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels  # the zero-FLOP strip sits this many decades left of the lowest intensity
@@ -69,7 +70,7 @@ def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame, shifts: list[dict] | N
         label = f"{names} {unit} {si(value, 'FLOP/s')}{at} ({roof.source})"
         lines.append(RoofLine(key, "compute", value, roof.source, label))
         reached = ceilings.achievable_flops_per_s.get(key)
-        if reached is not None and reached.value < 0.995 * roof.value:
+        if reached is not None and reached.value < ACHIEVABLE_SHOWN_BELOW * roof.value:
             clock = f" at {reached.clock_mhz:,.0f} MHz" if reached.clock_mhz else ""
             lines.append(RoofLine(f"{key}:achievable", "achievable", reached.value, reached.source,
                                   f"{names} {unit} achievable {si(reached.value, 'FLOP/s')}{clock} (measured)"))
@@ -223,8 +224,10 @@ def _slope_label(ax: Axes, roof: RoofLine, frame: Frame, x_end: float, avoid: li
 
 def _flat_label(ax: Axes, roof: RoofLine, frame: Frame, x_start: float, avoid: list[Box]):
     """A compute roof's label just above its line: at the right end unless points sit there."""
-    text = ax.annotate(roof.label, (frame.x_hi, roof.value), xytext=(-4, 2), textcoords="offset points",
-                       ha="right", va="bottom", fontsize=8.5, color=ROOF_COLOR, gid=f"roof_label:{roof.key}", zorder=3)
+    below = roof.kind == "achievable"  # under its dashed line: the roof's own label sits just above it
+    text = ax.annotate(roof.label, (frame.x_hi, roof.value), xytext=(-4, -2 if below else 2), textcoords="offset points",
+                       ha="right", va="top" if below else "bottom", fontsize=8.5, color=ROOF_COLOR,
+                       gid=f"roof_label:{roof.key}", zorder=3)
     renderer = ax.figure.canvas.get_renderer()
     log_lo, log_hi = math.log10(max(x_start, frame.x_lo)), math.log10(frame.x_hi)
     best: tuple[float, float] | None = None
