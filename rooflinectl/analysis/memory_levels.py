@@ -45,21 +45,49 @@ def resident_launches(launches: pd.DataFrame, rows: np.ndarray, capacity_bytes: 
         return out
     nbytes = np.nan_to_num(launches["bytes"].to_numpy(dtype=float), nan=np.inf)
     fits = (nbytes > 0) & (nbytes <= capacity_bytes)
-    first = pd.Series(np.arange(n)).groupby(rows).first()
-    shapes = {int(r): tensor_shapes(launches["shapes"].iloc[p]) if "shapes" in launches.columns else frozenset()
-              for r, p in first.items()}
+    texts = launches["shapes"].to_numpy() if "shapes" in launches.columns else np.full(n, "")
+    shapes = {row: tensor_shapes(texts[p]) for row, p in first_launches(rows).items()}
     out[1:] = fits[1:] & fits[:-1] & (rows[1:] == rows[:-1])  # a loop over one footprint
+    width, shared = int(rows.max()) + 1, {}  # pairs of rows as one integer key; whether they share a shape
     window = nbytes.copy()  # this launch's bytes and those of the launches between it and launch i - k
     for k in range(1, LOOKBACK_LAUNCHES + 1):
         if k >= n:
             break
         if k > 1:
             window[k - 1:] += nbytes[:-(k - 1)]
-        pairs = np.stack([rows[k:], rows[:-k]], axis=1)
-        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        share = np.array([bool(shapes[int(a)] & shapes[int(b)]) for a, b in unique], dtype=bool)
-        out[k:] |= fits[k:] & (window[k:] <= capacity_bytes) & share[inverse.reshape(-1)]
+        keys = rows[k:].astype(np.int64) * width + rows[:-k]
+        out[k:] |= fits[k:] & (window[k:] <= capacity_bytes) & _pairs_share(keys, width, shapes, shared)
     return out
+
+
+def first_launches(rows: np.ndarray) -> dict[int, int]:
+    """Row -> position of its first launch (without a sort: the last write of a reversed scatter wins)."""
+    first = np.full(int(rows.max()) + 1, -1, dtype=np.int64)
+    first[rows[::-1]] = np.arange(len(rows) - 1, -1, -1)
+    return {row: int(p) for row, p in enumerate(first.tolist()) if p >= 0}
+
+
+DENSE_PAIR_TABLE_ROWS = 4096  # up to this many rows, pairs are looked up in a rows x rows table (no sort)
+
+
+def _pairs_share(keys: np.ndarray, width: int, shapes: dict[int, frozenset[str]], shared: dict[int, bool]) -> np.ndarray:
+    """Per pair key (row a x width + row b), whether the two rows name a common tensor shape;
+    each distinct pair is compared once (`shared` remembers them across calls)."""
+    if width <= DENSE_PAIR_TABLE_ROWS:
+        seen = np.zeros(width * width, dtype=bool)
+        seen[keys] = True
+        unique, inverse = np.flatnonzero(seen), None
+    else:
+        unique, inverse = np.unique(keys, return_inverse=True)
+    for key in unique.tolist():
+        if key not in shared:
+            shared[key] = bool(shapes[key // width] & shapes[key % width])
+    share = np.fromiter((shared[key] for key in unique.tolist()), dtype=bool, count=len(unique))
+    if inverse is not None:
+        return share[inverse.reshape(-1)]
+    table = np.zeros(width * width, dtype=bool)
+    table[unique] = share
+    return table[keys]
 
 
 def row_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, capacity_bytes: float | None,
@@ -80,8 +108,7 @@ def row_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, capacity_by
                                                                          minlength=n_rows) > 0, 1.0, 0.0))
     levels[share >= RESIDENT_TIME_SHARE] = cache_level
     kernels = launches["kernel"].astype(str).to_numpy()
-    present, first = np.unique(row_of, return_index=True)
-    for row, position in zip(present, first):
+    for row, position in first_launches(row_of).items():
         link = copy_link(kernels[position])
         if link is not None:
             levels[row] = link
