@@ -17,7 +17,7 @@ elapsed() { echo $(( $(date +%s) - start )); }
 rc=0
 
 echo "-- [$(elapsed) s] ceilings --measure --refresh"
-rl ceilings --measure --refresh --format json > "$out/ceilings.json" 2> "$out/ceilings.err" || { echo "ceilings: exit $?"; rc=1; }
+rl ceilings --measure --refresh --budget-s 40 --format json > "$out/ceilings.json" 2> "$out/ceilings.err" || { echo "ceilings: exit $?"; rc=1; }
 rl ceilings > "$out/ceilings.txt" 2>&1
 sed -n '/^Compute:/,/^Measurements/p' "$out/ceilings.txt"
 python3 scripts/roofs_figures.py ceilings "$out/ceilings.json" || rc=1
