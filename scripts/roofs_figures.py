@@ -6,6 +6,8 @@ python scripts/roofs_figures.py profile NAME PROFILE.json
     rows more than 3% above the roof they are held to, the largest ratio, rows held to L2 and their
     time share; and, on the same table, what the roofs of before issue 29 gave (compute roofs = the
     measured peaks, every row on DRAM): the rows above 1.05 then.
+python scripts/roofs_figures.py counters NAME PROFILE.json
+    a profile made with --counters ncu: how often the analytic memory level matches the counters'.
 """
 
 from __future__ import annotations
@@ -72,8 +74,25 @@ def profile_figures(name: str, path: str) -> None:
     print(f"CHECK {name}: " + ("ok" if above.empty else f"FAILED: {len(above)} rows above their roof by more than 3%"))
 
 
+def counters_figures(name: str, path: str) -> None:
+    """The analytic memory level against the one the counters suggest (DRAM bytes under half the
+    minimum traffic: served by L2), over the memory-bound time of the rows ncu measured. ncu flushes
+    the caches before each replay, so its DRAM bytes are cold-cache: expect it to call everything DRAM."""
+    t = load_profile(path).kernels
+    rows = t[(t["measured_launches"] > 0) & (t["bound"] == "memory") & t["dram_bytes"].notna() & (t["bytes"] > 0)]
+    counted = rows.assign(counters_level=["l2" if d < 0.5 * b else "dram" for d, b in zip(rows["dram_bytes"], rows["bytes"])])
+    total = float(counted["time_s"].sum())
+    agree = float(counted.loc[counted["counters_level"] == counted["memory_level"], "time_s"].sum())
+    print(f"FIGURE {name} counters: {len(counted)} memory-bound rows measured; analytic level agrees with the "
+          f"cold-cache counters on {agree / total if total > 0 else float('nan'):.1%} of their time; analytic l2 on "
+          f"{float(counted.loc[counted['memory_level'] == 'l2', 'time_s'].sum()) / max(total, 1e-30):.1%}, counters l2 on "
+          f"{float(counted.loc[counted['counters_level'] == 'l2', 'time_s'].sum()) / max(total, 1e-30):.1%}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "ceilings":
         ceilings_figures(sys.argv[2])
+    elif sys.argv[1] == "counters":
+        counters_figures(sys.argv[2], sys.argv[3])
     else:
         profile_figures(sys.argv[2], sys.argv[3])

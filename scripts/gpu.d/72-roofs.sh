@@ -6,7 +6,8 @@
 # above the roof they are held to by more than 3% and the largest ratio, rows held to L2 and their
 # time share, and what the roofs of before issue 29 gave on the same table; CHECK ok when no row
 # is more than 3% above its roof. Expected runtime: about 100-130 s on an H200 (ceilings ~25 s,
-# each training script 20-30 s, imports included).
+# each training script 20-30 s, imports included). ROOFS_COUNTERS=1 adds GPT-2 under --counters ncu:
+# the analytic memory level against the counters' (ncu's DRAM bytes are cold-cache).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/72-roofs}"
 mkdir -p "$out"
@@ -39,5 +40,12 @@ run() {  # name script args...
 run llama examples/real/llama_train.py --layers 4 --hidden 1024 --batch 4 --seq 1024 --warmup 2 --steps 3
 run resnet examples/real/resnet_train.py --batch 32 --warmup 2 --steps 3
 run gpt2 examples/real/gpt2_train.py --layers 4 --batch 4 --seq 512 --warmup 2 --steps 3
+if [ "${ROOFS_COUNTERS:-0}" = 1 ]; then  # about 60-90 s more: run with PIECE_TIMEOUT_S=400
+  export PATH="$PATH:/usr/local/cuda/bin"
+  echo "== [$(elapsed) s] gpt2 with --counters ncu (sampled)"
+  rl profile examples/real/gpt2_train.py --counters ncu -o "$out/gpt2-ncu.profile.json" --top 5 -- --layers 4 --batch 4 \
+    --seq 512 --warmup 2 --steps 3 > "$out/gpt2-ncu.txt" 2>&1 || echo "counters profile: exit $?"
+  python3 scripts/roofs_figures.py counters gpt2 "$out/gpt2-ncu.profile.json" || echo "counters figures: exit $?"
+fi
 echo "-- [$(elapsed) s] done"
 exit $rc
