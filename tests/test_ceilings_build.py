@@ -151,9 +151,10 @@ def test_a_measured_peak_is_the_roof_only_where_it_beats_the_spec_at_one_clock()
     ])
     assert c.compute_flops_per_s["tensor.bf16"].source == "measured"
     assert c.compute_flops_per_s["tensor.fp16"].source == "spec-clock-scaled"
-    cpu = Ceilings("cpu", "cpu", {"dram": Roof(20e9, "estimate")})
-    apply_measurements(cpu, [Measurement("simt.fp32", 1e12, "flop/s", "mm")])
+    cpu = Ceilings("cpu", "cpu", {"dram": Roof(20e9, "estimate")}, {"simt.fp32": Roof(4e12, "estimate", "a guess")})
+    apply_measurements(cpu, [Measurement("simt.fp32", 1e12, "flop/s", "mm")])  # under the CPU's guess: no spec
     assert cpu.compute_flops_per_s["simt.fp32"] == cpu.achievable_flops_per_s["simt.fp32"]
+    assert cpu.compute_flops_per_s["simt.fp32"].value == 1e12
 
 
 def test_ridge_points_arithmetic() -> None:

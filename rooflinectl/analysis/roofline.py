@@ -1,12 +1,12 @@
 """Place each kernel group against its roofs. Pure: DataFrame and Ceilings in, DataFrame out.
 
 attainable = min(peak[unit, precision], intensity x bandwidth)
-peak       = the compute roof at the clock the group's kernels ran at: roof x sm_clock_mhz / the
+peak       = the compute roof (the clock-scaled spec peak where the spec is known: a ceiling no
+             kernel can beat) at the clock the group's kernels ran at: roof x sm_clock_mhz / the
              roof's clock_mhz, where NVML sampled the run and the ceilings know their clock (the
-             memory roof does not follow the SM clock)
+             memory roof does not follow the SM clock); the measured achievable peak, scaled the
+             same way, gives `efficiency_achievable` beside `efficiency`
 roof_time  = max(flops / peak, bytes / bandwidth): the time the work needs at the roof
-peak       = the clock-scaled spec peak where the spec is known (a ceiling no kernel can beat); the
-             measured achievable peak gives `efficiency_achievable` beside it
 bandwidth  = the roof of the row's `memory_level`: DRAM's, the last-level cache's (l2 / cache) for
              cache-resident groups (analysis/memory_levels.py), or for host transfers (memcpy
              HtoD/DtoH, peer) the host link's, pinned or pageable as the copy was
@@ -77,10 +77,11 @@ def _bandwidths(out: pd.DataFrame, ceilings: Ceilings) -> np.ndarray:
     levels = [g if isinstance(g, str) and g else n for g, n in zip(given, named)]
     roofs = {level: ceilings.memory_roof(level, fall_back=True) for level in set(levels)}  # links: their upper bound
     levels = [level if roofs[level] is not None or level == "dram" else "dram" for level in levels]
-    dram = ceilings.memory_roof("dram", fall_back=True)
     out["memory_level"] = levels
-    return np.array([(roofs.get(level) or dram).value if (roofs.get(level) or dram) is not None else math.nan
-                     for level in levels], dtype=float)
+    values = {level: roof.value if roof is not None else math.nan for level, roof in roofs.items()}
+    dram = ceilings.memory_roof("dram", fall_back=True)
+    values["dram"] = dram.value if dram is not None else math.nan
+    return np.array([values[level] for level in levels], dtype=float)
 
 
 def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:

@@ -212,7 +212,9 @@ def apply_compute(ceilings: Ceilings, m: Measurement) -> bool:
     achievable = Roof(m.value, "measured", m.method, measured_clock_mhz(m.clocks))
     ceilings.achievable_flops_per_s[m.key] = achievable
     spec = ceilings.compute_flops_per_s.get(m.key)
-    if spec is not None and spec.source in (*_SPEC_SOURCES, "estimate"):
+    rated = spec is not None and (spec.source in _SPEC_SOURCES or (spec.source == "estimate" and spec.clock_mhz))
+    if rated:  # per-SM rates x SMs x clock (an unknown GPU's estimate too); a CPU's guess is no spec
+        assert spec is not None
         at_spec_clock = m.value
         if spec.clock_mhz and achievable.clock_mhz:
             at_spec_clock = m.value * spec.clock_mhz / achievable.clock_mhz
