@@ -35,7 +35,8 @@ def fake_cpu_steps(monkeypatch):
         calls.append(threads)
         return [("fake", lambda: [Measurement("dram.copy", 30e9, "bytes/s", "fake copy"),
                                   Measurement("simt.fp32", 200e9, "flop/s", "fake mm"),
-                                  Measurement("launch.empty_kernel", 2e-6, "s", "fake op")])]
+                                  Measurement("launch.empty_kernel", 2e-6, "s", "fake op"),
+                                  Measurement("cache.copy", 200e9, "bytes/s", "fake cache copy")])]
 
     monkeypatch.setattr(measure_cpu, "cpu_steps", steps)
     return calls
@@ -141,3 +142,21 @@ def test_the_tables_fit_80_columns_like_show() -> None:
     wide = io.StringIO()
     Console(file=wide, width=200).print(render_ceilings(c, 200))
     assert "% of spec" in wide.getvalue()  # room for every column: nothing gives way
+
+
+def test_a_cpu_cache_from_before_the_cache_roof_gets_it_measured_once(cache_dir, monkeypatch) -> None:
+    """A cached CPU measurement without the cache roof (made before it existed) is completed by
+    measuring only that step, once; the next call reads it from the cache."""
+    import rooflinectl.ceilings.measure_cpu as measure_cpu
+    from rooflinectl.ceilings import measure_ceilings
+
+    monkeypatch.setattr(measure_cpu, "cpu_steps", lambda threads, llc=None: [
+        ("fake", lambda: [Measurement("dram.copy", 30e9, "bytes/s", "fake copy")])])
+    calls = []
+    monkeypatch.setattr(measure_cpu, "measure_cache", lambda threads, llc: calls.append(llc) or [
+        Measurement("cache.copy", 300e9, "bytes/s", "fake cache copy")])
+    first = measure_ceilings("cpu")
+    assert "cache" not in first.memory_bytes_per_s and calls == []
+    second = measure_ceilings("cpu")
+    assert second.memory_bytes_per_s["cache"].value == 300e9 and len(calls) == 1
+    assert measure_ceilings("cpu").memory_bytes_per_s["cache"].value == 300e9 and len(calls) == 1
