@@ -13,7 +13,7 @@ from rooflinectl.analysis.memory_levels import (
     cache_time_share,
     resident_launches,
     row_levels,
-    tensor_shapes,
+    tensor_numels,
 )
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.ceilings.model import Ceilings, Roof
@@ -29,8 +29,8 @@ def _launches(*rows: tuple[str, str, float]) -> tuple[pd.DataFrame, pd.Series]:
     return frame, pd.Series(pd.factorize(frame["kernel"])[0])
 
 
-def test_tensor_shapes_ignores_scalars() -> None:
-    assert tensor_shapes("[4, 512, 3072] x [] x [4,512, 3072]") == {"[4,512,3072]"}
+def test_tensor_numels_ignores_scalars() -> None:
+    assert tensor_numels("[4, 512, 3072] x [] x [4,512, 3072] x [1]") == {4 * 512 * 3072}
 
 
 def test_an_op_on_the_output_just_written_is_cache_resident() -> None:
@@ -43,10 +43,19 @@ def test_an_op_on_the_output_just_written_is_cache_resident() -> None:
 
 def test_the_producer_must_still_be_in_the_cache() -> None:
     """Between producer and consumer, more bytes than the cache holds: evicted, DRAM."""
-    launches, rows = _launches(("gemm", "[1024, 1024]", 8 * MB), ("big", "[9000, 9000]", 56 * MB),
+    launches, rows = _launches(("gemm", "[1024, 1024]", 8 * MB), ("big", "[9000, 9000]", 110 * MB),
                                ("mul", "[1024, 1024]", 8 * MB))
     assert not resident_launches(launches, rows.to_numpy(), L2)[2]
-    assert resident_launches(launches, rows.to_numpy(), 100 * MB)[2]
+    assert resident_launches(launches, rows.to_numpy(), 100 * MB)[2]  # 8 + 110 / 2 fits
+
+
+def test_a_producer_without_recorded_shapes_may_have_written_the_input() -> None:
+    """RMSNorm's backward on the H200 (Llama-style run): div, then the cast's copy_ (no shapes in
+    the trace), then a 34 MB mul of what the copy_ wrote, at 107% of the DRAM roof."""
+    launches, rows = _launches(("div", "[4, 1024, 1024] x []", 16.8 * MB), ("copy_", "", 33.6 * MB),
+                               ("mul", "[4, 1024, 1024] x []", 33.6 * MB))
+    assert resident_launches(launches, rows.to_numpy(), 60 * 2**20).tolist() == [False, False, True]
+    assert not resident_launches(launches.assign(shapes=["[10]", "[20]", "[30]"]), rows.to_numpy(), 60 * 2**20)[2]
 
 
 def test_a_loop_on_one_footprint_is_resident_only_when_it_fits() -> None:

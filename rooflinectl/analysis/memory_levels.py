@@ -4,10 +4,13 @@ a CPU's LLC). Pure: launches in, one level per table row out.
 Without counters nothing says where bytes came from, so the analytic tier guesses from launch
 order. A launch is cache-resident when its footprint (its minimum traffic, `bytes`) fits the
 cache and either
-- it shares a tensor shape with one of the few launches just before it (the producer), and its
-  own bytes plus those of the launches between the producer and it fit the cache too: its input
+- it shares a tensor (by element count: a view may reshape it) with one of the twelve launches
+  just before it (the producer; one whose shapes the trace did not record, such as the copy_ of
+  a cast, may have written any), and its
+  own bytes plus half those of the launches between the producer and it fit the cache too (half:
+  in a chain each tensor is counted twice, written by one launch and read by the next): its input
   was most likely written by the producer and is still there (an element-wise op on the output
-  of the GEMM or norm before it), or
+  of the GEMM or norm before it, RMSNorm's backward on the cast before it), or
 - the launch just before it is of the same group: a loop repeating on a footprint that fits.
 A group is cache-resident when such launches hold at least half of its time. A group held to
 DRAM that really ran from cache sits above its roof (16 MB copies and muls at 102-110% of the
@@ -18,6 +21,7 @@ flushes the caches before each replay, so its DRAM bytes are cold-cache (docs/ro
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -26,14 +30,21 @@ import pandas as pd
 from rooflinectl.attribution.transfers import copy_link
 from rooflinectl.ceilings.model import Ceilings
 
-LOOKBACK_LAUNCHES = 3  # how far back a producer of a launch's input is looked for
+LOOKBACK_LAUNCHES = 12  # how far back a producer of a launch's input is looked for
 RESIDENT_TIME_SHARE = 0.5  # a group is cache-resident when its resident launches hold this share of its time
 _SHAPE = re.compile(r"\[[\d, ]+\]")
 
 
-def tensor_shapes(shapes: str) -> frozenset[str]:
-    """The non-scalar tensor shapes named in a row's `shapes` text: "[4, 512] x [] x [4, 512]" -> {"[4, 512]"}."""
-    return frozenset(s.replace(" ", "") for s in _SHAPE.findall(str(shapes)))
+def tensor_numels(shapes: str) -> frozenset[int]:
+    """The element counts of the tensors a row's `shapes` text names, scalars and 1-element tensors
+    left out: "[4, 512] x [] x [2048]" -> {2048}. Counts, not shapes: a view may reshape the tensor
+    its producer wrote (an embedding writes [4096, 1024], RMSNorm reads it as [4, 1024, 1024])."""
+    out = set()
+    for shape in _SHAPE.findall(str(shapes)):
+        numel = math.prod(int(d) for d in shape.strip("[]").split(",") if d.strip())
+        if numel > 1:
+            out.add(numel)
+    return frozenset(out)
 
 
 def resident_launches(launches: pd.DataFrame, rows: np.ndarray, capacity_bytes: float) -> np.ndarray:
@@ -46,15 +57,15 @@ def resident_launches(launches: pd.DataFrame, rows: np.ndarray, capacity_bytes: 
     nbytes = np.nan_to_num(launches["bytes"].to_numpy(dtype=float), nan=np.inf)
     fits = (nbytes > 0) & (nbytes <= capacity_bytes)
     texts = launches["shapes"].to_numpy() if "shapes" in launches.columns else np.full(n, "")
-    shapes = {row: tensor_shapes(texts[p]) for row, p in first_launches(rows).items()}
+    shapes = {row: tensor_numels(texts[p]) for row, p in first_launches(rows).items()}
     out[1:] = fits[1:] & fits[:-1] & (rows[1:] == rows[:-1])  # a loop over one footprint
     width, shared = int(rows.max()) + 1, {}  # pairs of rows as one integer key; whether they share a shape
-    window = nbytes.copy()  # this launch's bytes and those of the launches between it and launch i - k
+    window = nbytes.copy()  # this launch's bytes and half those of the launches between it and launch i - k
     for k in range(1, LOOKBACK_LAUNCHES + 1):
         if k >= n:
             break
         if k > 1:
-            window[k - 1:] += nbytes[:-(k - 1)]
+            window[k - 1:] += 0.5 * nbytes[:-(k - 1)]
         keys = rows[k:].astype(np.int64) * width + rows[:-k]
         out[k:] |= fits[k:] & (window[k:] <= capacity_bytes) & _pairs_share(keys, width, shapes, shared)
     return out
@@ -70,7 +81,7 @@ def first_launches(rows: np.ndarray) -> dict[int, int]:
 DENSE_PAIR_TABLE_ROWS = 4096  # up to this many rows, pairs are looked up in a rows x rows table (no sort)
 
 
-def _pairs_share(keys: np.ndarray, width: int, shapes: dict[int, frozenset[str]], shared: dict[int, bool]) -> np.ndarray:
+def _pairs_share(keys: np.ndarray, width: int, shapes: dict[int, frozenset[int]], shared: dict[int, bool]) -> np.ndarray:
     """Per pair key (row a x width + row b), whether the two rows name a common tensor shape;
     each distinct pair is compared once (`shared` remembers them across calls)."""
     if width <= DENSE_PAIR_TABLE_ROWS:
@@ -81,7 +92,8 @@ def _pairs_share(keys: np.ndarray, width: int, shapes: dict[int, frozenset[str]]
         unique, inverse = np.unique(keys, return_inverse=True)
     for key in unique.tolist():
         if key not in shared:
-            shared[key] = bool(shapes[key // width] & shapes[key % width])
+            earlier = shapes[key % width]  # a launch the trace recorded no tensor shapes for may have written any
+            shared[key] = bool(shapes[key // width] & earlier) or not earlier
     share = np.fromiter((shared[key] for key in unique.tolist()), dtype=bool, count=len(unique))
     if inverse is not None:
         return share[inverse.reshape(-1)]
