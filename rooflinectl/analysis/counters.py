@@ -55,7 +55,8 @@ def apply_counters(table: pd.DataFrame, by_row: pd.DataFrame, ceilings: Ceilings
 def measured_view(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     """The rows with counters, placed on the roofline with what the hardware executed and moved:
     flops = measured FLOPs, bytes = DRAM bytes, roof = the unit and precision of most measured
-    FLOPs (the analytic roof where the kernel executed no FLOPs). Index: the table's rows."""
+    FLOPs (the analytic roof where the kernel executed no FLOPs), the bytes on DRAM's roof. Index:
+    the table's rows."""
     measured = table[table.get("measured_launches", pd.Series(0, index=table.index)).fillna(0).astype(int) > 0].copy()
     if measured.empty:
         return measured
@@ -66,4 +67,5 @@ def measured_view(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     measured["flops"] = measured["measured_flops"]
     measured["bytes"] = measured["dram_bytes"]
     measured["cost_source"] = "ncu"
-    return place_on_roofline(measured.drop(columns=["roof_time_s"], errors="ignore"), ceilings)
+    # DRAM bytes are held to DRAM (or the link a copy crosses), whatever level the analytic tier guessed
+    return place_on_roofline(measured.drop(columns=["roof_time_s", "memory_level"], errors="ignore"), ceilings)

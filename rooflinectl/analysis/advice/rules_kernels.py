@@ -175,12 +175,18 @@ def above_roof(ctx: AdviceContext) -> list[Finding]:
         return []
     findings = []
     for i, row in ctx.kernels[ctx.kernels["above_roof"].astype(bool)].iterrows():
+        suspect = {"flops": "FLOPs", "bytes": "bytes"}.get(cell_text(row, "suspect"), "FLOPs or bytes")
+        level = cell_text(row, "memory_level") or "dram"
+        evidence = (f"{where(row)} shows {percent(cell_float(row, 'efficiency', 0.0))} of its roof ("
+                    + (f"held to the {level} roof; " if suspect == "bytes" else "")
+                    + f"suspect count: {suspect}, from {cell_text(row, 'cost_source')}: "
+                      f"{cell_text(row, 'cost_note') or 'no note'}).")
         findings.append(make_finding(
             "data.above-roof",
-            evidence=(f"{where(row)} shows {percent(cell_float(row, 'efficiency', 0.0))} of its roof "
-                      f"(cost from {cell_text(row, 'cost_source')}: {cell_text(row, 'cost_note') or 'no note'})."),
-            recommendation=("Check the cost formula for this op (FLOPs or bytes over-counted) and the "
-                            "ceilings (`rooflinectl ceilings --measure`); treat this row as unknown."),
+            evidence=evidence,
+            recommendation=(f"Check the {suspect} the cost formula gives this op (over-counted?) and the "
+                            "ceilings (`rooflinectl ceilings --measure`); the row is left out of efficiency "
+                            "figures and gates."),
             est_saving_s=0.0,
             rows=(int(i),),
             numbers={"efficiency": cell_float(row, "efficiency", 0.0)},
