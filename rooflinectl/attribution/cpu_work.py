@@ -90,7 +90,11 @@ def executed_cost(tree: OpTree, i: int, inner: list[WorkRow]) -> OpCost | None:
     child_flops = sum(r.cost.flops for r in costed)
     child_bytes = sum(r.cost.bytes for r in costed)
     names = sorted({tree.ops[r.op].name.removeprefix("aten::") for r in costed})
-    if all(tree.ops[r.op].name in HELPER_OPS for r in costed):
+    name = tree.ops[i].name
+    # a helper op (zero_ -> fill_) or an op that calls itself (arange -> arange.out, sort -> sort.stable)
+    # hands its own work to that child: replaced, never added twice
+    delegates = name in HELPER_OPS or any(tree.ops[r.op].name == name for r in costed)
+    if not delegates and all(tree.ops[r.op].name in HELPER_OPS for r in costed):
         flops, moved = own.flops + child_flops, own.bytes + child_bytes
         how = f"executed: its own work plus {', '.join(names)} inside it"
     else:

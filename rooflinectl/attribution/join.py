@@ -204,7 +204,10 @@ class _OpIndex:
             elif not ("kernel_num_gb" in op.args or op.name in self.compiled_kernels or has_formula(op.name)):
                 cached = (None, "", "")
             else:
-                children = [self.ops[c] for c in self.children[i]]
+                # children, then grandchildren: an op's hints may sit one level down (index_put_ ->
+                # _index_put_impl_ -> masked_fill_ holds the boolean mask)
+                kids = self.children[i]
+                children = [self.ops[c] for c in kids] + [self.ops[g] for c in kids for g in self.children[c]]
                 key = (cost_key(op, children), repr(sorted(op.args.items())) if op.args else "")
                 cached = self._by_call.get(key)
                 if cached is None:

@@ -30,15 +30,16 @@ NO_WORK_OPS: frozenset[str] = frozenset(
         "batch_norm", "group_norm", "broadcast_tensors", "_has_compatible_shallow_copy_type", "conv1d", "conv2d", "conv3d", "stack", "repeat", "einsum",
         # metadata and allocation only (issue 34): a restride, an uninitialised tensor, a 0-d wrap
         "as_strided_", "new_empty_strided", "scalar_tensor", "real", "type_as", "squeeze_", "unsqueeze_",
-        "t_", "transpose_", "view_as_real", "view_as_complex", "lift",
+        "t_", "transpose_", "view_as_real", "view_as_complex", "lift", "pad",
     )
 )
 """Composite ops (linear, matmul, to, clone, ...) do their work through children that carry the
 cost; listing them here stops the CPU path from counting their overhead as unknown work."""
 
-HELPER_OPS: frozenset[str] = frozenset(f"aten::{n}" for n in ("fill_", "zero_", "copy_", "arange", "linspace"))
+HELPER_OPS: frozenset[str] = frozenset(f"aten::{n}" for n in ("fill_", "zero_", "copy_", "arange", "linspace",
+                                                               "nonzero"))
 """Child ops that prepare an op's buffers (zero or fill the output, copy the input contiguous, an
-index ramp) while the op does its own work in its body: the CPU path counts them on top of the op's
+index ramp, a boolean mask's positions) while the op does its own work in its body: the CPU path counts them on top of the op's
 cost (nll_loss_backward's zero fill, a sort's copies). Any other costed child means the op
 delegates its work to its children (rms_norm, logsumexp, softmax with a dtype): they are what runs."""
 
