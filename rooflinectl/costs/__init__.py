@@ -31,6 +31,11 @@ NO_WORK_OPS: frozenset[str] = frozenset(
         # metadata and allocation only (issue 34): a restride, an uninitialised tensor, a 0-d wrap
         "as_strided_", "new_empty_strided", "scalar_tensor", "real", "type_as", "squeeze_", "unsqueeze_",
         "t_", "transpose_", "view_as_real", "view_as_complex", "lift", "pad",
+        # composites whose children do all their work
+        "embedding_backward", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+        "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "_convolution_mode", "instance_norm",
+        "feature_dropout", "alpha_dropout", "movedim", "moveaxis", "swapaxes", "swapdims", "tensor_split",
+        "meshgrid", "sum_to_size", "fliplr", "flipud", "bilinear",
     )
 )
 """Composite ops (linear, matmul, to, clone, ...) do their work through children that carry the

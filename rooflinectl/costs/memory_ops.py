@@ -185,6 +185,11 @@ def index_cost(call: OpCall) -> OpCost | None:
         index_bytes = 8 * positions * tensors
         note = (f"index: output shape from the restride view; {tensors} int64 index tensor(s) of {positions} "
                 "positions read, selected elements read and written")
+        mask = call.hint("index_mask")
+        if mask is not None:  # the op's minimum reads the mask, not the positions its nonzero made
+            return OpCost(0.0, float(index_bytes + 2 * out * x.itemsize), "index", x.dtype,
+                          note + "; boolean mask: its positions come from nonzero, min_bytes reads the mask instead",
+                          min_bytes=float(math.prod(mask) + 2 * out * x.itemsize))
     return OpCost(0.0, float(index_bytes + 2 * out * x.itemsize), "index", x.dtype, note)
 
 
