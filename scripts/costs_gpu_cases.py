@@ -54,7 +54,7 @@ def _cases() -> list[Case]:
     tokens = lambda dev: torch.randint(0, vocab, (N // dim,), device=dev)  # noqa: E731
     b, c = max(N // 32000, 1), 32000
     targets = lambda dev: torch.randint(0, c, (b,), device=dev)  # noqa: E731
-    img = (max(N // (64 * 128 * 128), 1), 64, 128, 128)
+    img = (max(N // (32 * 128 * 128), 1), 64, 128, 128)  # 256 MB bf16
     pooled = (img[0], 64, 64, 64)
     return [
         ("add_fp32", make(torch.add, _r(flat), _r(flat))),
