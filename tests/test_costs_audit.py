@@ -27,9 +27,6 @@ BF16, FP32 = torch.bfloat16, torch.float32
 
 # Differences the audit accepts, each with why (case label prefix -> reason).
 TOLERATED: dict[str, str] = {
-    "argsort": "a sort copies values and an index ramp before sorting in place (several passes); counted as the "
-               "minimum plus those copies, not the passes",
-    "sort": "as argsort",
     "x[mask] = 0": "a boolean-mask put runs as masked_fill_ over every element (bytes: what runs, self and the "
                    "mask read, self written), which the dispatcher does not show below index_put_; how many "
                    "elements the mask selects is not recorded, so min_bytes counts every one (an upper bound)",
