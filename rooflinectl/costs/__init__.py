@@ -35,7 +35,8 @@ NO_WORK_OPS: frozenset[str] = frozenset(
         "embedding_backward", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
         "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "_convolution_mode", "instance_norm",
         "feature_dropout", "alpha_dropout", "movedim", "moveaxis", "swapaxes", "swapdims", "tensor_split",
-        "meshgrid", "sum_to_size", "fliplr", "flipud", "bilinear",
+        "meshgrid", "sum_to_size", "fliplr", "flipud", "bilinear", "slice_backward", "select_backward",
+        "diagonal_backward", "as_strided_scatter_backward",
     )
 )
 """Composite ops (linear, matmul, to, clone, ...) do their work through children that carry the
