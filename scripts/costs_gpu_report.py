@@ -36,6 +36,7 @@ def bytes_figures(path: str) -> None:
         within += abs(ratio - 1) <= TOLERANCE
         print(f"FIGURE costs_bytes case={case} op={row['op']} dtype={row['dtype']} precision={row['precision']} "
               f"analytic={analytic:.4g} min={minimum:.4g} dram={dram:.4g} ratio={ratio:.3f} "
+              f"min_ratio={minimum / dram if dram > 0 else math.nan:.3f} "
               f"kernel={str(row['kernel'])[:50]!r}")
     print(f"FIGURE costs_bytes_within_20pct {within} of {total} kernel rows over 4x L2")
 
