@@ -27,9 +27,9 @@ def bytes_figures(path: str) -> None:
         case = str(row["module"]).split(".")[0][2:]
         analytic, dram = float(row["bytes"]), float(row["dram_bytes"])
         minimum = float(row.get("min_bytes", analytic))
-        if math.isnan(analytic):
+        if math.isnan(analytic) or row["cost_source"] != "analytic":  # "ncu": counters filled an unknown cost
             print(f"FIGURE costs_bytes case={case} op={row['op']} kernel={str(row['kernel'])[:50]!r} "
-                  f"analytic=unknown dram={dram:.4g}")
+                  f"analytic=unknown cost_source={row['cost_source']} dram={dram:.4g}")
             continue
         ratio = analytic / dram if dram > 0 else math.nan
         total += 1
