@@ -83,9 +83,11 @@ def _hints(op: RawOp, children: list[RawOp]) -> tuple[tuple[str, Any], ...]:
     0 along the index dims (restride_src): that child's sizes and strides are the output's shape
     (`index_view`). A boolean mask shows as the input of a nonzero or masked_fill_ child
     (`index_mask`: its shape)."""
-    if op.name == "aten::nonzero":  # its output's [count, ndim] is the restride of its as_strided_ child
-        sized = [parse_concrete(_at(c.concrete_inputs, 1)) for c in children if c.name == "aten::as_strided_"]
-        return (("nonzero_out", tuple(sized[0])),) if sized and isinstance(sized[0], list) else ()
+    if op.name == "aten::nonzero":  # its output's [count, ndim]: the restride (CPU) or resize (CUDA) of a child
+        sized = [parse_concrete(_at(c.concrete_inputs, 1)) for c in children
+                 if c.name in ("aten::as_strided_", "aten::resize_")]
+        sized = [s for s in sized if isinstance(s, list) and len(s) == 2]
+        return (("nonzero_out", tuple(sized[-1])),) if sized else ()
     if op.name not in INDEX_OPS or not op.input_dims:
         return ()
     found: list[tuple[str, Any]] = []

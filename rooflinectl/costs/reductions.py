@@ -43,10 +43,22 @@ def _reduction(call: OpCall, flops_per_element: float, *, n_outputs: int = 1, in
     if x is None:
         return None
     out = reduced_numel(x, call.get("dim"))
-    value_size = out_itemsize(call, x.itemsize, "dtype")
+    promoted = _promotes_to_int64(call, x)
+    value_size = 8 if promoted else out_itemsize(call, x.itemsize, "dtype")
     written = out * (8 if index_output else value_size) * n_outputs
+    if promoted:  # what runs: a cast child writes an int64 copy, which the reduction reads
+        return OpCost(float(flops_per_element * x.numel), float(x.numel * 8 + written), "reduction", x.dtype,
+                      note + "; an integer/bool input is summed as int64: bytes read its int64 copy (made by a "
+                      "cast first), min_bytes the input itself", min_bytes=float(x.footprint_bytes() + written))
     return OpCost(float(flops_per_element * x.numel), float(x.footprint_bytes() + written), "reduction",
                   x.dtype, note)
+
+
+def _promotes_to_int64(call: OpCall, x: TensorArg) -> bool:
+    """sum/prod/cumsum of bool or of an integer narrower than int64, without a dtype, return int64
+    (torch's rule), and both the CPU and CUDA paths cast the input to int64 before reducing."""
+    return call.name in ("aten::sum", "aten::prod", "aten::nansum", "aten::cumsum", "aten::cumprod") \
+        and x.dtype in ("bool", "uint8", "int8", "int16", "int32") and call.get("dtype") is None
 
 
 def _register_reduction(names: tuple[str, ...], flops_per_element: float, n_outputs: int = 1,
@@ -86,8 +98,9 @@ def scan_cost(call: OpCall) -> OpCost | None:
     """Scan (self, dim, dtype): 1 FLOP per element; input read once, output (same size, `dtype`'s
     size when given) written once."""
     x = call.input("self")
-    return OpCost(float(x.numel), float(x.footprint_bytes() + x.numel * out_itemsize(call, x.itemsize, "dtype")),
-                  "reduction", x.dtype, "scan: 1 FLOP per element")
+    size = 8 if _promotes_to_int64(call, x) else out_itemsize(call, x.itemsize, "dtype")
+    return OpCost(float(x.numel), float(x.footprint_bytes() + x.numel * size), "reduction", x.dtype,
+                  "scan: 1 FLOP per element" + ("; integer input: int64 output" if size == 8 and x.itemsize < 8 else ""))
 
 
 def _along(x: TensorArg, dim: object, size: int) -> int:
