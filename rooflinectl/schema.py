@@ -29,6 +29,9 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "flops": ("float", "total floating-point operations (FMA = 2) of all calls"),
     "bytes": ("float", "total minimum DRAM traffic of all calls (inputs read once, outputs written once); for "
                        "collectives the bus bytes over the link: size x nccl-tests' bus factor (costs/collectives.py)"),
+    "min_bytes": ("float", "the ops' minimum traffic (inputs read once, outputs written once) where `bytes` counts "
+                           "what the kernels execute (composites run as several ops, pooling's int64 indices, "
+                           "zero fills inside a backward op; the cost_note says so); equal to bytes otherwise"),
     "intensity": ("float", "flops / bytes, FLOP per byte"),
     "precision": ("str", "fp64, fp32, tf32, bf16, fp16, fp8, int8, int, bool: the math the roof follows"),
     "unit": ("str", "tensor (tensor cores), simt (CUDA cores / CPU vector units) or link (collectives: held "

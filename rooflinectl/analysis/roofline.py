@@ -89,6 +89,8 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     sm_clock_mhz, registers_per_thread, shared_bytes_per_block as NaN where the table lacks them, the
     counter columns empty where it has no counters)."""
     out = table.copy()
+    if "min_bytes" not in out.columns:
+        out["min_bytes"] = out["bytes"]  # a profile written before the column: bytes were the minimum
     if "sm_clock_mhz" not in out.columns:
         out["sm_clock_mhz"] = np.nan  # not sampled: the roofs stay at their own clock
     for name in LAUNCH_CONFIG_COLUMNS:

@@ -41,13 +41,14 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
+from rooflinectl.attribution.cpu_work import may_do_work, work_rows
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.transfers import MEMCPY, copy_link
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
-from rooflinectl.costs import NO_WORK_OPS, OpCost, explain_cost, has_formula
+from rooflinectl.costs import OpCost, explain_cost, has_formula
 from rooflinectl.costs.collectives import (
     GLOO_PREFIX,
     collective_cost,
@@ -203,7 +204,10 @@ class _OpIndex:
             elif not ("kernel_num_gb" in op.args or op.name in self.compiled_kernels or has_formula(op.name)):
                 cached = (None, "", "")
             else:
-                children = [self.ops[c] for c in self.children[i]]
+                # children, then grandchildren: an op's hints may sit one level down (index_put_ ->
+                # _index_put_impl_ -> masked_fill_ holds the boolean mask)
+                kids = self.children[i]
+                children = [self.ops[c] for c in kids] + [self.ops[g] for c in kids for g in self.children[c]]
                 key = (cost_key(op, children), repr(sorted(op.args.items())) if op.args else "")
                 cached = self._by_call.get(key)
                 if cached is None:
@@ -412,7 +416,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
             share = k.dur_ns / total if total > 0 else 1.0
             how = Attribution(index.label(costed), cost, share, shapes, origin, index.source(costed), replay_note)
         else:
-            op_name = index.label(inner)
+            op_name = index.label(_working_op(index, inner))
             note = ("replayed from a CUDA graph whose capture the trace does not hold (captured before profiling?): "
                     "no op, so no cost" if k.correlation in graph_correlations and instance < 0
                     else "Inductor kernel compiled without its cost annotations (benchmark_kernel off)"
@@ -422,6 +426,15 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         if common:
             kinds[key] = kind
     records.add_kinds(looked_up)
+
+
+def _working_op(index: _OpIndex, i: int) -> int:
+    """The op an unknown kernel is shown under: the innermost op around it that may do work, not
+    a metadata child it launched from (nonzero's as_strided_); i itself when none may."""
+    j = i
+    while j >= 0 and not may_do_work(index.ops[j], is_generated_kernel):
+        j = index.parent[j]
+    return j if j >= 0 else i
 
 
 def _known(count: int | None) -> float:
@@ -449,17 +462,6 @@ def _transfer_attribution(k: RawKernel, op_name: str) -> Attribution:
     return Attribution(op_name, cost, 1.0, "", "aten", "analytic")
 
 
-def _may_do_work(op: RawOp) -> bool:
-    """A CPU op without formula counts as unknown work unless it is a view, an allocation, an
-    autograd bookkeeping node ("TBackward0", "autograd::engine::...") whose children do the work,
-    or a c10d op handing a collective to its backend (gloo's worker thread does that work)."""
-    if op.category == "cpu_op" and is_generated_kernel(op.name):
-        return True
-    return (op.category == "cpu_op" and "::" in op.name
-            and not op.name.startswith(("autograd::", "torch::autograd::", "c10d::"))
-            and op.name not in NO_WORK_OPS)
-
-
 def declared_cost(declared: dict[str, Any]) -> OpCost | None:
     """A Triton kernel's own cost, held to the roof of the unit and width it declares (fp32 on
     tensor cores is tl.dot's default, TF32); mixed widths to the width with the most FLOPs (the
@@ -480,23 +482,14 @@ def declared_cost(declared: dict[str, Any]) -> OpCost | None:
 
 
 def _cpu_records(index: _OpIndex, records: Records) -> None:
-    def units(i: int) -> list[int]:
-        op = index.ops[i]
-        if index.is_work_unit(i):
-            return [i]
-        found = [u for c in index.children[i] for u in units(c)]
-        if not found and _may_do_work(op):
-            return [i]
-        return found
-
+    """One row per unit of CPU work (attribution/cpu_work.py: no op's time left out or counted twice)."""
     roots = [i for i, p in enumerate(index.parent) if p == -1]
-    chosen = sorted((u for r in roots for u in units(r)), key=lambda u: index.ops[u].ts_ns)
-    for i in chosen:
+    for i, time_ns, cost, own_time in work_rows(index, roots, is_generated_kernel):
         op: RawOp = index.ops[i]
         if not index.in_window(op.ts_ns) or index.compile_work[i]:
             continue
-        cost, shapes = index.cost(i)
-        launch = Launch(op.name, index.module(i), "cpu", op.dur_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
+        shapes = index.cost(i)[1]
+        launch = Launch(op.name, index.module(i), "cpu", time_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
         generated = is_generated_kernel(op.name)
         origin = "inductor" if generated else "library" if op.name.startswith(GLOO_PREFIX) else "aten"
         if cost is not None:
@@ -505,5 +498,6 @@ def _cpu_records(index: _OpIndex, records: Records) -> None:
             how = Attribution(index.label(i), None, 0.0, shapes, origin, "none",
                                "Inductor C++ kernel whose buffers its generated wrapper does not let us read")
         else:
-            how = Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", index.why_unknown(i))
+            why = index.why_unknown(i) + ("; its own time only (the ops inside it have their own rows)" if own_time else "")
+            how = Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", why)
         records.add(launch, how)

@@ -47,6 +47,13 @@ class OpCost:
     note: str  # which formula, and what it approximates
     unit: str = ""  # "tensor" or "simt" when the cost says so (a Triton kernel's declaration);
     # "": attribution decides from the family, dtype and math modes
+    min_bytes: float | None = None  # the op's minimum traffic when `bytes` counts what its kernels
+    # execute (more passes, an upcast copy, a zero fill); None: `bytes` is the minimum
+
+    @property
+    def minimum_bytes(self) -> float:
+        """The op's minimum traffic: min_bytes when bytes counts executed work, else bytes."""
+        return self.bytes if self.min_bytes is None else self.min_bytes
 
 
 Formula = Callable[[OpCall], "OpCost | None"]

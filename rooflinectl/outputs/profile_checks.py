@@ -34,6 +34,7 @@ COLUMN_RANGES: dict[str, tuple[float, float | None, bool]] = {
     "time_s": (0.0, MAX_SECONDS, False),
     "flops": (0.0, None, True),
     "bytes": (0.0, None, True),
+    "min_bytes": (0.0, None, True),
     "intensity": (0.0, math.inf, True),
     "achieved_flops_per_s": (0.0, math.inf, True),
     "achieved_bytes_per_s": (0.0, math.inf, True),
@@ -49,8 +50,8 @@ COLUMN_RANGES: dict[str, tuple[float, float | None, bool]] = {
 COLUMN_VALUES: dict[str, tuple[str, ...]] = {"bound": BOUNDS, "cost_source": COST_SOURCES}
 # Columns a profile may lack: it was written before they existed (the readers take them as unknown:
 # NaN, no counters). Every other column of schema.KERNEL_COLUMNS must be there.
-OPTIONAL_COLUMNS = frozenset({"registers_per_thread", "shared_bytes_per_block", "sm_clock_mhz", "memory_level",
-                              "efficiency_achievable", "suspect", *COUNTER_COLUMNS})
+OPTIONAL_COLUMNS = frozenset({"min_bytes", "registers_per_thread", "shared_bytes_per_block", "sm_clock_mhz",
+                              "memory_level", "efficiency_achievable", "suspect", *COUNTER_COLUMNS})
 REQUIRED_COLUMNS = tuple(c for c in KERNEL_COLUMNS if c not in OPTIONAL_COLUMNS)
 
 # summary keys: (low, high); a key may be absent or null
