@@ -56,6 +56,7 @@ from rooflinectl.costs.collectives import (
     collective_from_args,
     collective_from_gloo,
 )
+from rooflinectl.costs.custom_ops import is_custom_op
 from rooflinectl.costs.inductor import (
     cpp_kernel_cost,
     fused_label,
@@ -461,9 +462,11 @@ def _may_do_work(op: RawOp) -> bool:
 def _cpu_records(index: _OpIndex, records: Records) -> None:
     def units(i: int) -> list[int]:
         op = index.ops[i]
-        if index.is_work_unit(i):
+        if index.is_work_unit(i) and not is_custom_op(op.name):
             return [i]
         found = [u for c in index.children[i] for u in units(c)]
+        if not found and index.is_work_unit(i):  # a custom op whose children carry no cost of their own
+            return [i]
         if not found and _may_do_work(op):
             return [i]
         return found
