@@ -67,13 +67,14 @@ class DeclaredLaunches:
         return queue.popleft() if queue else None
 
 
-def declared_attribution(name: str, declared: dict[str, Any], origin: str) -> Attribution:
-    """A kernel's Attribution from its own launch's summary."""
+def declared_attribution(name: str, declared: dict[str, Any], origin: str, op: str = "") -> Attribution:
+    """A kernel's Attribution from its own launch's summary; `op` names the user's op that
+    launched it (a torch.library op wrapping the kernel), else the kernel's name stands."""
     note = REPLAY_NOTE if declared.get("replayed") else ""
     if declared.get("from_arguments"):
         shapes = ", ".join(str(list(s)) for s in declared.get("shapes") or [])
-        return Attribution(name, argument_cost(declared), 1.0, shapes, origin, ARGUMENTS_SOURCE, note)
-    return Attribution(name, declared_cost(declared), 1.0, "", origin, "triton", note)
+        return Attribution(op or name, argument_cost(declared), 1.0, shapes, origin, ARGUMENTS_SOURCE, note)
+    return Attribution(op or name, declared_cost(declared), 1.0, "", origin, "triton", note)
 
 
 def argument_cost(declared: dict[str, Any]) -> OpCost:

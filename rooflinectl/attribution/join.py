@@ -404,7 +404,8 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         if k.category != "kernel":
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
         elif declared is not None:
-            how = declared_attribution(k.name, declared, origin)
+            around = ops[inner].name if inner >= 0 and is_custom_op(ops[inner].name) else k.name  # a user's op
+            how = declared_attribution(k.name, declared, origin, around)
         elif costed >= 0:
             cost, shapes = index.cost(costed)
             total = time_by_op[(costed, instance)]
