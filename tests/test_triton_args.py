@@ -51,6 +51,7 @@ def test_aliases_of_one_storage_count_once() -> None:
     assert argument_bytes((x[:600], x[400:]))[0] == 1024 * 4  # overlapping views: their union
     assert argument_bytes((x[:256], x[512:768]))[0] == 512 * 4  # disjoint views of one storage: each span
     assert argument_bytes((x.view(32, 32), x.view(-1)[:32]))[0] == 1024 * 4  # a view inside another
+    assert argument_bytes((x, x[10:20], x[100:]))[0] == 1024 * 4  # views inside the whole
     other = torch.empty(1024)
     assert argument_bytes((x, other))[0] == 2 * 1024 * 4
 
@@ -144,3 +145,37 @@ def test_argument_bytes_hold_the_kernel_to_the_memory_roof_as_a_lower_bound() ->
     assert row["roof_time_s"] == pytest.approx(expected_roof_s)
     assert row["efficiency"] == pytest.approx(expected_roof_s / 200e-6)
     assert bool(lower_bound_rows(placed).iloc[0])
+
+
+def _summary(n: int, captured: bool = False) -> dict:
+    summary = summarise_declaration({"name": "add_kernel", **argument_declaration((torch.empty(n), torch.empty(n)))})
+    return {**summary, "captured": True} if captured else summary
+
+
+def _graph_trace(summaries: list[dict], replays: int, eager_after: int) -> RawTrace:
+    """One eager launch, then `replays` replays of a graph (one kernel each), then eager launches."""
+    correlations = [1] + [10 + r for r in range(replays)] + [100 + i for i in range(eager_after)]
+    kernels = [RawKernel(name="add_kernel", category="kernel", ts_ns=1_000_000 * i, dur_ns=1000, external_id=-1,
+                         correlation=c) for i, c in enumerate(correlations)]
+    return RawTrace(ops=[], kernels=kernels, launch_ts_ns={c: 1_000_000 * i for i, c in enumerate(correlations)},
+                    triton_launches=summaries, graph_launches=[10 + r for r in range(replays)])
+
+
+def test_graph_replays_take_the_cost_recorded_at_capture_and_eager_launches_their_own() -> None:
+    # launch order on the host: eager (8 elements), capture (16), eager (32); the captured launch runs no kernel
+    trace = _graph_trace([_summary(8), _summary(16, captured=True), _summary(32)], replays=2, eager_after=1)
+    launches = attribute(trace, "cuda", {}).launches
+    assert list(launches["bytes"]) == [2 * 8 * 4, 2 * 16 * 4, 2 * 16 * 4, 2 * 32 * 4]
+    assert [("CUDA graph" in note) for note in launches["cost_note"]] == [False, True, True, False]
+
+
+def test_a_graph_captured_in_every_iteration_keeps_its_one_cost() -> None:
+    trace = _graph_trace([_summary(16, captured=True), _summary(16, captured=True)], replays=2, eager_after=0)
+    launches = attribute(trace, "cuda", {}).launches.iloc[1:]
+    assert list(launches["bytes"]) == [2 * 16 * 4] * 2
+
+
+def test_graphs_that_captured_a_kernel_with_different_costs_leave_its_replays_unknown() -> None:
+    trace = _graph_trace([_summary(16, captured=True), _summary(64, captured=True)], replays=1, eager_after=0)
+    replayed = attribute(trace, "cuda", {}).launches.iloc[1]
+    assert replayed["cost_source"] == "none"

@@ -11,8 +11,9 @@ Rules:
 - A CUDA graph's replay runs no Python, so no summary is made per replay: a replayed kernel
   (launched by cudaGraphLaunch) takes the summary made when the graph was captured. Within one
   replay, the i-th kernel of a name takes the i-th captured summary of that name, when the replay
-  runs as many kernels of that name as were captured (one graph holds them); else (several
-  graphs captured the same kernel a different number of times) it takes none and shows no cost.
+  runs as many kernels of that name as were captured (one graph holds them); else, when every
+  captured launch of that name recorded the same cost (one graph captured again in each
+  iteration, say), that cost; else (graphs that captured it with different costs) none.
 - A declared cost is held to the unit and width it declares (declared_cost); bytes from the
   arguments are a minimum with FLOPs unknown (argument_cost, cost_source triton-args): the kernel
   is held to the memory roof on them, and its efficiency is a lower bound.
@@ -50,6 +51,7 @@ class DeclaredLaunches:
                 if k.correlation in self.graph_correlations and k.category == "kernel" and k.name in self.captured:
                     self._replay_counts[k.correlation][k.name] += 1
         self._taken: Counter[tuple[int, str]] = Counter()
+        self._same: dict[str, bool] = {}
 
     def __bool__(self) -> bool:
         return bool(self.eager or self.captured)
@@ -58,13 +60,25 @@ class DeclaredLaunches:
         """The summary of this traced kernel's launch (see the module's rules), or None."""
         if correlation in self.graph_correlations:
             captured = self.captured.get(name)
-            if not captured or self._replay_counts[correlation][name] != len(captured):
+            if not captured:
                 return None
             position = self._taken[(correlation, name)]
             self._taken[(correlation, name)] += 1
-            return {**captured[position], "replayed": True}
+            if self._replay_counts[correlation][name] == len(captured):
+                return {**captured[position], "replayed": True}
+            return {**captured[0], "replayed": True} if self._one_cost(name) else None
         queue = self.eager.get(name)
         return queue.popleft() if queue else None
+
+
+    def _one_cost(self, name: str) -> bool:
+        """Whether every captured launch of `name` recorded the same cost (a graph captured again
+        and again, in each iteration, with the same tensors' sizes)."""
+        found = self._same.get(name)
+        if found is None:
+            keys = {(c.get("flops"), c.get("bytes"), repr(c.get("shapes")), c.get("precision")) for c in self.captured[name]}
+            found = self._same[name] = len(keys) == 1
+        return found
 
 
 def declared_attribution(name: str, declared: dict[str, Any], origin: str, op: str = "") -> Attribution:
