@@ -1,0 +1,55 @@
+"""Advice for a user's undeclared Triton kernels (cost from their arguments' bytes): at the memory
+roof a "stop here" note that says the efficiency is a lower bound; far under it the memory-access
+finding with what the launch shows (grid, block, registers, shared memory)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from rooflinectl.analysis.advice import advise
+from rooflinectl.attribution.group import group_launches
+from rooflinectl.attribution.join import attribute
+from rooflinectl.capture.trace import RawKernel, RawTrace
+from rooflinectl.capture.triton_args import argument_declaration
+from rooflinectl.capture.triton_hook import summarise_declaration
+from tests.advice_tables import h200_ceilings, profile
+
+N = 1 << 26
+
+
+def args_row(name: str, efficiency: float, tensors: int = 3) -> dict[str, Any]:
+    """A kernel-table row made by the attribution stage from an undeclared launch of `name` whose
+    arguments are `tensors` fp32 vectors of N elements, timed to reach `efficiency`."""
+    arguments = tuple(torch.empty(N, device="meta") for _ in range(tensors))
+    summary = summarise_declaration({"name": name, **argument_declaration(arguments)})
+    summary["bytes"] = float(tensors * N * 4)  # meta tensors share address 0: their bytes as distinct buffers
+    kernel = RawKernel(name=name, category="kernel", ts_ns=0, dur_ns=1000, external_id=-1, correlation=1,
+                       grid=(65536, 1, 1), block=(128, 1, 1), registers_per_thread=26, shared_memory=0)
+    trace = RawTrace(ops=[], kernels=[kernel], launch_ts_ns={1: 0}, triton_launches=[summary])
+    table, _ = group_launches(attribute(trace, "cuda", {}).launches)
+    (out,) = table.to_dict("records")
+    out.update(rank=0, time_s=None, _efficiency=efficiency)
+    return out
+
+
+def test_a_kernel_at_its_roof_gets_stop_here_as_a_lower_bound() -> None:
+    report = advise(profile([args_row("add_kernel", 0.92), args_row("softmax_kernel", 0.88, tensors=2)],
+                            ceilings=h200_ceilings()))
+    stops = {f.subject: f for f in report.findings if f.rule_id == "roof.stop-here"}
+    assert set(stops) == {"add_kernel", "softmax_kernel"}
+    assert "92.0% or more" in stops["add_kernel"].evidence and "minimum bytes" in stops["add_kernel"].evidence
+    assert stops["add_kernel"].severity == "info" and stops["add_kernel"].est_saving_s == 0.0
+    assert not [f for f in report.findings if f.rule_id == "custom.memory-far-from-roof"]
+
+
+def test_a_kernel_far_under_its_roof_gets_the_memory_access_finding_with_its_launch() -> None:
+    report = advise(profile([args_row("strided_add_kernel", 0.12), args_row("add_kernel", 0.9)],
+                            ceilings=h200_ceilings()))
+    (far,) = [f for f in report.findings if f.rule_id == "custom.memory-far-from-roof"]
+    assert far.subject == "strided_add_kernel"
+    assert "12.0% or more" in far.evidence and "--counters ncu" in far.evidence
+    assert "65536 blocks x 128 threads" in far.evidence and "26 registers/thread" in far.evidence
+    assert "0 KiB shared memory/block" in far.evidence
+    assert "Coalesce" in far.recommendation and far.est_saving_s > 0
