@@ -56,7 +56,7 @@ from rooflinectl.costs.collectives import (
     collective_from_args,
     collective_from_gloo,
 )
-from rooflinectl.costs.custom_ops import is_custom_op
+from rooflinectl.costs.custom_ops import costed_by_fallback, is_custom_op
 from rooflinectl.costs.inductor import (
     cpp_kernel_cost,
     fused_label,
@@ -463,7 +463,7 @@ def _may_do_work(op: RawOp) -> bool:
 def _cpu_records(index: _OpIndex, records: Records) -> None:
     def units(i: int) -> list[int]:
         op = index.ops[i]
-        if index.is_work_unit(i) and not is_custom_op(op.name):
+        if index.is_work_unit(i) and not costed_by_fallback(op.name):
             return [i]
         found = [u for c in index.children[i] for u in units(c)]
         if not found and index.is_work_unit(i):  # a custom op whose children carry no cost of their own

@@ -47,6 +47,13 @@ def is_custom_op(name: str) -> bool:
         return False
 
 
+def costed_by_fallback(name: str) -> bool:
+    """A user's op with no registered formula: its cost is this module's minimum, no FLOPs."""
+    from rooflinectl.costs.registry import has_registered_formula
+
+    return is_custom_op(name) and not has_registered_formula(name)
+
+
 def custom_op_cost(call: OpCall) -> OpCost | None:
     """The op's minimum bytes (inputs, plus new outputs from its fake implementation), NaN FLOPs."""
     tensors = call.tensors()

@@ -140,6 +140,13 @@ def has_formula(name: str) -> bool:
     return name in _OPS or _is_custom_op(name)
 
 
+def has_registered_formula(name: str) -> bool:
+    """Whether a formula is registered for the op or one of its overloads (no fallback)."""
+    if not _loaded:
+        _load_formulas()
+    return name in _OPS
+
+
 def _is_custom_op(name: str) -> bool:
     from rooflinectl.costs.custom_ops import is_custom_op  # torch: see the module doc
 
