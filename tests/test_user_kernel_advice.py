@@ -53,3 +53,23 @@ def test_a_kernel_far_under_its_roof_gets_the_memory_access_finding_with_its_lau
     assert "65536 blocks x 128 threads" in far.evidence and "26 registers/thread" in far.evidence
     assert "0 KiB shared memory/block" in far.evidence
     assert "Coalesce" in far.recommendation and far.est_saving_s > 0
+
+
+def test_counters_fill_in_the_flops_of_a_bytes_only_row() -> None:
+    """--counters ncu: the measured FLOPs become the row's FLOPs (and its roof the precision that
+    executed them); the minimum bytes stay, the measured DRAM bytes sit beside them."""
+    import pandas as pd
+
+    from rooflinectl.analysis.counters import apply_counters
+
+    data = profile([args_row("add_kernel", 0.9), args_row("copy_kernel", 0.9, tensors=2)], ceilings=h200_ceilings())
+    by_row = pd.DataFrame({"measured_flops": [float(N), 0.0], "dram_bytes": [3.3 * N * 4, 2.1 * N * 4],
+                           "l2_bytes": [float("nan")] * 2, "l1_bytes": [float("nan")] * 2,
+                           "measured_precision": ["simt.fp32", ""], "measured_launches": [1, 1],
+                           "measured_own_launches": [1, 1]}, index=[0, 1])
+    table = apply_counters(data.kernels, by_row, data.ceilings)
+    add, copy = table.iloc[0], table.iloc[1]
+    assert add["flops"] == N and add["bytes"] == 3 * N * 4 and (add["unit"], add["precision"]) == ("simt", "fp32")
+    assert add["cost_source"] == "triton-args" and "FLOPs measured by Nsight Compute" in add["cost_note"]
+    assert add["bound"] == "memory" and add["intensity"] == 1 / 12
+    assert copy["flops"] == 0.0 and copy["precision"] == "fp32"  # no FLOPs executed: its roof stays
