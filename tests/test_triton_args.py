@@ -145,6 +145,20 @@ def test_argument_bytes_hold_the_kernel_to_the_memory_roof_as_a_lower_bound() ->
     assert row["roof_time_s"] == pytest.approx(expected_roof_s)
     assert row["efficiency"] == pytest.approx(expected_roof_s / 200e-6)
     assert bool(lower_bound_rows(placed).iloc[0])
+    text = _rendered(placed)
+    assert f">={row['efficiency']:.1%}" in text and "memory" in text and "nan" not in text
+
+
+def _rendered(table) -> str:
+    import io
+
+    from rich.console import Console
+
+    from rooflinectl.outputs.table import kernel_table
+
+    console = Console(file=io.StringIO(), width=200)
+    console.print(kernel_table(table))
+    return console.file.getvalue()
 
 
 def _summary(n: int, captured: bool = False) -> dict:

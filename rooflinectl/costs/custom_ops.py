@@ -26,8 +26,11 @@ from rooflinectl.costs.registry import OpCost
 from rooflinectl.costs.tensors import TORCH_DTYPES, OpCall, TensorArg, unique_read_bytes
 
 # Namespaces of PyTorch's own ops and profiler scopes: not a user's op.
-BUILTIN_NAMESPACES = frozenset({"aten", "prim", "prims", "c10d", "_c10d_functional", "c10d_functional", "profiler",
-                                "autograd", "inductor", "higher_order", "_dtensor", "rooflinectl", "debugprims"})
+BUILTIN_NAMESPACES = frozenset({
+    "aten", "prim", "prims", "debugprims", "c10d", "_c10d_functional", "c10d_functional", "_c10d_functional_autograd",
+    "_dtensor", "symm_mem", "profiler", "autograd", "inductor", "_inductor", "higher_order", "mkldnn", "onednn",
+    "quantized", "_quantized", "quantized_decomposed", "sparse", "cudnn", "miopen", "cuda", "mps", "xpu", "_test",
+    "rooflinectl"})
 _OP_NAME = re.compile(r"([A-Za-z_]\w*)::([A-Za-z_]\w*)")
 _SHORT_OF_TORCH = {getattr(torch, name): short for name, (short, _) in TORCH_DTYPES.items() if hasattr(torch, name)}
 _TORCH_OF_SHORT = {short: dtype for dtype, short in reversed(list(_SHORT_OF_TORCH.items()))}
