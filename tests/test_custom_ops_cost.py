@@ -106,3 +106,22 @@ def test_a_registered_formula_wins_over_the_fallback() -> None:
     finally:
         registry._REGISTRY.pop("rltest::numpy_rowsum", None)
         registry._OPS.discard("rltest::numpy_rowsum")
+
+
+def test_an_extension_kernel_under_a_custom_op_on_gpu_is_the_users() -> None:
+    """A GPU trace (synthetic, the profiler's format): an extension's kernel launched inside
+    rltest::numpy_add carries the op's exact minimum and counts as a custom kernel (origin other)."""
+    from rooflinectl.attribution.join import attribute
+    from rooflinectl.capture.trace import from_chrome_trace
+
+    op = {"ph": "X", "cat": "cpu_op", "name": "rltest::numpy_add", "ts": 0.0, "dur": 50.0, "tid": 1,
+          "args": {"External id": 7, "Input Dims": [[4096], [4096], []], "Input type": ["float", "float", "Scalar"],
+                   "Concrete Inputs": ["", "", "0.5"]}}
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 10.0, "dur": 2.0, "tid": 1,
+              "args": {"correlation": 3, "External id": 7}}
+    kernel = {"ph": "X", "cat": "kernel", "name": "axpb_kernel(float const*, float*, float, float, long)",
+              "ts": 20.0, "dur": 5.0, "args": {"External id": 7, "correlation": 3, "grid": [16, 1, 1],
+                                                "block": [256, 1, 1]}}
+    row = attribute(from_chrome_trace({"traceEvents": [op, launch, kernel]}), "cuda", {}).launches.iloc[0]
+    assert (row["op"], row["origin"], row["cost_source"]) == ("rltest::numpy_add", "other", "analytic")
+    assert row["bytes"] == 3 * 4096 * 4 and math.isnan(row["flops"])

@@ -397,7 +397,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         records.add_kinds(looked_up)  # the launches before this one first: the table keeps launch order
         looked_up.clear()
         blocks, threads = _product(k.grid), _product(k.block)
-        origin = kernel_origin(k.name, inner >= 0, declared is not None)
+        origin = kernel_origin(k.name, inner >= 0 and not is_custom_op(ops[inner].name), declared is not None)
         launch = Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
                         _known(k.registers_per_thread), _known(k.shared_memory), k.correlation)
         replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
