@@ -114,8 +114,9 @@ def test_the_launch_hook_records_argument_bytes_for_undeclared_kernels_only() ->
         _launch(_Kernel("triton_poi_fused_add_0"), x, y, 256)  # Inductor's: its own annotations
         declared = _Fn(lambda grid, metadata, args: {"name": "mine", "flops32": 256, "bytes": 2048})
         _launch(_Kernel("mine", declared, ("x", "y")), x, y)  # declares its cost: read as declared
+        _launch(_Kernel("add_kernel"), x, y, y, 256, 1024)  # the same launch again: one summary kept
     assert CompiledKernel.launch_metadata is original  # nothing of ours stays installed
-    assert [s["name"] for s in sink] == ["add_kernel", "mine"]
+    assert [s["name"] for s in sink] == ["add_kernel", "mine", "add_kernel"] and sink[2] is sink[0]
     assert sink[0]["from_arguments"] and sink[0]["bytes"] == 2 * 256 * 4 and sink[0]["flops"] is None
     assert not sink[1].get("from_arguments") and sink[1]["bytes"] == 2048
 

@@ -71,6 +71,13 @@ def _from_arguments(data: dict[str, Any]) -> dict[str, Any] | None:
             "shapes": data.get("shapes", [])}
 
 
+def _identity(summary: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells two launches' summaries apart (a long run repeats a few hundred of them)."""
+    return (summary["name"], summary["flops"], summary["bytes"], summary["precision"], summary["tensor_cores"],
+            summary["family"], tuple(summary["flops_by_width"].items()), tuple(summary.get("shapes") or ()),
+            summary.get("captured", False))
+
+
 def _capturing() -> Callable[[], bool]:
     """torch.cuda.is_current_stream_capturing where CUDA is present, else a constant False."""
     import torch
@@ -92,13 +99,15 @@ def triton_launches(sink: list[dict[str, Any]]) -> Iterator[None]:
 
     capturing = _capturing()
 
+    interned: dict[tuple[Any, ...], dict[str, Any]] = {}  # one dict per distinct summary, not one per launch
+
     def hook(metadata: Any) -> None:
         data = metadata.get() if hasattr(metadata, "get") else dict(metadata or {})
         summary = summarise_declaration(data or {})
         if summary is not None:
             if capturing():  # into a CUDA graph: the kernel runs only when the graph replays
                 summary["captured"] = True
-            sink.append(summary)
+            sink.append(interned.setdefault(_identity(summary), summary))
 
     with argument_bytes_recorded(), _hooked(triton, hook):
         yield
