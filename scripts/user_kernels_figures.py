@@ -50,7 +50,7 @@ def kernel_figures(kernels: pd.DataFrame, exact: dict[str, float]) -> None:
               f"(exact minimum {exact[name] / 1e6:.1f} MB, ratio {bytes_per_call / exact[name]:.4f}), "
               f"{time_per_call * 1e6:.1f} us/call, {bytes_per_call / time_per_call / 1e12:.2f} TB/s, "
               f"bound {row['bound']}, efficiency {_fmt(float(row['efficiency']))}, source {row['cost_source']}, "
-              f"flops {_fmt(float(rows['flops'].sum()))}, grid {_fmt(float(row['blocks']))} x "
+              f"flops {_fmt(float(rows['flops'].sum(min_count=len(rows))))}, grid {_fmt(float(row['blocks']))} x "
               f"{_fmt(float(row['threads_per_block']))} threads, {_fmt(float(row['registers_per_thread']))} regs")
 
 
@@ -68,7 +68,8 @@ def counter_figures(kernels: pd.DataFrame) -> None:
         row = measured.iloc[0]
         print(f"FIGURE {name} ncu: analytic {analytic / row['calls'] / 1e6:.1f} MB/call, ncu DRAM "
               f"{dram / row['calls'] / 1e6:.1f} MB/call, analytic/ncu {analytic / dram:.3f}; measured FLOPs "
-              f"{_fmt(float(measured['measured_flops'].sum()))}, flops now {_fmt(float(measured['flops'].sum()))}, "
+              f"{_fmt(float(measured['measured_flops'].sum()))}, flops now "
+              f"{_fmt(float(measured['flops'].sum(min_count=len(measured))))}, "
               f"source {row['cost_source']}, efficiency {_fmt(float(row['efficiency']))}, bound {row['bound']}")
 
 

@@ -160,8 +160,8 @@ def _tiling_findings(ctx: AdviceContext, rule_id: str, bound: str, fix: str) -> 
         eff = cell_float(row, "efficiency", 0.0)
         achieved = (f"{cell_float(row, 'achieved_bytes_per_s', 0.0) / 1e9:.0f} GB/s" if bound == "memory"
                     else f"{cell_float(row, 'achieved_flops_per_s', 0.0) / 1e12:.1f} TFLOP/s")
-        minimum = (" on the minimum bytes of its arguments: it may move more (strided or repeated reads; "
-                   "--counters ncu measures what it moves)" if is_lower_bound(row) else "")
+        minimum = ("; on the minimum bytes of its arguments: strided or repeated reads move more, "
+                   "which --counters ncu measures" if is_lower_bound(row) else "")
         findings.append(make_finding(
             rule_id,
             evidence=(f"custom {bound}-bound kernel {cell_text(row, 'kernel')} ({where(row)}) reaches "
