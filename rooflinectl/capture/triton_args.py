@@ -118,16 +118,27 @@ def argument_declaration(args: tuple[Any, ...]) -> dict[str, Any]:
     return {"bytes": total if shapes else None, "shapes": shapes, "dtype": dtype, FROM_ARGUMENTS: True}
 
 
+_UNDECLARED = "_rooflinectl_undeclared"
+
+
+def _undeclared(kernel: Any) -> bool:
+    """A user's kernel (not Inductor's) that declares no launch_metadata."""
+    if str(getattr(kernel, "name", "")).startswith(INDUCTOR_PREFIX):
+        return False
+    fn = getattr(getattr(kernel, "src", None), "fn", None)
+    return getattr(fn, "launch_metadata", None) is None
+
+
 def with_argument_bytes(original: Callable[..., Any]) -> Callable[..., Any]:
     """CompiledKernel.launch_metadata, wrapped: an undeclared, non-Inductor kernel's lazy dict
     also carries argument_declaration(args), added to it when the hook reads it."""
 
     def launch_metadata(self: Any, grid: Any, stream: Any, *args: Any) -> Any:
         lazy = original(self, grid, stream, *args)
-        if lazy is None or not hasattr(lazy, "add") or str(getattr(self, "name", "")).startswith(INDUCTOR_PREFIX):
-            return lazy
-        fn = getattr(getattr(self, "src", None), "fn", None)
-        if getattr(fn, "launch_metadata", None) is None:
+        undeclared = self.__dict__.get(_UNDECLARED)  # asked once per compiled kernel, not per launch
+        if undeclared is None:
+            undeclared = self.__dict__[_UNDECLARED] = _undeclared(self)
+        if undeclared and lazy is not None:
             lazy.add(argument_declaration, (args,))
         return lazy
 
