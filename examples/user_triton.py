@@ -3,8 +3,10 @@
 
 - add_kernel: the tutorial's vector add, 2^26 fp32 elements (805 MB moved per call);
 - softmax_kernel: the tutorial's fused row softmax over a [16384, 4096] bf16 tensor;
-- strided_add_kernel: the same add with a transposed index (neighbouring lanes 32 KiB apart):
-  the same arguments, uncoalesced;
+- strided_add_kernel: the same add with a transposed index over a [2^22, 16] view (neighbouring
+  lanes 64 bytes apart, each 32-byte sector fetched for one element and fetched again for each of
+  the row's other elements, after 128 MB of other sectors: more than the L2 holds): the same
+  arguments, uncoalesced;
 - rltest::triton_scale: a torch.library custom op wrapping a Triton kernel;
 - rltest_ext::axpb (--ext): a small inline C++/CUDA extension op registered with the dispatcher
   (built by torch.utils.cpp_extension.load_inline; --build-ext builds it and exits).
@@ -148,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1 << 26, help="elements of the vector adds")
     parser.add_argument("--rows", type=int, default=16384, help="softmax rows")
-    parser.add_argument("--cols", type=int, default=4096, help="softmax columns (and the strided add's)")
+    parser.add_argument("--cols", type=int, default=4096, help="softmax columns")
+    parser.add_argument("--stride", type=int, default=16, help="the strided add's row length (elements)")
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--ext", action="store_true", help="also call the inline C++/CUDA extension op")
     parser.add_argument("--build-ext", action="store_true", help="build the extension and exit")
@@ -165,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         load_extension()
     for _ in range(args.calls):
         out = add(x, y)
-        strided = strided_add(x, y, args.cols)
+        strided = strided_add(x, y, args.stride)
         probs = softmax(rows)
         scaled = triton_scale(x, 2.0)
         if args.ext:
