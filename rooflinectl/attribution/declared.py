@@ -52,6 +52,7 @@ class DeclaredLaunches:
                     self._replay_counts[k.correlation][k.name] += 1
         self._taken: Counter[tuple[int, str]] = Counter()
         self._same: dict[str, bool] = {}
+        self._attributions: dict[tuple[int, bool, str, str], Attribution] = {}
 
     def __bool__(self) -> bool:
         return bool(self.eager or self.captured)
@@ -65,11 +66,20 @@ class DeclaredLaunches:
             position = self._taken[(correlation, name)]
             self._taken[(correlation, name)] += 1
             if self._replay_counts[correlation][name] == len(captured):
-                return {**captured[position], "replayed": True}
-            return {**captured[0], "replayed": True} if self._one_cost(name) else None
+                return captured[position]
+            return captured[0] if self._one_cost(name) else None
         queue = self.eager.get(name)
         return queue.popleft() if queue else None
 
+
+    def attribution(self, name: str, correlation: int, declared: dict[str, Any], origin: str, op: str) -> Attribution:
+        """declared_attribution, made once per distinct summary (launches share their summary's dict)."""
+        replayed = correlation in self.graph_correlations
+        key = (id(declared), replayed, origin, op)
+        found = self._attributions.get(key)
+        if found is None:
+            found = self._attributions[key] = declared_attribution(name, declared, origin, op, replayed)
+        return found
 
     def _one_cost(self, name: str) -> bool:
         """Whether every captured launch of `name` recorded the same cost (a graph captured again
@@ -81,10 +91,11 @@ class DeclaredLaunches:
         return found
 
 
-def declared_attribution(name: str, declared: dict[str, Any], origin: str, op: str = "") -> Attribution:
+def declared_attribution(name: str, declared: dict[str, Any], origin: str, op: str = "",
+                         replayed: bool = False) -> Attribution:
     """A kernel's Attribution from its own launch's summary; `op` names the user's op that
     launched it (a torch.library op wrapping the kernel), else the kernel's name stands."""
-    note = REPLAY_NOTE if declared.get("replayed") else ""
+    note = REPLAY_NOTE if replayed else ""
     if declared.get("from_arguments"):
         shapes = ", ".join(str(list(s)) for s in declared.get("shapes") or [])
         return Attribution(op or name, argument_cost(declared), 1.0, shapes, origin, ARGUMENTS_SOURCE, note)

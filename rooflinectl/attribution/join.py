@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
-from rooflinectl.attribution.declared import DeclaredLaunches, declared_attribution, declared_cost  # noqa: F401 - re-exported
+from rooflinectl.attribution.declared import DeclaredLaunches, declared_cost  # noqa: F401 - declared_cost re-exported
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
 from rooflinectl.attribution.spans import merge_spans, span_index
@@ -405,7 +405,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
         elif declared is not None:
             around = ops[inner].name if inner >= 0 and is_custom_op(ops[inner].name) else k.name  # a user's op
-            how = declared_attribution(k.name, declared, origin, around)
+            how = triton_queue.attribution(k.name, k.correlation, declared, origin, around)
         elif costed >= 0:
             cost, shapes = index.cost(costed)
             total = time_by_op[(costed, instance)]
