@@ -367,6 +367,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
     # A launch of a costed op, not replayed, whose row differs from an earlier one's only in its
     # own numbers: its kind is looked up, not built again (most launches of a long run).
     kinds: dict[tuple[Any, ...], int] = {}
+    declared_numbers: dict[int, tuple[float, float]] = {}  # kind -> FLOPs and bytes of a Triton summary's launch
     # label and cost source of an op depend on its name alone, unless it launched a collective
     # (label then names the c10d op around it): remembered per name for the rest
     labels: dict[str, tuple[str, str]] = {}
@@ -394,6 +395,14 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
                 looked_up.append((kind, k.dur_ns / 1e9, cost.flops * share, cost.bytes * share, k.ts_ns,
                                   k.ts_ns + k.dur_ns, ts, k.correlation))
                 continue
+        if declared is not None:  # a launch of a Triton summary seen before, with the same launch and op
+            key = (id(declared), k.correlation in graph_correlations, k.grid, k.block, k.registers_per_thread,
+                   k.shared_memory, module, inner)
+            seen = kinds.get(key)
+            if seen is not None:
+                looked_up.append((seen, k.dur_ns / 1e9, *declared_numbers[seen], k.ts_ns, k.ts_ns + k.dur_ns, ts,
+                                  k.correlation))
+                continue
         records.add_kinds(looked_up)  # the launches before this one first: the table keeps launch order
         looked_up.clear()
         blocks, threads = _product(k.grid), _product(k.block)
@@ -419,8 +428,10 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
                     if is_generated_kernel(k.name) else index.why_unknown(op_i))
             how = Attribution(op_name, None, 0.0, "", origin, "none", note)
         kind = records.add(launch, how)
-        if common:
+        if common or declared is not None:
             kinds[key] = kind
+        if declared is not None:
+            declared_numbers[kind] = (how.cost.flops, how.cost.bytes) if how.cost is not None else (math.nan, math.nan)
     records.add_kinds(looked_up)
 
 
