@@ -73,3 +73,19 @@ def test_counters_fill_in_the_flops_of_a_bytes_only_row() -> None:
     assert add["cost_source"] == "triton-args" and "FLOPs measured by Nsight Compute" in add["cost_note"]
     assert add["bound"] == "memory" and add["intensity"] == 1 / 12
     assert copy["flops"] == 0.0 and copy["precision"] == "fp32"  # no FLOPs executed: its roof stays
+
+
+def test_the_gpu_pieces_figures_read_a_profile(tmp_path, capsys) -> None:
+    """scripts/user_kernels_figures.py (piece 77) on a profile of the example's kernels."""
+    from rooflinectl.outputs.profile_file import save_profile
+    from scripts.user_kernels_figures import main
+
+    rows = [args_row("add_kernel", 0.92), args_row("strided_add_kernel", 0.12)]
+    path = tmp_path / "user.profile.json"
+    save_profile(profile(rows, ceilings=h200_ceilings()), path)
+    assert main([str(path), "--size", str(N)]) == 0
+    out = capsys.readouterr().out
+    assert "FIGURE add_kernel: op add_kernel, 1 calls, 805.3 MB/call (exact minimum 805.3 MB, ratio 1.0000)" in out
+    assert "bound memory, efficiency 0.92, source triton-args, flops nan" in out
+    assert "FIGURE advice strided_add_kernel: custom.memory-far-from-roof" in out
+    assert "FIGURE advice add_kernel: roof.stop-here" in out and "CHECK softmax_kernel: not in the profile" in out
