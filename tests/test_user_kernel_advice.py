@@ -77,8 +77,16 @@ def test_counters_fill_in_the_flops_of_a_bytes_only_row() -> None:
 
 def test_the_gpu_pieces_figures_read_a_profile(tmp_path, capsys) -> None:
     """scripts/user_kernels_figures.py (piece 77) on a profile of the example's kernels."""
+    import importlib.util
+    from pathlib import Path
+
     from rooflinectl.outputs.profile_file import save_profile
-    from scripts.user_kernels_figures import main
+
+    spec = importlib.util.spec_from_file_location(
+        "user_kernels_figures", Path(__file__).parents[1] / "scripts" / "user_kernels_figures.py")
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    main = figures.main
 
     rows = [args_row("add_kernel", 0.92), args_row("strided_add_kernel", 0.12)]
     path = tmp_path / "user.profile.json"
