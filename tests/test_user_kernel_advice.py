@@ -97,3 +97,11 @@ def test_the_gpu_pieces_figures_read_a_profile(tmp_path, capsys) -> None:
     assert "bound memory, efficiency 0.92, source triton-args, flops nan" in out
     assert "FIGURE advice strided_add_kernel: custom.memory-far-from-roof" in out
     assert "FIGURE advice add_kernel: roof.stop-here" in out and "CHECK softmax_kernel: not in the profile" in out
+
+
+def test_a_small_user_kernel_at_its_roof_still_gets_stop_here() -> None:
+    """As on the H200 (piece 77): the softmax at 92% of its roof is 1.7% of kernel time next to a
+    slow strided add; its author still learns to stop. Library kernels keep the 5% floor."""
+    rows = [args_row("strided_add_kernel", 0.05), args_row("softmax_kernel", 0.92, tensors=2)]
+    report = advise(profile(rows, ceilings=h200_ceilings()))
+    assert [f.subject for f in report.findings if f.rule_id == "roof.stop-here"] == ["softmax_kernel"]

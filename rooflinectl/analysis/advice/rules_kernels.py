@@ -15,6 +15,7 @@ import pandas as pd
 from rooflinectl.analysis.advice.common import (
     FAR_EFFICIENCY,
     MATH_FAMILIES,
+    MIN_SHARE,
     TARGET_EFFICIENCY,
     TYPICAL_LIBRARY_EFFICIENCY,
     cell_float,
@@ -115,8 +116,9 @@ def library_fallback(ctx: AdviceContext) -> list[Finding]:
 
 @rule(id="roof.stop-here", title="Stop here: this kernel is at its roof", severity="info")
 def stop_here(ctx: AdviceContext) -> list[Finding]:
-    """A kernel at 80% or more of its roof and at least 5% of kernel time: no custom kernel can win
-    more than its headroom (time - roof time); the next gain is less work (fusion, precision).
+    """A kernel at 80% or more of its roof and at least 5% of kernel time (1% for a custom kernel:
+    its author wants to know when to stop): no custom kernel can win more than its headroom
+    (time - roof time); the next gain is less work (fusion, precision).
 
     Estimate: none (0 s); the evidence states the most any kernel could win.
     """
@@ -125,7 +127,8 @@ def stop_here(ctx: AdviceContext) -> list[Finding]:
     for i, row in ctx.kernels.iterrows():
         eff = cell_float(row, "efficiency", 0.0)
         time_s = cell_float(row, "time_s", 0.0)
-        if not usable(row) or eff < STOP_EFFICIENCY or not total_s or time_s / total_s < STOP_MIN_SHARE:
+        min_share = MIN_SHARE if is_custom(row) else STOP_MIN_SHARE
+        if not usable(row) or eff < STOP_EFFICIENCY or not total_s or time_s / total_s < min_share:
             continue
         headroom_s = max(0.0, cell_float(row, "headroom_s", time_s - cell_float(row, "roof_time_s", time_s)))
         findings.append(make_finding(
