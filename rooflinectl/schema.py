@@ -88,7 +88,8 @@ ORIGINS = ("aten", "triton", "inductor", "library", "other")
 # groups; rooflinectl/aggregate.py). "ncu": flops and bytes measured by Nsight Compute because the
 # cost model had no formula for the row (rows the model covers keep their analytic cost and carry
 # the counters in the measured columns).
-COST_SOURCES = ("analytic", "triton", "inductor", "mixed", "ncu", "none")
+# "triton-args": an undeclared Triton kernel's minimum bytes from its tensor arguments, FLOPs unknown.
+COST_SOURCES = ("analytic", "triton", "triton-args", "inductor", "mixed", "ncu", "none")
 
 # Whole-run figures stored in the profile's "summary" (None where they do not apply).
 SUMMARY_KEYS: dict[str, str] = {

@@ -17,6 +17,9 @@ bound      = latency  when one call's roof time is under the device's kernel flo
              compute  otherwise; unknown when the cost is not known.
 A point above its roof (efficiency > ABOVE_ROOF) is flagged: it means the counts are wrong; `suspect`
 names the count that bounds it (flops when compute-bound, else bytes).
+Bytes known and FLOPs not (a user kernel's minimum bytes from its arguments, a custom op's inputs
+and outputs): the group is held to the memory roof on its bytes (no compute time), its intensity
+and attainable FLOP/s are unknown, and its efficiency is a lower bound (lower_bound_rows).
 
 Collectives (unit "link") have no FLOPs: their roof time is bus bytes / the link roof (the
 all-reduce bus bandwidth measured between the GPUs; NaN without one), their bound "link", or
@@ -108,22 +111,23 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     achievable = _peaks(out, ceilings, achievable=True)
     flops = out["flops"].to_numpy(dtype=float)
     nbytes = out["bytes"].to_numpy(dtype=float)
+    bytes_only = np.isnan(flops) & ~np.isnan(nbytes)
     time_s = out["time_s"].to_numpy(dtype=float)
     calls = out["calls"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(nbytes > 0, flops / nbytes, np.where(flops > 0, np.inf, 0.0))
-        compute_s = flops / peaks
+        compute_s = np.where(bytes_only, 0.0, flops / peaks)
         memory_s = nbytes / bandwidth
         roof_s = np.where(on_link, memory_s, np.fmax(compute_s, memory_s))  # no link roof: unknown
         out["intensity"] = intensity
         out["achieved_flops_per_s"] = flops / time_s
         out["achieved_bytes_per_s"] = nbytes / time_s
-        out["attainable_flops_per_s"] = np.where(on_link, np.nan, np.fmin(peaks, intensity * bandwidth))
+        out["attainable_flops_per_s"] = np.where(on_link | bytes_only, np.nan, np.fmin(peaks, intensity * bandwidth))
         out["roof_time_s"] = roof_s
         out["efficiency"] = roof_s / time_s
         out["efficiency_achievable"] = np.where(on_link, memory_s, np.fmax(flops / achievable, memory_s)) / time_s
         out["headroom_s"] = np.clip(time_s - roof_s, 0.0, None)
-    known = ~np.isnan(flops) & ~np.isnan(nbytes)
+    known = (~np.isnan(flops) | bytes_only) & ~np.isnan(nbytes)
     out.loc[~known, "intensity"] = np.nan  # unknown cost is not a zero-FLOP copy
     bound = np.where(on_link, "link", np.where(memory_s >= compute_s, "memory", "compute")).astype(object)
     bound[(roof_s / np.maximum(calls, 1)) < floor_s] = "latency"
@@ -137,6 +141,13 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     out["above_roof"] = known & (out["efficiency"].to_numpy(dtype=float) > ABOVE_ROOF)
     out["suspect"] = np.where(out["above_roof"], np.where(on_link | (memory_s >= compute_s), "bytes", "flops"), "")
     return out
+
+
+def lower_bound_rows(table: pd.DataFrame) -> pd.Series:
+    """Rows whose efficiency is a lower bound: bytes known (a minimum), FLOPs unknown."""
+    if "flops" not in table.columns or "bytes" not in table.columns:
+        return pd.Series(False, index=table.index)
+    return table["flops"].isna() & table["bytes"].notna()
 
 
 def cost_shares(table: pd.DataFrame) -> dict[str, float | None]:

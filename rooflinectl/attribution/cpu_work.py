@@ -25,6 +25,7 @@ from typing import NamedTuple, Protocol
 from rooflinectl.capture.trace import RawOp
 from rooflinectl.costs import HELPER_OPS, NO_WORK_OPS, OpCost
 from rooflinectl.costs.collectives import GLOO_PREFIX
+from rooflinectl.costs.custom_ops import costed_by_fallback, is_custom_op
 
 
 class OpTree(Protocol):
@@ -63,7 +64,10 @@ def work_rows(tree: OpTree, roots: list[int], generated: Callable[[str], bool]) 
 def _rows(tree: OpTree, i: int, generated: Callable[[str], bool]) -> list[WorkRow]:
     op = tree.ops[i]
     inner = [r for c in tree.children[i] for r in _rows(tree, c, generated)]
-    if tree.is_work_unit(i):
+    # a user's op with no formula of its own (costs/custom_ops.py) whose inner ops are costed: those
+    # ops are the work, and its own time beside them an unknown row, as for any op without a formula
+    by_fallback = costed_by_fallback(op.name) and any(r.cost is not None for r in inner)
+    if tree.is_work_unit(i) and not by_fallback:
         return [WorkRow(i, float(op.dur_ns), executed_cost(tree, i, inner), False)]
     works = may_do_work(op, generated)
     if not inner:
@@ -82,8 +86,8 @@ def executed_cost(tree: OpTree, i: int, inner: list[WorkRow]) -> OpCost | None:
     """Op i's cost as it ran: its own, plus its helper children's or replaced by its children's
     (module doc), its own minimum kept as min_bytes; its own cost when no child is costed."""
     own, _ = tree.cost(i)
-    if own is None or tree.ops[i].name.startswith(GLOO_PREFIX):
-        return own
+    if own is None or tree.ops[i].name.startswith(GLOO_PREFIX) or is_custom_op(tree.ops[i].name):
+        return own  # a user's op with its own formula: the formula the user registered wins
     costed = [r for r in inner if r.cost is not None]
     if not costed:
         return own

@@ -46,12 +46,14 @@ def _number_cells(row: Any, n: float) -> dict[str, Text | str]:
     """A row's number cells; calls, time, FLOPs and bytes per iteration when n > 1 (and the
     fastest-slowest rank of a table merged across ranks)."""
     eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
+    if eff != "-" and math.isnan(row.flops) and not math.isnan(row.bytes):
+        eff = f">={eff}"  # bytes a minimum, FLOPs unknown: the efficiency is a lower bound
     spread = ({SPREAD: f"{seconds(row.time_min_s / n)}-{seconds(row.time_max_s / n)} r{row.slowest_rank}"}
               if hasattr(row, "time_max_s") else {})
     return {**spread,
         "share": percent(row.time_share), "calls": _calls_text(row.calls / n), "time": seconds(row.time_s / n),
         "FLOPs": si(row.flops / n, "FLOP"), "bytes": si(row.bytes / n, "B"),
-        "AI": "-" if row.cost_source == "none" else f"{row.intensity:.3g}",
+        "AI": "-" if row.cost_source == "none" or math.isnan(row.intensity) else f"{row.intensity:.3g}",
         "FLOP/s": si(row.achieved_flops_per_s, "FLOP/s"), "B/s": si(row.achieved_bytes_per_s, "B/s"),
         "attainable": si(row.attainable_flops_per_s, "FLOP/s"),
         "eff": Text(f"{eff}!", style="bold red") if row.above_roof else eff,
