@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -173,6 +174,14 @@ def _compare(state: SessionState, item: pytest.Item, record: dict[str, Any], cal
             for text in found)
 
 
+def _name_of(fn: Callable[..., Any]) -> str:
+    """A function's qualified name (Class.method); a builtin's plain name (torch.add, not
+    _VariableFunctionsClass.add); a callable object's class."""
+    if inspect.isbuiltin(fn) or inspect.ismethoddescriptor(fn):
+        return str(getattr(fn, "__name__", type(fn).__name__))
+    return str(getattr(fn, "__qualname__", None) or type(fn).__name__)
+
+
 @pytest.fixture
 def roofline(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """roofline(fn, *args, warmup=3, iters=10, device=None, label=None, **kwargs) profiles fn(*args,
@@ -192,7 +201,7 @@ def roofline(request: pytest.FixtureRequest) -> Callable[..., Any]:
         from rooflinectl.pytest_plugin.result import measure
 
         ceilings = session_ceilings(state, kind)
-        name = label or getattr(fn, "__qualname__", None) or type(fn).__name__
+        name = label or _name_of(fn)
         with measurement_lock(kind):
             result = measure(fn, args, kwargs, warmup=int(warmup), iters=int(iters), device_kind=kind,
                              ceilings=ceilings, label=str(name))
@@ -240,7 +249,7 @@ def _write_outputs(state: SessionState) -> None:
         tests: dict[str, list[dict[str, Any]]] = {}
         for row in measured:
             tests.setdefault(row["test"], []).append(
-                {k: row.get(k) for k in records.FIELDS if k not in ("change", "regressions")})
+                {k: row.get(k) for k in records.SAVED})
         try:
             import json
 
