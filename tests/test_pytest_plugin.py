@@ -298,6 +298,16 @@ def test_the_measurement_lock_serialises_two_processes(tmp_path: Path, monkeypat
     assert waited_s > 0.3
 
 
+def test_under_xdist_the_controller_gathers_the_workers_figures(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_chain=CHAIN)
+    result = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", "--roofline-report=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    rows = json.loads((pytester.path / "r.json").read_text())["rows"]
+    assert sorted((r["test"], r["bytes"]) for r in rows) == [("test_chain.py::test_chain_figures", 24 * N),
+                                                             ("test_chain.py::test_chain_is_fused", 24 * N)]
+
+
 def test_plugin_start_up_imports_nothing_heavy() -> None:
     code = ("import sys, rooflinectl.pytest_plugin\n"
             "print(sorted(m for m in ('torch', 'pandas', 'numpy', 'rooflinectl.api') if m in sys.modules))")

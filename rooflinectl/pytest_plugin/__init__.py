@@ -293,10 +293,14 @@ class SessionHooks:
         state = self.state
         if _is_worker(config) or not (state.rows or state.messages):
             return
-        if state.rows:
+        measured = [r for r in state.rows if r.get("outcome") != "skipped"]
+        if measured:
             terminalreporter.write_sep("-", "roofline")
             for line in terminal_lines(state.rows):
                 terminalreporter.write_line(line)
+        elif state.rows:  # a CPU-only run of GPU roofline tests: one line, not a table of dashes
+            terminalreporter.write_line(f"roofline: {len(state.rows)} tests skipped, none measured "
+                                        f"({state.rows[0].get('reason', '')})")
         for message in state.messages:
             terminalreporter.write_line(message)
 
