@@ -298,8 +298,9 @@ def test_the_measurement_lock_serialises_two_processes(tmp_path: Path, monkeypat
     assert waited_s > 0.3
 
 
-def test_under_xdist_the_controller_gathers_the_workers_figures(pytester: pytest.Pytester) -> None:
+def test_under_xdist_the_controller_gathers_the_workers_figures(pytester: pytest.Pytester, monkeypatch) -> None:
     pytest.importorskip("xdist")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     pytester.makepyfile(test_chain=CHAIN)
     result = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", "--roofline-report=r.json")
     result.assert_outcomes(passed=1, failed=1)

@@ -13,7 +13,8 @@ Definitions (docs/pytest-plugin.md):
   tensors passed in (and an nn.Module's parameters and buffers) read once, the tensors returned
   written once, a storage counted once. Tensors the function captures from outside are not seen.
 - time_s: the kernels' time per call, profiled; unprofiled_time_s: the median of `iters` calls
-  timed without the profiler (CUDA events around each call on a GPU, the host clock on a CPU).
+  timed without the profiler after `warmup` untimed ones (CUDA events around each call on a GPU,
+  the host clock on a CPU).
 """
 
 from __future__ import annotations
@@ -223,9 +224,12 @@ def tensor_bytes(*objs: Any) -> int:
 
 
 def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], iters: int,
-               device_kind: str) -> tuple[list[float], str]:
-    """Seconds of each of `iters` calls without the profiler: CUDA events around each call on the
-    current stream (device time, launch gaps included), else the host clock."""
+               device_kind: str, warmup: int = 0) -> tuple[list[float], str]:
+    """Seconds of each of `iters` calls without the profiler, after `warmup` untimed ones (the
+    first calls after the profiler stops may still pay for it): CUDA events around each call on
+    the current stream (device time, launch gaps included), else the host clock."""
+    for _ in range(warmup):
+        fn(*args, **kwargs)
     if device_kind == "cuda":
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
         torch.cuda.synchronize()
@@ -245,13 +249,14 @@ def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 def measure(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int, iters: int,
             device_kind: str, ceilings: Ceilings, label: str) -> RooflineResult:
-    """Profile fn (warm-up, then `iters` profiled calls), then time `iters` calls without the profiler."""
+    """Profile fn (warm-up, then `iters` profiled calls), then time `iters` calls without the
+    profiler (after `warmup` more)."""
     prof = profile(fn, *args, warmup=warmup, iters=iters, device=device_kind, ceilings=ceilings, **kwargs)
     out = fn(*args, **kwargs)
     owner = getattr(fn, "__self__", None)  # a module's bound method (forward) reads its parameters too
     modules = [m for m in (fn, owner) if isinstance(m, torch.nn.Module)]
     min_bytes = tensor_bytes(args, kwargs, modules) + tensor_bytes(out)
     del out
-    times, timed_by = time_calls(fn, args, kwargs, iters, device_kind)
+    times, timed_by = time_calls(fn, args, kwargs, iters, device_kind, warmup=warmup)
     return RooflineResult(label=label, profile=prof, iterations=iters, min_bytes=float(min_bytes),
                           unprofiled_times_s=times, timed_by=timed_by)
