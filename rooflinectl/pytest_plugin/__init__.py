@@ -246,20 +246,9 @@ def _write_outputs(state: SessionState) -> None:
         except OSError as exc:
             state.messages.append(f"could not write the roofline report {state.report_path}: {exc}")
     if state.save_path is not None and measured:
-        tests: dict[str, list[dict[str, Any]]] = {}
-        for row in measured:
-            tests.setdefault(row["test"], []).append(
-                {k: row.get(k) for k in records.SAVED})
         try:
-            import json
-
-            from rooflinectl.atomic import atomic_file
-
-            state.save_path.parent.mkdir(parents=True, exist_ok=True)
-            data = records.merged_baseline(state.save_path, tests, _meta(state))
-            with atomic_file(state.save_path) as fh:
-                json.dump(data, fh, indent=1)
-            state.messages.append(f"roofline baseline saved: {state.save_path} ({len(tests)} tests)")
+            count = records.save_baseline(state.save_path, measured, _meta(state))
+            state.messages.append(f"roofline baseline saved: {state.save_path} ({count} tests)")
         except OSError as exc:
             state.messages.append(f"could not save the roofline baseline {state.save_path}: {exc}")
 

@@ -86,6 +86,22 @@ def merged_baseline(path: Path, tests: dict[str, list[dict[str, Any]]], meta: di
     return {"format": BASELINE_FORMAT, "version": 1, **meta, "tests": {**kept, **tests}}
 
 
+def save_baseline(path: Path, rows: list[dict[str, Any]], meta: dict[str, Any]) -> int:
+    """Write the measured rows as a baseline (merged with the tests it already holds), atomically;
+    returns how many tests this run stored."""
+    from rooflinectl.atomic import atomic_file
+
+    tests: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        tests.setdefault(row["test"], []).append({k: row.get(k) for k in SAVED})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = merged_baseline(path, tests, meta)
+    with atomic_file(path) as fh:
+        json.dump(data, fh, indent=1)
+        fh.write("\n")
+    return len(tests)
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
