@@ -109,6 +109,11 @@ def test_the_figures_match_hand_counts_and_the_documented_definitions() -> None:
         r.kernel("conv")
     with pytest.raises(KernelNotFound, match=r"2 kernels of chain match 'aten'; name one: aten::"):
         r.kernel("aten")
+    doubled = measure(lambda x: (x + 1, x + x.t()), (torch.ones(8, 8),), {}, warmup=0, iters=1, device_kind="cpu",
+                      ceilings=ceilings, label="two adds")
+    with pytest.raises(KernelNotFound, match=r"2 kernels of two adds match 'aten::add'; name one: "
+                                             r"aten::add \(aten::add, \[8, 8\] x \[\]\); aten::add"):
+        doubled.kernel("aten::add")  # one op on two shapes: two rows, named with their shapes
     assert "% of roof" in repr(r) and len(repr(r)) < 240  # pytest shows reprs up to 240 characters
 
 

@@ -152,9 +152,11 @@ class RooflineResult:
         return [str(k) for k in self.kernels.loc[self.kernels["above_roof"].astype(bool), "kernel"]]
 
     def kernel(self, name: str) -> KernelFigures:
-        """The row whose kernel is `name`, else the one whose kernel or op contains it (case ignored)."""
+        """The row whose kernel (else op) is `name`, else the one whose kernel or op contains it
+        (case ignored)."""
         k = self.kernels
         exact = k[k["kernel"] == name]
+        exact = exact if len(exact) else k[k["op"] == name]
         if len(exact) == 1:
             return self._figures(exact.iloc[0])
         needle = name.lower()
