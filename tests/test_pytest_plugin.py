@@ -117,6 +117,27 @@ def test_the_figures_match_hand_counts_and_the_documented_definitions() -> None:
     assert "% of roof" in repr(r) and len(repr(r)) < 240  # pytest shows reprs up to 240 characters
 
 
+def test_a_kernel_above_its_roof_is_never_a_success() -> None:
+    from rooflinectl.ceilings import current_ceilings
+    from rooflinectl.ceilings.model import Roof
+    from rooflinectl.pytest_plugin.result import AboveRoof, measure
+
+    ceilings = current_ceilings("cpu", use_measured=False)
+    ceilings.memory_bytes_per_s["dram"] = Roof(1e3, "estimate", "a roof far below any real op: 1 kB/s")
+    r = measure(torch.add, (torch.ones(N), torch.ones(N)), {}, warmup=0, iters=1, device_kind="cpu",
+                ceilings=ceilings, label="add")
+    assert r.above_roof == ["aten::add"]
+    with pytest.raises(AboveRoof, match=r"^add: aten::add ran at \d+% of its roof \(simt.fp32, memory-bound\): the roof "
+                                        r"or the count is wrong, so no efficiency can be asserted"):
+        assert r.efficiency >= 0.5
+    with pytest.raises(AboveRoof, match=r"^aten::add ran at"):
+        r.kernel("add").efficiency  # noqa: B018
+    assert r.kernel("add").raw_efficiency > 1.05 and "ABOVE its roof" in repr(r.kernel("add"))
+    assert "efficiency unknown: 1 kernel(s) ABOVE their roof" in repr(r)
+    record = r.record()
+    assert record["efficiency"] is None and record["above_roof"] == "aten::add"
+
+
 def test_a_view_or_a_repeated_tensor_is_read_once() -> None:
     from rooflinectl.pytest_plugin.result import tensor_bytes
 

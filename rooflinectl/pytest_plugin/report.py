@@ -32,6 +32,8 @@ def cells(row: dict[str, Any]) -> list[str]:
     note = f"vs baseline: {row['change']}" if row.get("change") else ""
     if row.get("regressions"):
         note += " REGRESSED"
+    if row.get("above_roof"):
+        note += f" above its roof: {row['above_roof']} (numbers wrong)"
     if row.get("outcome") == "skipped":
         note = f"skipped: {row.get('reason', '')}"
     return [test, str(row.get("kernel") or row.get("label") or "-"), _percent(row.get("efficiency")),

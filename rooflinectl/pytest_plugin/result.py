@@ -3,9 +3,10 @@
 
 Definitions (docs/pytest-plugin.md):
 - efficiency: the function's kernels' roof time over their time, sum(roof_time_s) / sum(time_s)
-  over the rows whose cost is known and not above their roof: the time-weighted mean of the rows'
-  efficiencies (a row above its roof is a bug in the numbers, left out as analysis leaves it out
-  of every aggregate; NaN when no row is left, so `>=` fails).
+  over the rows whose cost is known: the time-weighted mean of the rows' efficiencies (NaN when no
+  row's cost is known, so `>=` fails). A row above its roof is a bug in the numbers (the roof or
+  the count), never a success: reading the efficiency of a call that has one, or of that row,
+  raises AboveRoof naming the kernel and its figure (an AssertionError: the test fails saying so).
 - bound: the bound that holds the most kernel time; kernel: the row that takes the most time.
 - bytes, flops: the kernel table's minimum traffic and FLOPs of one call (each op's inputs read
   once, outputs written once; a chain of unfused ops moves its intermediates too).
@@ -38,6 +39,18 @@ class KernelNotFound(LookupError):
     """`r.kernel(name)` matched no row, or several: the message lists the candidates."""
 
 
+class AboveRoof(AssertionError):
+    """An efficiency was read where a kernel ran above its roof: the numbers are wrong, no gate passes."""
+
+
+def _above_text(rows: pd.DataFrame) -> str:
+    return "; ".join(f"{r.kernel} ran at {r.efficiency:.0%} of its roof ({r.unit}.{r.precision}, {r.bound}-bound)"
+                     for r in rows.itertuples())
+
+
+ABOVE_ROOF_HINT = "the roof or the count is wrong, so no efficiency can be asserted (`rooflinectl ceilings` shows the roofs)"
+
+
 def _si(value: float, unit: str) -> str:
     if value is None or not math.isfinite(value):
         return f"? {unit}"
@@ -59,7 +72,7 @@ class KernelFigures:
 
     kernel: str
     op: str
-    efficiency: float
+    raw_efficiency: float  # the table's figure, also when the row is above its roof
     bound: str
     time_s: float
     flops: float
@@ -69,8 +82,16 @@ class KernelFigures:
     above_roof: bool
     row: pd.Series = field(repr=False, compare=False)
 
+    @property
+    def efficiency(self) -> float:
+        """roof time / time; raises AboveRoof for a row above its roof."""
+        if self.above_roof:
+            raise AboveRoof(f"{_above_text(pd.DataFrame([self.row]))}: {ABOVE_ROOF_HINT}")
+        return self.raw_efficiency
+
     def __repr__(self) -> str:
-        return (f"<kernel {self.kernel} ({self.op}): {self.efficiency:.1%} of roof ({self.bound}-bound, {self.roof}), "
+        figure = f"ABOVE its roof ({self.raw_efficiency:.0%})" if self.above_roof else f"{self.raw_efficiency:.1%} of roof"
+        return (f"<kernel {self.kernel} ({self.op}): {figure} ({self.bound}-bound, {self.roof}), "
                 f"{_duration(self.time_s)}/call>")
 
 
@@ -105,13 +126,21 @@ class RooflineResult:
     def _counted(self) -> pd.DataFrame:
         k = self.kernels
         known = k["flops"].notna() & k["bytes"].notna() & k["roof_time_s"].notna()
-        return k[known & ~k["above_roof"].astype(bool)]
+        return k[known]
 
-    @property
-    def efficiency(self) -> float:
+    def _efficiency(self) -> float:
         counted = self._counted()
         total_s = float(counted["time_s"].sum())
         return float(counted["roof_time_s"].sum()) / total_s if total_s > 0 else math.nan
+
+    @property
+    def efficiency(self) -> float:
+        """sum(roof_time_s) / sum(time_s) of the rows with a known cost; raises AboveRoof when one
+        of them is above its roof."""
+        above = self.kernels[self.kernels["above_roof"].astype(bool)]
+        if len(above):
+            raise AboveRoof(f"{self.label}: {_above_text(above)}: {ABOVE_ROOF_HINT}")
+        return self._efficiency()
 
     @property
     def bound(self) -> str:
@@ -171,7 +200,7 @@ class RooflineResult:
 
     def _figures(self, row: pd.Series) -> KernelFigures:
         roof = memory_level(str(row["kernel"])) if row["bound"] == "memory" else f"{row['unit']}.{row['precision']}"
-        return KernelFigures(kernel=str(row["kernel"]), op=str(row["op"]), efficiency=float(row["efficiency"]),
+        return KernelFigures(kernel=str(row["kernel"]), op=str(row["op"]), raw_efficiency=float(row["efficiency"]),
                              bound=str(row["bound"]), time_s=float(row["time_s"]) / self.iterations,
                              flops=float(row["flops"]) / self.iterations, bytes=float(row["bytes"]) / self.iterations,
                              launches=float(row["calls"]) / self.iterations, roof=str(roof),
@@ -184,17 +213,21 @@ class RooflineResult:
 
         sources = sorted({r.source for r in [*self.ceilings.memory_bytes_per_s.values(),
                                              *self.ceilings.compute_flops_per_s.values()]})
-        return {"label": self.label, "kernel": self.kernel_name, "efficiency": finite(self.efficiency),
+        efficiency = math.nan if self.above_roof else self._efficiency()
+        return {"label": self.label, "kernel": self.kernel_name, "efficiency": finite(efficiency),
+                "above_roof": ", ".join(self.above_roof),
                 "bound": self.bound, "time_s": finite(self.time_s), "unprofiled_time_s": finite(self.unprofiled_time_s),
                 "bytes": finite(self.bytes), "min_bytes": finite(self.min_bytes), "flops": finite(self.flops),
                 "device": self.device, "device_kind": str(self.ceilings.device_kind), "ceilings": ",".join(sources)}
 
     def __repr__(self) -> str:
-        flagged = f", {len(self.above_roof)} above roof (left out)" if self.above_roof else ""
-        return (f"<roofline {self.label} on {self.device}: {self.efficiency:.1%} of roof ({self.bound}-bound), "
+        figure = f"{self._efficiency():.1%} of roof"
+        if self.above_roof:
+            figure = f"efficiency unknown: {len(self.above_roof)} kernel(s) ABOVE their roof"
+        return (f"<roofline {self.label} on {self.device}: {figure} ({self.bound}-bound), "
                 f"{_duration(self.time_s)}/call (un-profiled {_duration(self.unprofiled_time_s)}), "
                 f"{_si(self.bytes, 'B')} vs min {_si(self.min_bytes, 'B')}, {_si(self.flops, 'FLOP')}; "
-                f"top {self.kernel_name or 'none'}{flagged}>")
+                f"top {self.kernel_name or 'none'}>")
 
 
 def _tensors(obj: Any, depth: int = 0) -> Iterator[torch.Tensor]:
