@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from advice_tables import cpu_ceilings, elementwise, gemm, profile, row, triton_row
+from advice_tables import cpu_ceilings, elementwise, gemm, h200_ceilings, profile, row, triton_row
 
 from rooflinectl.analysis.advice import RULES, Thresholds, advise
 
@@ -311,3 +311,22 @@ def test_every_rule_is_documented_with_a_severity():
     for entry in RULES.values():
         assert entry.doc and entry.severity in ("info", "warning", "error")
         assert entry.gate == bool(entry.threshold)
+
+
+def test_stop_here_at_the_measured_achievable_peak():
+    """The roof is the theoretical peak no library reaches (issue 29): a GEMM at 75% of it but
+    at 95% of the achievable peak this GPU measured is at the library's best, so stop here."""
+    from dataclasses import replace
+
+    from rooflinectl.ceilings.model import Roof
+
+    achievable = {"tensor.fp16": Roof(0.75 / 0.95 * 989e12, "measured")}
+    ceilings = replace(h200_ceilings(), achievable_flops_per_s=achievable)
+    data = profile(custom_gemm_rows(0.6), ceilings=ceilings)
+    assert data.kernels.at[0, "efficiency"] == pytest.approx(0.75)
+    assert data.kernels.at[0, "efficiency_achievable"] == pytest.approx(0.95)
+    stops = findings(data, "roof.stop-here")
+    assert [f.rows for f in stops] == [(0,)]  # cuBLAS; the custom kernel (0.6 of the roof, 76% of achievable) is not
+    assert "95.0% of the achievable peak" in stops[0].evidence
+    # without a measured achievable peak, 75% of the roof is not "at the roof"
+    assert findings(profile(custom_gemm_rows(0.6)), "roof.stop-here") == []

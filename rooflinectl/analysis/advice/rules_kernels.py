@@ -30,6 +30,7 @@ from rooflinectl.units import percent, seconds
 
 STOP_EFFICIENCY = 0.8  # at or above this share of the roof, a custom kernel cannot win much
 STOP_MIN_SHARE = 0.05
+STOP_ACHIEVABLE = 0.9  # a compute-bound kernel at this share of the measured achievable peak is as fast as the library
 LIBRARY_GAP = 0.5  # custom efficiency under this fraction of the library's: call the library
 
 
@@ -116,9 +117,11 @@ def library_fallback(ctx: AdviceContext) -> list[Finding]:
 
 @rule(id="roof.stop-here", title="Stop here: this kernel is at its roof", severity="info")
 def stop_here(ctx: AdviceContext) -> list[Finding]:
-    """A kernel at 80% or more of its roof and at least 5% of kernel time (1% for a custom kernel:
-    its author wants to know when to stop): no custom kernel can win more than its headroom
-    (time - roof time); the next gain is less work (fusion, precision).
+    """A kernel at 80% or more of its roof, or a compute-bound one at 90% or more of the achievable
+    peak this GPU measured (the best cuBLAS reached: the theoretical roof is a ceiling no library
+    reaches), and at least 5% of kernel time (1% for a custom kernel: its author wants to know when
+    to stop): no custom kernel can win more than its headroom (time - roof time); the next gain is
+    less work (fusion, precision).
 
     Estimate: none (0 s); the evidence states the most any kernel could win.
     """
@@ -128,13 +131,18 @@ def stop_here(ctx: AdviceContext) -> list[Finding]:
         eff = cell_float(row, "efficiency", 0.0)
         time_s = cell_float(row, "time_s", 0.0)
         min_share = MIN_SHARE if is_custom(row) else STOP_MIN_SHARE
-        if not usable(row) or eff < STOP_EFFICIENCY or not total_s or time_s / total_s < min_share:
+        at_achievable = (cell_text(row, "bound") == "compute"
+                         and cell_float(row, "efficiency_achievable", 0.0) >= STOP_ACHIEVABLE)
+        if not usable(row) or (eff < STOP_EFFICIENCY and not at_achievable) or not total_s \
+                or time_s / total_s < min_share:
             continue
         headroom_s = max(0.0, cell_float(row, "headroom_s", time_s - cell_float(row, "roof_time_s", time_s)))
+        achievable = (f", {percent(cell_float(row, 'efficiency_achievable', 0.0))} of the achievable peak "
+                      "this GPU measured") if at_achievable and eff < STOP_EFFICIENCY else ""
         findings.append(make_finding(
             "roof.stop-here",
-            evidence=(f"{where(row)} runs at {efficiency_text(row)} of its {cell_text(row, 'bound')} roof "
-                      f"({percent(time_s / total_s)} of kernel time)"
+            evidence=(f"{where(row)} runs at {efficiency_text(row)} of its {cell_text(row, 'bound')} roof"
+                      f"{achievable} ({percent(time_s / total_s)} of kernel time)"
                       + (", on the minimum bytes of its arguments." if is_lower_bound(row) else ".")),
             recommendation=(f"Stop here: a custom kernel can win at most {percent(headroom_s / time_s)} of "
                             f"this kernel ({seconds(headroom_s, decimals=2)}, {percent(headroom_s / total_s)} of kernel "
