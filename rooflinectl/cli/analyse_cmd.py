@@ -47,7 +47,7 @@ def command(trace: Path, output: str, force: bool, iterations_mode: str, top: in
 
     if not trace.is_file():
         raise UsageError(f"{trace} is not a file: give a Chrome trace (.json, .json.gz) or a capture file.")
-    target = checked_output(output, what="profile", force=force, ours=is_profile)
+    target = checked_output(output, what="profile", force=force, ours=is_profile, inputs=[trace])
     with status_line(enabled=not quiet) as line:
         line.workload(f"reading {trace}")
         capture = _load(trace)

@@ -28,15 +28,15 @@ def console(width: int | None = None) -> Console:
     return Console(width=width or terminal_width())
 
 
-def show_or_write(renderable: RenderableType, output: str | None, width: int) -> None:
+def show_or_write(renderable: RenderableType, output: str | None, width: int, **check: Any) -> None:
     """Print to the terminal at `width`, or write it as plain text to -o FILE ('-': standard output
-    gets the coloured table)."""
+    gets the coloured table); check: write_text_output's inputs and force."""
     from rooflinectl.cli.output_paths import STDOUT, write_text_output
 
     if output is None or output == STDOUT:
         console(width).print(renderable)
     else:
-        write_text_output(plain_text(renderable, width), output)
+        write_text_output(plain_text(renderable, width), output, **check)
 
 
 class FormatChoice(click.Choice):

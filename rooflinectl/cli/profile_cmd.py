@@ -17,6 +17,7 @@ import click
 
 from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
 from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
+from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import UsageError
 from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
 
@@ -128,7 +129,7 @@ class IterationsMode(click.ParamType):
               help="counters: at most this many launches measured")
 @click.option("--ncu-launch-skip", "launch_skip", type=click.IntRange(min=0), default=0, show_default=True,
               help="counters: measure no launch among the first N counted ones (e.g. a cold first iteration)")
-@click.option("--ncu-timeout", type=click.FloatRange(min=1), default=900, show_default=True,
+@click.option("--ncu-timeout", type=FiniteFloatRange(min=1), default=900, show_default=True,
               help="counters: seconds before the ncu run is stopped")
 @click.option("--ncu", "ncu_path", default=None, help="counters: the ncu executable (default: PATH, $CUDA_HOME/bin)")
 @click.option("--ncu-report", type=click.Path(dir_okay=False), default=None,
@@ -190,9 +191,9 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
                                                            ours=is_profile)
     writer = ProfileWriter(profile_target, output, ["rooflinectl", *sys.argv[1:]], iterations_mode)
     capture_target = checked_output(capture_path, what="capture", ours=is_capture, script=path,
-                                    force=force) if capture_path else None
+                                    force=force, others=[profile_target]) if capture_path else None
     trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
-                                  force=force) if trace_path else None
+                                  force=force, others=[profile_target, capture_target]) if trace_path else None
     if ncu_report is not None:
         if counters == "none":
             raise UsageError("--ncu-report keeps Nsight Compute's report of the counters run: give --counters ncu "

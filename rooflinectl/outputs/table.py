@@ -15,7 +15,7 @@ from rich.text import Text
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.outputs.clocks_text import clock_lines
-from rooflinectl.outputs.escape import plain, rich_text
+from rooflinectl.outputs.escape import csv_cell, plain, rich_text
 from rooflinectl.outputs.plot_names import ellipsize, shorten_kernel_name
 from rooflinectl.outputs.profile_checks import consistency_notes
 from rooflinectl.outputs.ranks_text import communication_lines, distributed_renderables
@@ -227,7 +227,11 @@ def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:
 
 
 def table_csv(table: pd.DataFrame) -> str:
-    return table.to_csv(index=False)
+    """The table as CSV, each text cell through escape.csv_cell (no formula, no control character)."""
+    safe = table.copy()
+    for name in safe.columns[safe.dtypes == object]:
+        safe[name] = safe[name].map(csv_cell)
+    return safe.to_csv(index=False)
 
 
 def table_json(table: pd.DataFrame, data: ProfileData) -> str:
