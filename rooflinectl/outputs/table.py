@@ -138,9 +138,10 @@ def _roofs_line(data: ProfileData) -> str:
     used = {c.compute_roof_key(u, p) for u, p in zip(data.kernels.get("unit", []), data.kernels.get("precision", []))}
     keys = sorted(k for k in c.compute_flops_per_s if k in used) or sorted(c.compute_flops_per_s)
     rest = len(c.compute_flops_per_s) - len(keys)
+    compute = ", ".join(f"{plain(k)} {si(c.compute_flops_per_s[k].value, 'FLOP/s')} "
+                        f"({plain(c.compute_flops_per_s[k].source)})" for k in keys) or "no compute roofs (unknown GPU)"
     return (f"roofs: DRAM {si(dram.value, 'B/s') if dram else '-'} ({plain(dram.source) if dram else '-'}); "
-            + ", ".join(f"{plain(k)} {si(c.compute_flops_per_s[k].value, 'FLOP/s')} "
-                        f"({plain(c.compute_flops_per_s[k].source)})" for k in keys)
+            + compute
             + (f"; {rest} more in `rooflinectl ceilings`" if rest else "") + _host_link_text(c)
             + (f"; link {si(c.link().value, 'B/s')} ({plain(c.link().source)})" if c.link() is not None else ""))
 
@@ -229,7 +230,7 @@ def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:
 def table_csv(table: pd.DataFrame) -> str:
     """The table as CSV, each text cell through escape.csv_cell (no formula, no control character)."""
     safe = table.copy()
-    for name in safe.columns[safe.dtypes == object]:
+    for name in safe.select_dtypes(include="object").columns:
         safe[name] = safe[name].map(csv_cell)
     return safe.to_csv(index=False)
 
