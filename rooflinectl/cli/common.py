@@ -24,8 +24,12 @@ def terminal_width() -> int:
 
 
 def console(width: int | None = None) -> Console:
-    """A console as wide as the terminal (or `width`), that does not wrap tables into nothing in pipes."""
-    return Console(width=width or terminal_width())
+    """A console as wide as the terminal (or `width`), that does not wrap tables into nothing in pipes.
+    A profiled script that closed standard output gets the table on standard error, not a crash."""
+    import sys
+
+    closed = sys.stdout is None or getattr(sys.stdout, "closed", False)
+    return Console(width=width or terminal_width(), file=sys.stderr if closed else None)
 
 
 def show_or_write(renderable: RenderableType, output: str | None, width: int, **check: Any) -> None:

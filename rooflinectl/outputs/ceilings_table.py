@@ -185,10 +185,10 @@ def device_text(ceilings: Ceilings) -> Text:
                     + (f"; peer-to-peer over NVLink: {sum(ok for _, _, ok in p2p)} of {len(p2p)} pairs" if p2p else "")
                     + " (`--format json` has `nvidia-smi topo -m`)\n")
     for line in details.get("missing", []):
-        text.append(f"Could not read / know: {line}\n", style="yellow")
+        text.append(f"Could not read / know: {plain(line)}\n", style="yellow")
     flagged = [r for r in details.get("measurements", []) if r.get("flag")]
     for row in flagged:
-        text.append(f"FLAG {row['key']}: {row['flag']}\n", style="bold red")
+        text.append(f"FLAG {plain(row['key'])}: {plain(row['flag'])}\n", style="bold red")
     return text
 
 
