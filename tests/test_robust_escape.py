@@ -157,8 +157,9 @@ def test_validate_csv_cells_are_never_formulas(tmp_path: Path) -> None:
 
 
 def test_junit_stays_valid_xml_with_noncharacters(tmp_path: Path) -> None:
-    path = _variant(tmp_path, lambda r: [_set_kernel(r, "k\ufffe\uffff\x01\ud800" + HOSTILE, row=i)
-                                         for i in range(len(r["kernels"]["rows"]))])
+    path = _variant(tmp_path, lambda r: [_set_kernel(r, f"{column}\ufffe\uffff\x01\ud800" + HOSTILE, column, row=i)
+                                         for i in range(len(r["kernels"]["rows"]))
+                                         for column in ("kernel", "op", "module")])
     for command in (["advise", path, "--format", "junit"], ["diff", path, path, "--format", "junit"]):
         result = _invoke(*command)
         assert result.exit_code in (0, 1), result.output
