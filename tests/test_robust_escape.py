@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import rooflinectl
 from rooflinectl.cli.main import main
 from rooflinectl.errors import EXIT_USAGE
 
 GOOD = Path(__file__).parent / "data" / "h200_attention_naive.profile.json"
 RAW = json.loads(GOOD.read_text())
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(rooflinectl.__file__).resolve().parents[1]  # the code under test (a child process imports it too)
+DATA = Path(__file__).parent / "data"
 HOSTILE = "k\x1b[2J\x1b]0;t\x07\n::error::injected\n::stop-commands::tok\n::add-mask::x\u202eevil"
 
 
@@ -83,7 +85,7 @@ def test_validate_counters_status_and_reason_are_escaped(tmp_path: Path) -> None
 def test_analyse_device_name_is_escaped(tmp_path: Path) -> None:
     import gzip
 
-    trace = json.loads(gzip.decompress((ROOT / "tests/data/h200_real/moe_grouped.trace.json.gz").read_bytes()))
+    trace = json.loads(gzip.decompress((DATA / "h200_real/moe_grouped.trace.json.gz").read_bytes()))
     trace["deviceProperties"] = [{"id": 0, "name": "NVIDIA FutureGPU 9000" + HOSTILE}]
     path = tmp_path / "t.json"
     path.write_text(json.dumps(trace))

@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import rooflinectl
 from rooflinectl.cli.main import main
 
 GOOD = Path(__file__).parent / "data" / "h200_attention_naive.profile.json"
 RAW = json.loads(GOOD.read_text())
-ROOT = Path(__file__).resolve().parents[1]
-TRACE = ROOT / "tests/data/h200_real/moe_grouped.trace.json.gz"
+ROOT = Path(rooflinectl.__file__).resolve().parents[1]  # the code under test (a child process imports it too)
+DATA = Path(__file__).parent / "data"
+TRACE = DATA / "h200_real/moe_grouped.trace.json.gz"
 EXIT_USAGE = 2
 
 
@@ -64,7 +66,7 @@ def test_a_lone_surrogate_in_a_chart_file(tmp_path: Path) -> None:
 
 def test_a_gate_on_a_surrogate_profile_is_a_verdict_not_a_crash(tmp_path: Path) -> None:
     path = _variant(tmp_path, lambda r: [row.__setitem__(0, "k\ud800x") for row in r["kernels"]["rows"]])
-    result = _invoke("advise", path, "--min-efficiency", "0.01", "--format", "junit")
+    result = _invoke("advise", path, "--min-efficiency", "0.01", "--format", "markdown")
     _one_sentence(result, 0)
 
 
@@ -147,8 +149,8 @@ def test_a_function_that_raises_is_not_said_to_be_a_script_that_did_not_run(tmp_
 
 def test_advise_to_dev_stdout_through_a_pipe(tmp_path: Path) -> None:
     """`advise -o /dev/stdout | cat`: /dev/stdout is a pipe, written into (no temp file beside it)."""
-    done = subprocess.run(f"{sys.executable} -m rooflinectl advise {GOOD} --format markdown -o /dev/stdout | cat",
-                          shell=True, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    done = subprocess.run(["bash", "-c", "set -o pipefail; \"$0\" -m rooflinectl advise \"$1\" --format markdown "
+                           "-o /dev/stdout | cat", sys.executable, str(GOOD)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "rooflinectl advice" in done.stdout

@@ -18,12 +18,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import rooflinectl
 from rooflinectl import atomic
 from rooflinectl.cli.main import main
 from rooflinectl.errors import EXIT_USAGE, EXIT_WRITE, OutputWriteError
 
 GOOD = Path(__file__).parent / "data" / "h200_attention_naive.profile.json"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(rooflinectl.__file__).resolve().parents[1]  # the code under test (a child process imports it too)
+DATA = Path(__file__).parent / "data"
 
 
 def _invoke(*args: str, cwd: Path | None = None):
@@ -122,7 +124,7 @@ def test_a_report_does_not_replace_what_is_not_ours(profile: Path, tmp_path: Pat
     before = (tmp_path / target).read_bytes()
     result = _invoke(*args)
     assert result.exit_code == EXIT_USAGE, result.output
-    assert "--force" in result.output and "\n" == result.output[-1] and result.output.count("\n") == 1
+    assert "--force" in result.output and result.output[-1] == "\n" and result.output.count("\n") == 1
     assert (tmp_path / target).read_bytes() == before
     forced = _invoke(*args, "--force")
     assert forced.exit_code in (0, 1), forced.output
@@ -206,7 +208,7 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
                                   ["diff", "p.json", "p.json", "-o", "out.txt"],
                                   ["advise", "p.json", "--format", "json", "-o", "out.txt"],
                                   ["plot", "p.json", "-o", "out.png"],
-                                  ["analyse", str(ROOT / "tests/data/h200_mlp_bf16.capture.json.gz"), "-o", "q.json",
+                                  ["analyse", str(DATA / "h200_mlp_bf16.capture.json.gz"), "-o", "q.json",
                                    "-q"]])
 def test_a_full_disk_is_one_sentence_exit_6_and_no_temp_file(profile: Path, tmp_path: Path, full_disk: None,
                                                               args: list[str]) -> None:
