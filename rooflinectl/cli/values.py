@@ -18,7 +18,7 @@ def range_text(low: float | None, high: float | None) -> str:
     if low is not None and high is not None and math.isfinite(high):
         return f"between {low:g} and {high:g}"
     if low is not None:
-        return f"a finite number >= {low:g}"
+        return f"a number >= {low:g}"
     return "a finite number"
 
 
