@@ -18,7 +18,7 @@ import click
 from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
 from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
 from rooflinectl.cli.values import FiniteFloatRange
-from rooflinectl.errors import UsageError
+from rooflinectl.errors import OutputWriteError, UsageError
 from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
 
 # What runs the profile (torch through capture, pandas) is imported in the functions below:
@@ -223,12 +223,15 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         if not (to_stdout and counters != "none"):  # standard output gets one profile: the final one
             report(f"writing {output}")
             status, message = writer.save(data, completed=outcome.completed)  # saved before anything can fail
-        if capture_target is not None:
-            report(f"writing {capture_target}")
-            save_capture(outcome.capture, str(capture_target))
-        if trace_target is not None:
-            report(f"writing {trace_target}")
-            _save_annotated_trace(outcome.capture, data, launches, trace_target)
+        try:  # the profile is saved: a failure now still says where it is
+            if capture_target is not None:
+                report(f"writing {capture_target}")
+                save_capture(outcome.capture, str(capture_target))
+            if trace_target is not None:
+                report(f"writing {trace_target}")
+                _save_annotated_trace(outcome.capture, data, launches, trace_target)
+        except OutputWriteError as exc:
+            raise OutputWriteError(f"{exc} ({message or 'the profile was written'})") from None
     problem = None
     if counters != "none":
         options = CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report)
