@@ -230,8 +230,9 @@ def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:
 def table_csv(table: pd.DataFrame) -> str:
     """The table as CSV, each text cell through escape.csv_cell (no formula, no control character)."""
     safe = table.copy()
-    for name in safe.select_dtypes(include="object").columns:
-        safe[name] = safe[name].map(csv_cell)
+    for name in safe.columns:
+        if pd.api.types.is_object_dtype(safe[name]) or pd.api.types.is_string_dtype(safe[name]):
+            safe[name] = safe[name].map(csv_cell)
     return safe.to_csv(index=False)
 
 
