@@ -10,6 +10,7 @@ import pandas as pd
 
 from rooflinectl.capture.runner import profile_calls
 from rooflinectl.ceilings import resolve_device_kind
+from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.outputs.profile_file import load_profile, save_profile
 from rooflinectl.pipeline import profile_data
 from rooflinectl.profile_model import ProfileData
@@ -55,12 +56,15 @@ class Profile:
 
 
 def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, iters: int = 10, device: str = "auto",
-            **kwargs: Any) -> Profile:
-    """Call fn(*args, **kwargs) `warmup` times, then profile `iters` calls."""
+            ceilings: Ceilings | None = None, **kwargs: Any) -> Profile:
+    """Call fn(*args, **kwargs) `warmup` times, then profile `iters` calls; held to `ceilings`
+    when given (the pytest plugin passes the roofs it measured once per session), else to this
+    device's current ones."""
     device_kind = resolve_device_kind(device)
     capture = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind)
     name = getattr(fn, "__qualname__", repr(fn))
-    return Profile(profile_data(capture, command=[f"rooflinectl.profile({name})"], completed=True, exit_code=0))
+    return Profile(profile_data(capture, command=[f"rooflinectl.profile({name})"], completed=True, exit_code=0,
+                                ceilings=ceilings))
 
 
 def load(path: str) -> Profile:

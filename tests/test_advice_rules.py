@@ -272,6 +272,23 @@ def test_above_roof_is_flagged_and_ignored_by_other_rules():
     rows = [triton_row("matmul_kernel", flops=2.0 * 4096**3, bytes_=3.0 * 4096**2 * 2, efficiency=1.5)]
     report = advise(profile(rows))
     assert [f.rule_id for f in report.findings] == ["data.above-roof"]
+    assert "suspect count: FLOPs, from triton" in report.findings[0].evidence  # compute-bound: the FLOPs
+
+
+def test_above_roof_names_the_bytes_of_a_memory_bound_row_and_the_gate_leaves_it_out():
+    """A memory-bound row at 150% of its (DRAM) roof: the bytes are suspect; with a 50%-efficient
+    row beside it, the efficiency gate sees 50%, not the mean with the impossible row."""
+    rows = [gelu_chain_rows()[0] | {"kernel": "fast_gelu"}, *gelu_chain_rows()[1:2]]
+    data = profile(rows)
+    data.kernels.loc[0, "time_s"] = data.kernels.loc[0, "roof_time_s"] / 1.5
+    data.kernels.loc[1, "time_s"] = data.kernels.loc[1, "roof_time_s"] / 0.5
+    data.kernels["efficiency"] = data.kernels["roof_time_s"] / data.kernels["time_s"]
+    data.kernels["above_roof"] = data.kernels["efficiency"] > 1.05
+    data.kernels["suspect"] = ["bytes", ""]
+    above = findings(data, "data.above-roof")
+    assert len(above) == 1 and "suspect count: bytes" in above[0].evidence, above
+    gate = findings(data, "gate.min-efficiency", min_efficiency=0.6)
+    assert len(gate) == 1 and gate[0].numbers["efficiency"] == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("gate, key, value", [
