@@ -33,14 +33,29 @@ class ProfileData:
     setup_kernels: pd.DataFrame | None = None
 
 
+MAX_ITERATIONS = 1e9  # more iterations than any profiled run: a count beyond it is not one
+
+
 def incomplete_reason(profile: ProfileData) -> str:
-    """Why the profile cannot pass a gate ('' when it can): its run failed, or it holds no kernels."""
+    """Why the profile cannot pass a gate ('' when it can): its run failed (completed false, or a
+    non-zero exit code without completed), it holds no kernels, no summary, an iteration count
+    that is not one, or kernel times that are all zero or not finite: numbers no gate can judge."""
     meta = profile.metadata or {}
-    if meta.get("completed") is False:
-        code = meta.get("exit_code")
-        return "its run did not complete" + (f" (exit code {code})" if code not in (None, 0) else "")
+    code = meta.get("exit_code")
+    failed_code = code not in (None, 0, False)
+    if meta.get("completed") is False or (meta.get("completed") is not True and failed_code):
+        return "its run did not complete" + (f" (exit code {code})" if failed_code else "")
     if profile.kernels is None or len(profile.kernels) == 0:
         return "it recorded no kernels"
+    if not profile.summary:
+        return "it has no summary: its whole-run figures cannot be judged"
+    iterations = profile.summary.get("iterations")
+    if iterations is not None and not (isinstance(iterations, (int, float)) and not isinstance(iterations, bool)
+                                       and 1 <= iterations <= MAX_ITERATIONS and float(iterations).is_integer()):
+        return f"its iteration count {iterations!r} is not a count of iterations"
+    total_s = pd.to_numeric(profile.kernels.get("time_s", pd.Series(dtype=float)), errors="coerce").sum()
+    if not (total_s > 0 and total_s < float("inf")):
+        return "its kernel times are all zero (or not finite): nothing to compare"
     return ""
 
 

@@ -19,6 +19,7 @@ import gc
 import gzip
 import json
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,11 +80,36 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+class _GzipReader:
+    """gzip's reader with its failures as one sentence: a truncated file raises EOFError (which
+    click reports as "Aborted!") and a damaged one zlib.error or BadGzipFile."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path, self.handle = path, gzip.open(path, "rb")  # noqa: SIM115 - closed by close()
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self.handle.read(size)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise TraceFormatError(f"{self.path} is a damaged or truncated gzip file ({exc}).") from None
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def __enter__(self) -> _GzipReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def open_trace(path: str | Path) -> IO[bytes]:
     """The file's bytes, gunzipped when it is gzip (by its magic number, not its name)."""
     with open(path, "rb") as probe:
         gzipped = probe.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gzipped else open(path, "rb")  # noqa: SIM115 - the caller closes it
+    if gzipped:
+        return _GzipReader(path)  # type: ignore[return-value]
+    return open(path, "rb")  # noqa: SIM115 - the caller closes it
 
 
 def _decode_or_fail(data: bytes, path: str | Path) -> Any:
@@ -91,6 +117,8 @@ def _decode_or_fail(data: bytes, path: str | Path) -> Any:
         return _decode(data)
     except ValueError as exc:
         raise TraceFormatError(f"{path} is not valid JSON ({exc}).") from None
+    except RecursionError:
+        raise TraceFormatError(f"{path} is not a Chrome trace: its JSON is nested too deeply.") from None
 
 
 def read_events(path: str | Path, decode_events: Callable[[bytes], list[Any]] | None = None

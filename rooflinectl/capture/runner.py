@@ -109,18 +109,31 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def _guarded(run: Callable[[], None]) -> tuple[int, bool]:
+# The script's globals (and, when it raised, its exception with the frames that hold them), kept
+# until the interpreter exits, as `python script.py` keeps them. Freed earlier, when run_path
+# returns, a DDP model's Reducer and its ProcessGroupGloo die on this thread holding the GIL; the
+# destructor joins gloo's threads, one of which frees an AsyncWork whose propagated thread-local
+# state holds a Python object (autograd's backward stashes a contextvars copy there,
+# torch/autograd/graph.py _engine_run_backward) and waits for the GIL: a deadlock (issue 36, 4
+# runs in 10). At interpreter exit those threads are let go, as for any Python program.
+_KEPT_UNTIL_EXIT: list[object] = []
+
+
+def _guarded(run: Callable[[], object]) -> tuple[int, bool]:
     try:
-        run()
+        _KEPT_UNTIL_EXIT.append(run())
     except RooflineError:
         raise
     except SystemExit as exc:
+        _KEPT_UNTIL_EXIT.append(exc)
         code = _exit_code(exc)
         return code, code == 0
     except KeyboardInterrupt as exc:
+        _KEPT_UNTIL_EXIT.append(exc)
         _print_user_traceback(exc)
         return 130, False
     except Exception as exc:  # noqa: BLE001 - the user's error, shown as Python shows it
+        _KEPT_UNTIL_EXIT.append(exc)
         _print_user_traceback(exc)
         return 1, False
     return 0, True

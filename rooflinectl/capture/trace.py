@@ -30,7 +30,13 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rooflinectl.capture.chrome_json import decode_json, encode_json, gc_paused, read_events
+from rooflinectl.capture.chrome_json import (
+    TraceFormatError,
+    decode_json,
+    encode_json,
+    gc_paused,
+    read_events,
+)
 from rooflinectl.capture.columns import from_columns, to_columns
 from rooflinectl.capture.typed_events import TypedEvents, make_decoder, raw_json
 
@@ -372,6 +378,8 @@ class TraceBuilder:
         self.syncs: list[RawSync] = []
         self.capture_calls = 0  # cudaStreamBeginCapture seen: graph_captures needs runtime_calls
         self.first_us = math.inf
+        self.events = 0  # complete (ph X) events seen, and those without a usable start time
+        self.undated = 0
         self._op_values = _getter(OP_FIELDS)
         self._op_values_raw = _getter(OP_FIELDS, raw_inputs=True)
         self._kernel_values = _getter(KERNEL_FIELDS)
@@ -423,11 +431,13 @@ class TraceBuilder:
         for e in events:
             if e.get("ph") != "X":
                 continue
+            self.events += 1
             cat = e.get("cat")
-            ts = e.get("ts")
-            if ts is None:
+            try:
+                ts = float(e.get("ts"))  # None, "yesterday", a list: no start time
+            except (TypeError, ValueError):
+                self.undated += 1
                 continue
-            ts = float(ts)
             if ts < first:
                 first = ts
             args = e.get("args") or _NO_ARGS
@@ -480,10 +490,11 @@ class TraceBuilder:
         self.ops += starmap(RawOp, self.op_rows)  # rows not made records yet (records=False)
         self.kernels += starmap(RawKernel, self.kernel_rows)
         self.op_rows, self.kernel_rows = [], []
+        _check_dated(self.undated, self.events)
         base = self.first_us if self.first_us != math.inf else 0.0
         for records in (self.ops, self.kernels, self.syncs):
             starts = _ns_from(list(map(attrgetter("ts_ns"), records)), base)
-            durations = _ns_from(list(map(float, map(attrgetter("dur_ns"), records))), 0.0)
+            durations = _durations_ns(list(map(attrgetter("dur_ns"), records)))
             for record, start, duration in zip(records, starts, durations):
                 record.ts_ns, record.dur_ns = start, duration
         self.ops.sort(key=lambda o: (o.tid, o.ts_ns, -o.dur_ns))
@@ -499,6 +510,35 @@ class TraceBuilder:
                         origin_ns=_origin_ns(base, top))
 
 
+# A time beyond this many microseconds (about 290 years) is no time a profiler recorded: it would
+# not fit the int64 nanoseconds the records keep.
+MAX_TRACE_US = 9e15
+
+
+def _check_dated(undated: int, events: int) -> None:
+    """An event without a start time cannot be placed: a trace with such events is damaged and
+    is said so, never read with them dropped in silence."""
+    if undated:
+        raise TraceFormatError(f"{undated} of the trace's {events} complete events have no usable start time "
+                               "(ts): the trace is damaged.")
+
+
+def _durations_ns(durations_us: list[Any]) -> list[int]:
+    """Durations (microseconds) as int nanoseconds; refused when one is not a number, negative,
+    or longer than MAX_TRACE_US."""
+    import numpy as np
+
+    try:
+        values = np.asarray([0.0 if d is None else d for d in durations_us], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TraceFormatError("the trace has an event whose duration (dur) is not a number.") from None
+    bad = ~np.isfinite(values) | (values < 0) | (values > MAX_TRACE_US)
+    if bad.any():
+        raise TraceFormatError(f"{int(bad.sum())} of the trace's events have a negative, infinite or impossible "
+                               f"duration (e.g. dur {values[bad][0]:g} us): the trace is damaged.")
+    return _ns_from(values.tolist(), 0.0)
+
+
 def _origin_ns(first_us: float, top: dict[str, Any] | None) -> int:
     """The profiler clock's time (ns since the epoch) of the trace's first event."""
     return int((top or {}).get("baseTimeNanoseconds", 0) or 0) + int(round(first_us * 1000.0))
@@ -509,7 +549,11 @@ def _ns_from(times_us: list[float], base_us: float) -> list[int]:
     arithmetic, and rint rounds half to even as round does (a million records: no Python loop)."""
     import numpy as np
 
-    return np.rint((np.asarray(times_us, dtype=np.float64) - base_us) * 1000.0).astype(np.int64).tolist()
+    times = np.asarray(times_us, dtype=np.float64)
+    if len(times) and not (np.isfinite(times).all() and np.abs(times - base_us).max() <= MAX_TRACE_US):
+        raise TraceFormatError("the trace has a start time (ts) that is infinite or centuries away from the "
+                               "others: the trace is damaged.")
+    return np.rint((times - base_us) * 1000.0).astype(np.int64).tolist()
 
 
 def _device_properties(found: Any) -> list[dict[str, Any]]:

@@ -245,6 +245,8 @@ class _Joiner:
                 builder.runtime_calls += block["runtime_calls"]
                 builder.capture_calls += block["capture_calls"]
         builder.first_us = min(builder.first_us, part["first_us"])
+        builder.events += part.get("events", 0)  # finish() refuses events without a start time
+        builder.undated += part.get("undated", 0)
         self.tail.update(part.get("tail") or {})
 
     def _share(self, ops: dict[str, Any]) -> None:
@@ -307,7 +309,8 @@ def read_range(path: str, start: int, end: int, last: bool, separator: bytes,
             if identities:
                 identity_us += identity_times_us(builder.op_rows)
             blocks_out.append(_taken(builder))
-    return {"blocks": blocks_out, "first_us": builder.first_us, "tail": tail, "identity_us": identity_us}
+    return {"blocks": blocks_out, "first_us": builder.first_us, "tail": tail, "identity_us": identity_us,
+            "events": builder.events, "undated": builder.undated}
 
 
 def _taken(builder: TraceBuilder) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from rooflinectl.cli.common import FormatChoice, show_or_write, terminal_width
 from rooflinectl.cli.config import load_config
 from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import load_arguments_paths
+from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
 from rooflinectl.outputs.advice_render import FORMATS, render_text, rich_renderable
 
@@ -67,21 +68,22 @@ def rules_help() -> str:
               help="table (terminal), markdown (PR comment, step summary), json, github (annotations), junit (XML).")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
               help="Exit 1 when a finding is at or above this severity.")
-@click.option("--min-efficiency", type=click.FloatRange(0, 1), default=None,
+@click.option("--min-efficiency", type=FiniteFloatRange(0, 1), default=None,
               help="Gate: time-weighted efficiency of known-cost kernels at least this.")
-@click.option("--max-unknown-share", type=click.FloatRange(0, 1), default=None,
+@click.option("--max-unknown-share", type=FiniteFloatRange(0, 1), default=None,
               help="Gate: share of kernel time without a cost model at most this.")
-@click.option("--max-launch-overhead", type=click.FloatRange(0, 1), default=None,
+@click.option("--max-launch-overhead", type=FiniteFloatRange(0, 1), default=None,
               help="Gate: device idle time / window at most this.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="pyproject.toml to read [tool.rooflinectl] from (default: the nearest one above the cwd).")
 @click.option("--select", multiple=True, metavar="RULES",
               help="Run only these rules (ids or prefixes such as `fusion`; repeat or comma-separate).")
 @click.option("--ignore", multiple=True, metavar="RULES", help="Do not run these rules (ids or prefixes).")
-@click.option("--hide-below", type=click.FloatRange(0, 1), default=None, metavar="SHARE",
+@click.option("--hide-below", type=FiniteFloatRange(0, 1), default=None, metavar="SHARE",
               help="Leave out fixes saving less than this share of the run [default: 0.001; 0 shows all].")
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="Write the report to FILE instead of stdout ('-': stdout).")
+@click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
 @click.option("--all", "show_all", is_flag=True,
               help="Show every finding: no limit of 10 in all or 5 per rule, and the small ones too.")
 @click.option("--list-rules", is_flag=True, help="Print every rule, its estimate and exit.")
@@ -92,7 +94,7 @@ def rules_help() -> str:
 def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: str | None, min_efficiency: float | None,
             max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
             select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None, output: str | None,
-            show_all: bool, list_rules: bool, verify: bool) -> None:
+            force: bool, show_all: bool, list_rules: bool, verify: bool) -> None:
     """Recommendations from a profile: each finding with evidence, the fix and the time it saves.
 
     PROFILE defaults to rooflinectl.profile.json (else this folder's rank profiles); the rank
@@ -138,9 +140,9 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
         return
     width = terminal_width()
     if fmt == "table":
-        show_or_write(rich_renderable(report, level, width), output, width)
+        show_or_write(rich_renderable(report, level, width), output, width, inputs=paths, force=force)
     else:
-        write_text_output(render_text(report, fmt, level, width=width), output)
+        write_text_output(render_text(report, fmt, level, width=width), output, inputs=paths, force=force)
     code = exit_code(report, level)
     if code == EXIT_INCOMPLETE:
         click.echo(f"rooflinectl: {report.profile_path} is an incomplete profile ({report.incomplete}): the gate fails.",

@@ -20,7 +20,7 @@ import click
 
 from rooflinectl.cli.output_paths import checked_output
 from rooflinectl.cli.profile_cmd import IterationsMode, is_capture, is_profile
-from rooflinectl.errors import UsageError
+from rooflinectl.errors import UsageError, printable
 from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def command(trace: Path, output: str, force: bool, iterations_mode: str, top: in
 
     if not trace.is_file():
         raise UsageError(f"{trace} is not a file: give a Chrome trace (.json, .json.gz) or a capture file.")
-    target = checked_output(output, what="profile", force=force, ours=is_profile)
+    target = checked_output(output, what="profile", force=force, ours=is_profile, inputs=[trace])
     with status_line(enabled=not quiet) as line:
         line.workload(f"reading {trace}")
         capture = _load(trace)
@@ -67,7 +67,7 @@ def command(trace: Path, output: str, force: bool, iterations_mode: str, top: in
 
         width = terminal_width()
         console(width).print(render_profile(data, regroup(data.kernels, "kernel", data.ceilings), top=top, width=width))
-    click.echo(f"roofs: {roofs_from}", err=True)
+    click.echo(f"roofs: {printable(roofs_from)}", err=True)
     click.echo(message, err=True)
     click.get_current_context().exit(status)
 
@@ -129,4 +129,7 @@ def _ceilings(capture: Capture) -> tuple[Ceilings, str]:
         ceilings = current_ceilings("cpu")
         return ceilings, f"this machine's CPU ({ceilings.device_name}): the trace does not say which CPU it ran on"
     ceilings = recorded_gpu_ceilings(_recorded_gpu(capture))
+    if ceilings.details.get("spec_entry") is None:  # not in the spec table: nothing of it is known for sure
+        return ceilings, (f"estimates: the {ceilings.device_name} the trace names is not in the spec table "
+                          "(not measured here; `rooflinectl ceilings` lists the GPUs known)")
     return ceilings, f"the spec roofs of the {ceilings.device_name} the trace names (not measured here)"

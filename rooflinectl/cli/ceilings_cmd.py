@@ -8,6 +8,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from rooflinectl.ceilings import DEFAULT_BUDGET_S, DEVICE_KINDS, current_ceilings, measure_ceilings
 from rooflinectl.cli.common import console, terminal_width
+from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import RooflineError
 
 
@@ -30,7 +31,7 @@ def _measure_with_bar(device: str, refresh: bool, budget_s: float):
 @click.option("--device", type=click.Choice(DEVICE_KINDS), default="auto", show_default=True,
               help="Which device: the GPU when there is one (auto), or the CPU.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--budget-s", type=click.FloatRange(1, 600), default=DEFAULT_BUDGET_S, show_default=True,
+@click.option("--budget-s", type=FiniteFloatRange(1, 600), default=DEFAULT_BUDGET_S, show_default=True,
               help="Time allowed for measuring, seconds.")
 @click.pass_context
 def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: str,

@@ -24,19 +24,23 @@ def terminal_width() -> int:
 
 
 def console(width: int | None = None) -> Console:
-    """A console as wide as the terminal (or `width`), that does not wrap tables into nothing in pipes."""
-    return Console(width=width or terminal_width())
+    """A console as wide as the terminal (or `width`), that does not wrap tables into nothing in pipes.
+    A profiled script that closed standard output gets the table on standard error, not a crash."""
+    import sys
+
+    closed = sys.stdout is None or getattr(sys.stdout, "closed", False)
+    return Console(width=width or terminal_width(), file=sys.stderr if closed else None)
 
 
-def show_or_write(renderable: RenderableType, output: str | None, width: int) -> None:
+def show_or_write(renderable: RenderableType, output: str | None, width: int, **check: Any) -> None:
     """Print to the terminal at `width`, or write it as plain text to -o FILE ('-': standard output
-    gets the coloured table)."""
+    gets the coloured table); check: write_text_output's inputs and force."""
     from rooflinectl.cli.output_paths import STDOUT, write_text_output
 
     if output is None or output == STDOUT:
         console(width).print(renderable)
     else:
-        write_text_output(plain_text(renderable, width), output)
+        write_text_output(plain_text(renderable, width), output, **check)
 
 
 class FormatChoice(click.Choice):

@@ -14,7 +14,10 @@ its [tool.rooflinectl.advise] / [tool.rooflinectl.diff] sub-tables:
   ignore = ["roof.stop-here"]    # rules not to run (`disable` is the same list)
   fail_on_regression = 5.0       # diff: percent
 Any other key is an error naming the nearest valid one: a misspelt key would silently switch a
-gate off. Numbers must be finite and in range (shares between 0 and 1).
+gate off. So is a key its sub-table's command never reads (min_efficiency under
+[tool.rooflinectl.diff]), one key given in both spellings, and a table under [tool] that is nearly
+ours ([tool.roofline], [tool.roofline-ctl]). Numbers must be finite and in range (shares between
+0 and 1).
 
 Reading the file is input parsing at the edge, so it lives with the commands that read it
 (`advise`, `diff`); the advice rules (analysis) receive plain Thresholds and never read files.
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinectl.analysis.advice.registry import SEVERITIES
+from rooflinectl.cli.values import number_problem
 from rooflinectl.errors import UsageError
 
 
@@ -66,6 +70,10 @@ _NUMBER_RANGES = {"min_efficiency": (0.0, 1.0), "max_unknown_share": (0.0, 1.0),
 _FLOAT_KEYS = tuple(_NUMBER_RANGES)
 KNOWN_KEYS = (*_FLOAT_KEYS, "fail_on", "max_findings_per_rule", "max_findings", "disable", "select", "ignore")
 SECTIONS = ("advise", "diff")
+# what each command reads from its own sub-table: a key there that its command never reads is an
+# error (min_efficiency under [tool.rooflinectl.diff] would be a gate the user believes is on)
+SECTION_KEYS = {"advise": tuple(k for k in KNOWN_KEYS if k != "fail_on_regression"), "diff": ("fail_on_regression",)}
+TABLE = "rooflinectl"
 
 
 def _unknown(raw_key: str, origin: str, known: tuple[str, ...]) -> UsageError:
@@ -75,22 +83,32 @@ def _unknown(raw_key: str, origin: str, known: tuple[str, ...]) -> UsageError:
     return UsageError(f"{origin}: unknown key {raw_key!r}{hint}.")
 
 
-def _normalise(table: dict[str, Any], origin: str, sections: tuple[str, ...] = ()) -> dict[str, Any]:
+def _normalise(table: dict[str, Any], origin: str, sections: tuple[str, ...] = (),
+               known: tuple[str, ...] = KNOWN_KEYS) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    spelt: dict[str, str] = {}
     for raw_key, value in table.items():
         key = raw_key.replace("-", "_")
+        if key in spelt:
+            raise UsageError(f"{origin}: {spelt[key]} and {raw_key} are one key given twice; keep one.")
+        spelt[key] = raw_key
         if key in sections:
             if not isinstance(value, dict):
                 raise UsageError(f"{origin}: {raw_key} must be a table ([tool.rooflinectl.{key}]).")
             continue
         if isinstance(value, dict):
             raise _unknown(raw_key, origin, sections or KNOWN_KEYS)
+        if key in KNOWN_KEYS and key not in known:
+            readers = "[tool.rooflinectl] or [tool.rooflinectl.diff]" if key == "fail_on_regression" \
+                else "[tool.rooflinectl] or [tool.rooflinectl.advise]"
+            raise UsageError(f"{origin}: {raw_key} is read by no command here; put it in {readers}.")
+        if key not in known:
+            raise _unknown(raw_key, origin, known)
         if key in _FLOAT_KEYS:
             low, high = _NUMBER_RANGES[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or not low <= value <= high:
-                span = f"between {low:g} and {high:g}" if math.isfinite(high) else f"a number >= {low:g}"
-                raise UsageError(f"{origin}: {raw_key} must be {span}, not {value!r}.")
+            problem = number_problem(value, low, high if math.isfinite(high) else None)
+            if problem is not None:
+                raise UsageError(f"{origin}: {raw_key} {problem}.")
             out[key] = float(value)
         elif key == "fail_on":
             if value not in SEVERITIES:
@@ -113,6 +131,15 @@ def _normalise(table: dict[str, Any], origin: str, sections: tuple[str, ...] = (
     return out
 
 
+def _misspelt_tables(tool: dict[str, Any], target: Path) -> None:
+    """A table under [tool] that is nearly ours ([tool.roofline], [tool.roofline-ctl.diff]) is an
+    error naming ours: read by nobody, it would switch every gate off without a word."""
+    for name in tool:
+        squashed = str(name).lower().replace("-", "").replace("_", "")
+        if name != TABLE and (squashed == TABLE or difflib.SequenceMatcher(None, squashed, TABLE).ratio() >= 0.8):
+            raise UsageError(f"{target}: [tool.{name}] is read by no command; did you mean [tool.{TABLE}]?")
+
+
 def load_config(path: Path | None = None, start: Path | None = None, section: str = "advise") -> AdviceConfig:
     """Read [tool.rooflinectl] from path, or from the nearest pyproject.toml above start (cwd)."""
     target = path if path is not None else find_pyproject(start or Path.cwd())
@@ -130,14 +157,15 @@ def load_config(path: Path | None = None, start: Path | None = None, section: st
     tool = data.get("tool", {})
     if not isinstance(tool, dict):
         raise UsageError(f"{target}: `tool` must be a table ([tool.rooflinectl]), not {type(tool).__name__}.")
-    table = tool.get("rooflinectl", {})
+    _misspelt_tables(tool, target)
+    table = tool.get(TABLE, {})
     if not isinstance(table, dict):
         raise UsageError(f"{target}: tool.rooflinectl must be a table ([tool.rooflinectl]), not {type(table).__name__}.")
     if not table:
         return AdviceConfig(source=str(target))
     values = _normalise(table, f"{target} [tool.rooflinectl]", SECTIONS)
     for name in SECTIONS:  # every sub-table is checked, whichever command reads it
-        sub = _normalise(table.get(name) or {}, f"{target} [tool.rooflinectl.{name}]")
+        sub = _normalise(table.get(name) or {}, f"{target} [tool.rooflinectl.{name}]", known=SECTION_KEYS[name])
         if name == section:
             values.update(sub)
     return AdviceConfig(values=values, source=str(target))

@@ -19,7 +19,8 @@ from rooflinectl.analysis.diff import diff_profiles
 from rooflinectl.cli.common import FormatChoice, show_or_write, terminal_width
 from rooflinectl.cli.config import load_config
 from rooflinectl.cli.output_paths import write_text_output
-from rooflinectl.cli.profiles import load_arguments
+from rooflinectl.cli.profiles import expand, load_arguments
+from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError
 from rooflinectl.outputs.diff import (
     diff_dict,
@@ -37,16 +38,17 @@ FORMATS = ("table", "markdown", "json", "github", "junit")
 @click.argument("new")
 @click.option("--format", "fmt", type=FormatChoice(FORMATS), default="table", show_default=True,
               help="table (terminal), markdown (PR comment), json, github (annotations), junit (XML).")
-@click.option("--fail-on-regression", "pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
+@click.option("--fail-on-regression", "pct", type=FiniteFloatRange(min=0), default=None, metavar="PCT",
               help="Exit 1 when the total, or a group, got more than PCT percent slower.")
 @click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Groups to show (0: all).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="pyproject.toml with [tool.rooflinectl] fail_on_regression (default: nearest above cwd).")
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="Write the report to FILE instead of stdout ('-': stdout).")
+@click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
 @click.pass_context
 def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None, top: int,
-            config_path: Path | None, output: str | None) -> None:
+            config_path: Path | None, output: str | None, force: bool) -> None:
     """Per kernel group: the change in time and the move on the roofline; new and vanished kernels.
 
     BASE and NEW are profile files, or each the rank profiles of one job (a folder or a quoted
@@ -61,6 +63,7 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
             if config.message:
                 click.echo(f"rooflinectl: {config.message}", err=True)
             pct = config.values.get("fail_on_regression")
+        inputs = [*expand([base]), *expand([new])]
         (base_data, base_notes), (new_data, new_notes) = load_arguments([base]), load_arguments([new])
         for note in base_notes + new_notes:
             click.echo(f"rooflinectl: {note}", err=True)
@@ -70,7 +73,7 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
         ctx.exit(exc.exit_code)
         return
     if fmt == "table":
-        show_or_write(diff_renderable(report, pct, top), output, terminal_width())
+        show_or_write(diff_renderable(report, pct, top), output, terminal_width(), inputs=inputs, force=force)
     else:
         text = {
             "json": lambda: json.dumps(diff_dict(report, pct), indent=1) + "\n",
@@ -78,7 +81,7 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
             "github": lambda: render_diff_github(report, pct, top),
             "junit": lambda: render_diff_junit(report, pct, top),
         }[fmt]()
-        write_text_output(text, output)
+        write_text_output(text, output, inputs=inputs, force=force)
     if pct is not None and report.incomplete:
         click.echo(f"rooflinectl: an incomplete profile fails the gate ({'; '.join(report.incomplete)}).", err=True)
         ctx.exit(EXIT_INCOMPLETE)

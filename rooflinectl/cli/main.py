@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import importlib
+from contextlib import suppress
 
 import click
 from click.shell_completion import CompletionItem
 
 from rooflinectl._version import __version__
-from rooflinectl.errors import RooflineError
+from rooflinectl.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_USAGE,
+    NO_ROOM,
+    RooflineError,
+    no_room_error,
+    printable,
+)
 
 # One registry of subcommands: name -> (module under rooflinectl.cli holding `command`, the first
 # line of its help). A module is imported only when its command runs or shows its own help:
@@ -56,11 +64,41 @@ class _Group(click.Group):
         return items + click.Command.shell_complete(self, ctx, incomplete)  # the group's own options
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        _unencodable_as_escapes()
         try:
             return super().invoke(ctx)
         except RooflineError as exc:
-            click.echo(f"rooflinectl: {exc}", err=True)
+            _say(str(exc))
             ctx.exit(exc.exit_code)
+        except OSError as exc:  # a write that ran out of room outside atomic.py (a chart on standard output)
+            if exc.errno not in NO_ROOM:
+                raise
+            error = no_room_error(exc, exc.filename or "the output")
+            _say(str(error))
+            ctx.exit(error.exit_code)
+        except RecursionError:  # a last guard: deep input is refused where it is read
+            _say("the input is nested too deeply to read.")
+            ctx.exit(EXIT_USAGE)
+        except MemoryError:
+            _say("out of memory: the input is too large for this machine.")
+            ctx.exit(EXIT_ENVIRONMENT)
+
+
+def _say(message: str) -> None:
+    """One line on stderr, printable (errors.printable): nothing in it can act on a terminal or a CI log."""
+    click.echo(f"rooflinectl: {printable(message)}", err=True)
+
+
+def _unencodable_as_escapes() -> None:
+    """stdout and stderr write what their encoding cannot hold (PYTHONIOENCODING=ascii and a
+    non-ASCII kernel name, a lone surrogate from a JSON file) as backslash escapes, not a crash."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and not getattr(stream, "closed", False):
+            with suppress(ValueError, OSError):  # a stream that cannot change now: left as it is
+                reconfigure(errors="backslashreplace")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,6 +108,8 @@ def main() -> None:
 
     Exit codes: 0 ok; 1 findings or regression at the level asked (advise, diff);
     2 usage or input error; 3 something the machine lacks; 4 counters that could not be read
-    (profile --counters ncu); 5 a gate asked of an incomplete profile; a profiled script that
-    fails keeps its own exit code.
+    (profile --counters ncu); 5 a gate asked of an incomplete profile, or of numbers it cannot
+    judge (no summary, zero times, every cost unknown); 6 an output could not be written (full
+    disk, `ulimit -f`, quota; no half file is left); a profiled script that fails keeps its own
+    exit code.
     """

@@ -5,6 +5,13 @@ absolute first (a relative `-o` means the folder the command was started in), an
 problem that can be seen before the run (a folder, a parent that is a file or does not exist,
 no permission, a read-only file system, the script itself, a source file, a file some other tool wrote) is one
 sentence before the script starts, not a traceback after it ran.
+
+One check for every writer (`checked_output`): profiles, traces, captures and reports alike.
+- never written: the script, a source or config file, another output of the same command;
+- not replaced without --force: an input of the same command, and a file rooflinectl did not
+  write (a report may replace a report of its own kind: same first line);
+- written into, never renamed over: a terminal, /dev/stdout, /dev/null, a FIFO, a device node
+  (atomic.is_special_file).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from pathlib import Path
 
 import click
 
+from rooflinectl.atomic import is_special_file
 from rooflinectl.errors import UsageError
 
 # Never written over by a profile, trace or capture, whatever --force says: code and config.
@@ -73,18 +81,37 @@ def check_writable(target: Path, shown: str) -> None:
         os.unlink(probe)
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(os.path.realpath(a)) == Path(os.path.realpath(b))
+
+
 def checked_output(path: str, *, what: str, ours: Callable[[Path], bool], script: Path | None = None,
-                   force: bool = False) -> Path:
+                   force: bool = False, inputs: tuple[Path, ...] | list[Path] = (),
+                   others: tuple[Path | None, ...] | list[Path | None] = ()) -> Path:
     """The absolute path to write `what` to, after refusing what must not be written:
-    the script itself or another source file (always), a file that is not one of ours (unless
-    force), and a place that cannot be written."""
+    the script itself, another source file or another output of this command (always); an input
+    of this command or a file that is not one of ours (unless force); a place that cannot be
+    written. A special file (terminal, pipe, device) is returned as given: it is written into."""
+    if not path.strip():
+        raise UsageError(f"The {what} file name is empty: give a file name (or '-' for standard output).")
+    if is_special_file(path):
+        return Path(path)
     target = Path(os.path.abspath(os.path.expanduser(path)))
     real = Path(os.path.realpath(target))
     if script is not None and real == Path(os.path.realpath(script)):
         raise UsageError(f"Refusing to write the {what} to {path}: that is the script being profiled.")
-    if real.suffix.lower() in SOURCE_SUFFIXES:
+    if real.suffix.lower() in SOURCE_SUFFIXES and what in ("profile", "trace", "capture"):
         raise UsageError(f"Refusing to write the {what} to {path}: a {real.suffix} file is source or "
                          "configuration, not a place for a profile; choose a .json name.")
+    if any(other is not None and _same_file(real, Path(other)) for other in others):
+        raise UsageError(f"Refusing to write the {what} to {path}: another output of this command goes there; "
+                         "give each output its own name.")
+    if not force and any(_same_file(real, Path(source)) for source in inputs):
+        raise UsageError(f"Refusing to write the {what} to {path}: it is an input of this command "
+                         "(--force replaces it).")
     if real.is_file() and not force and not ours(real):
         raise UsageError(f"Refusing to replace {path}: it is not a {what} rooflinectl wrote "
                          "(--force replaces it).")
@@ -118,8 +145,27 @@ def fallback_path(name: str) -> Path:
     return Path(tempfile.gettempdir()) / f"rooflinectl-{os.getpid()}-{name}"
 
 
-def write_text_output(text: str, output: str | None) -> None:
-    """Write a command's report: to stdout when output is None or '-', else atomically to the file."""
+def _signature(text: str) -> str:
+    """The start (12 characters) of a report's first line of substance: a CSV header, a Markdown
+    title, a JSON report's first key, JUnit's <testsuites, a workflow command."""
+    lines = (line.strip() for line in text.splitlines())
+    return next((line[:12] for line in lines if len(line) > 3 and not line.startswith("<?xml")), "")
+
+
+def same_report(text: str) -> Callable[[Path], bool]:
+    """'A report of ours' for a report about to be written: an empty file, or one that starts as
+    text does (the same kind of report, written by an earlier run)."""
+    def ours(path: Path) -> bool:
+        head = _head(path)
+        return not head.strip() or (bool(_signature(text)) and _signature(head) == _signature(text))
+    return ours
+
+
+def write_text_output(text: str, output: str | None, *, inputs: tuple[Path, ...] | list[Path] = (),
+                      force: bool = False) -> None:
+    """Write a command's report: to stdout when output is None or '-', else to the file (checked:
+    checked_output, with inputs the files the command read) atomically, or into it when it is a
+    terminal, pipe or device."""
     from rooflinectl.atomic import write_atomic
 
     if output is None or output == STDOUT:
@@ -129,5 +175,4 @@ def write_text_output(text: str, output: str | None) -> None:
     target = Path(output)
     if target.suffix.lower() in SOURCE_SUFFIXES and target.suffix.lower() not in (".md", ".txt"):
         raise UsageError(f"Refusing to write a report to {output}: a {target.suffix} file is source code.")
-    check_writable(target, output)
-    write_atomic(target, text)
+    write_atomic(checked_output(output, what="report", ours=same_report(text), inputs=inputs, force=force), text)

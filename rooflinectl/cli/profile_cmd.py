@@ -17,7 +17,8 @@ import click
 
 from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
 from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
-from rooflinectl.errors import UsageError
+from rooflinectl.cli.values import FiniteFloatRange
+from rooflinectl.errors import OutputWriteError, UsageError
 from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
 
 # What runs the profile (torch through capture, pandas) is imported in the functions below:
@@ -128,7 +129,7 @@ class IterationsMode(click.ParamType):
               help="counters: at most this many launches measured")
 @click.option("--ncu-launch-skip", "launch_skip", type=click.IntRange(min=0), default=0, show_default=True,
               help="counters: measure no launch among the first N counted ones (e.g. a cold first iteration)")
-@click.option("--ncu-timeout", type=click.FloatRange(min=1), default=900, show_default=True,
+@click.option("--ncu-timeout", type=FiniteFloatRange(min=1), default=900, show_default=True,
               help="counters: seconds before the ncu run is stopped")
 @click.option("--ncu", "ncu_path", default=None, help="counters: the ncu executable (default: PATH, $CUDA_HOME/bin)")
 @click.option("--ncu-report", type=click.Path(dir_okay=False), default=None,
@@ -190,9 +191,9 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
                                                            ours=is_profile)
     writer = ProfileWriter(profile_target, output, ["rooflinectl", *sys.argv[1:]], iterations_mode)
     capture_target = checked_output(capture_path, what="capture", ours=is_capture, script=path,
-                                    force=force) if capture_path else None
+                                    force=force, others=[profile_target]) if capture_path else None
     trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
-                                  force=force) if trace_path else None
+                                  force=force, others=[profile_target, capture_target]) if trace_path else None
     if ncu_report is not None:
         if counters == "none":
             raise UsageError("--ncu-report keeps Nsight Compute's report of the counters run: give --counters ncu "
@@ -222,12 +223,15 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         if not (to_stdout and counters != "none"):  # standard output gets one profile: the final one
             report(f"writing {output}")
             status, message = writer.save(data, completed=outcome.completed)  # saved before anything can fail
-        if capture_target is not None:
-            report(f"writing {capture_target}")
-            save_capture(outcome.capture, str(capture_target))
-        if trace_target is not None:
-            report(f"writing {trace_target}")
-            _save_annotated_trace(outcome.capture, data, launches, trace_target)
+        try:  # the profile is saved: a failure now still says where it is
+            if capture_target is not None:
+                report(f"writing {capture_target}")
+                save_capture(outcome.capture, str(capture_target))
+            if trace_target is not None:
+                report(f"writing {trace_target}")
+                _save_annotated_trace(outcome.capture, data, launches, trace_target)
+        except OutputWriteError as exc:
+            raise OutputWriteError(f"{exc} ({message or 'the profile was written'})") from None
     problem = None
     if counters != "none":
         options = CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report)

@@ -39,12 +39,13 @@ class ProfileWriter:
         """The profile and its attributed launches (pipeline.build_profile), or None when the run
         recorded nothing (said on stderr)."""
         if capture.trace is None:
-            self._nothing("the script did not run")
+            self._nothing("the run ended before the profiler recorded anything: the script did not compile, "
+                          "or the function or its file raised")
             return None
         data, launches = build_profile(capture, command=self.command, completed=completed, exit_code=exit_code,
                                        iterations_mode=self.iterations_mode)
-        if not completed and not data.summary.get("launches"):
-            self._nothing("the script failed before any kernel ran")
+        if not data.summary.get("launches"):  # a sys.exit(0) before any op too: never an empty profile
+            self._nothing("the script failed before any kernel ran" if not completed else "the script ran no op")
             return None
         return data, launches
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 import click
 import pandas as pd
 
@@ -13,14 +16,14 @@ from rooflinectl.cli.common import (
     terminal_width,
 )
 from rooflinectl.cli.output_paths import write_text_output
-from rooflinectl.cli.profiles import load_arguments
+from rooflinectl.cli.profiles import load_arguments_paths
 from rooflinectl.outputs.table import render_profile, table_csv, table_json, unknown_table
 from rooflinectl.profile_model import ProfileData
 
 
-def _show(renderable: object, output: str | None, wide: bool) -> None:
+def _show(renderable: object, output: str | None, wide: bool, **check: Any) -> None:
     """Print to the terminal (its width, or unlimited with --wide), or write to -o FILE."""
-    show_or_write(renderable, output, WIDE_WIDTH if wide else terminal_width())
+    show_or_write(renderable, output, WIDE_WIDTH if wide else terminal_width(), **check)
 
 
 @click.command("show")
@@ -36,8 +39,9 @@ def _show(renderable: object, output: str | None, wide: bool) -> None:
                    "csv/json: as rows with phase=setup")
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="write to FILE instead of the terminal ('-': standard output)")
+@click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
 def command(profiles: tuple[str, ...], by: str, top: int, fmt: str, wide: bool, unknown: bool, include_setup: bool,
-            output: str | None) -> None:
+            output: str | None, force: bool) -> None:
     """Print the kernel table of PROFILE (default: rooflinectl.profile.json here, else this folder's
     rooflinectl.profile.rank*.json).
 
@@ -47,17 +51,18 @@ def command(profiles: tuple[str, ...], by: str, top: int, fmt: str, wide: bool, 
     the collectives against the link, and the kernel table averaged over the ranks with the
     fastest and slowest rank's time.
     """
-    data, notes = load_arguments(profiles)
+    data, notes, paths = load_arguments_paths(profiles)
+    write = partial(write_text_output, output=output, inputs=paths, force=force)
     for note in notes:
         click.echo(f"rooflinectl: {note}", err=True)
     if unknown:
         rows = unknown_costs(data.kernels)
         if fmt == "csv":
-            write_text_output(table_csv(rows), output)
+            write(table_csv(rows))
         elif fmt == "json":
-            write_text_output(table_json(rows, data) + "\n", output)
+            write(table_json(rows, data) + "\n")
         else:
-            _show(unknown_table(rows, top=top), output, wide)
+            _show(unknown_table(rows, top=top), output, wide, inputs=paths, force=force)
         return
     table = regroup(data.kernels, by, data.ceilings)
     setup = data.setup_kernels if include_setup and data.setup_kernels is not None else None
@@ -67,7 +72,8 @@ def command(profiles: tuple[str, ...], by: str, top: int, fmt: str, wide: bool, 
     if fmt in ("csv", "json"):
         if setup is not None:
             table = pd.concat([table.assign(phase="steady"), setup.assign(phase="setup")], ignore_index=True)
-        write_text_output(table_csv(table) if fmt == "csv" else table_json(table, data) + "\n", output)
+        write(table_csv(table) if fmt == "csv" else table_json(table, data) + "\n")
     else:
         width = None if wide else terminal_width()
-        _show(render_profile(data, table, top=top, by=by, width=width, include_setup=include_setup), output, wide)
+        _show(render_profile(data, table, top=top, by=by, width=width, include_setup=include_setup), output, wide,
+              inputs=paths, force=force)

@@ -8,6 +8,7 @@ from rooflinectl.analysis.validate import agreement, validate_families, validate
 from rooflinectl.cli.common import console
 from rooflinectl.errors import UsageError
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
+from rooflinectl.outputs.table import table_csv
 from rooflinectl.outputs.validate_render import render_validate, validate_json, validate_markdown
 
 
@@ -33,7 +34,7 @@ def command(profile: str | None, top: int, fmt: str) -> None:
     families = validate_families(rows)
     agreed = agreement(rows, float(data.kernels["time_s"].sum()))
     if fmt == "csv":
-        click.echo(rows.to_csv(index=False), nl=False)
+        click.echo(table_csv(rows), nl=False)
     elif fmt == "json":
         click.echo(validate_json(data.summary, rows, families, agreed))
     elif fmt == "markdown":

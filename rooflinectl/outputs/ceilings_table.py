@@ -19,6 +19,7 @@ from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.ceilings.build import ridge_points
 from rooflinectl.ceilings.measurement import kind_of
 from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.outputs.escape import plain, rich_text
 from rooflinectl.outputs.table import fit_columns
 from rooflinectl.units import percent, seconds, si
 
@@ -55,7 +56,7 @@ def _compute_order(key: str) -> tuple[int, int]:
 _MIN_TEXT_WIDTH = (24, 30)  # the name (whole keys), and the how / method text, before a short column gives way
 
 
-def _fitted_table(title: str, header: tuple[tuple[str, str], ...], rows: list[list[Any]], width: int | None,
+def _fitted_table(title: str | Text, header: tuple[tuple[str, str], ...], rows: list[list[Any]], width: int | None,
                   drop_order: tuple[str, ...]) -> Table:
     """rows: [name, short cells..., text]; the short columns give way in drop_order and the two
     text columns share the rest of `width` (outputs/table.fit_columns, as `show` fits its table)."""
@@ -92,11 +93,11 @@ def roofs_table(ceilings: Ceilings, width: int | None = None) -> Table:
         ratio = _ratio_to_spec(key, roof, ceilings) if kind not in ("latency", "link") else None
         style = _SOURCE_STYLE.get(roof.source, "")
         clock = f" (at {roof.clock_mhz:,.0f} MHz SM clock)" if roof.source == "measured" and roof.clock_mhz else ""
-        cells.append([name, number, unit, Text(roof.source, style=style),
-                      percent(ratio) if ratio is not None else "-", roof.note + clock])
+        cells.append([rich_text(name), number, unit, Text(plain(roof.source), style=style),
+                      percent(ratio) if ratio is not None else "-", rich_text(str(roof.note) + clock)])
     header = (("ceiling", "left"), ("value", "right"), ("unit", "left"), ("source", "left"), ("% of spec", "right"),
               ("how", "left"))
-    return _fitted_table(f"Ceilings: {ceilings.device_name} ({ceilings.device_kind})", header, cells, width,
+    return _fitted_table(rich_text(f"Ceilings: {ceilings.device_name} ({ceilings.device_kind})"), header, cells, width,
                          ("% of spec",))
 
 
@@ -129,20 +130,20 @@ def measurements_table(ceilings: Ceilings, width: int | None = None) -> Table | 
     rows: list[dict[str, Any]] = ceilings.details.get("measurements") or []
     if not rows:
         return None
-    when = ceilings.details.get("measured_at") or "?"
+    when = ceilings.details.get("measured_at") or "?"  # the cache's text: data, shown as such (rich_text)
     cells: list[list[Any]] = []
     for row in rows:
         number, unit = value_and_unit(row.get("value"), kind_of(row["key"]), row["key"])
         ratio = row.get("ratio_to_spec")
-        text = Text(row.get("method") or "")
+        text = Text(plain(row.get("method") or ""))
         for extra, style in ((row.get("note"), "dim"), (row.get("flag"), "bold red")):
             if extra:
-                text.append(("\n" if text.plain else "") + extra, style=style)
-        cells.append([row["key"], number, unit, percent(ratio) if ratio is not None else "-",
+                text.append(("\n" if text.plain else "") + plain(extra), style=style)
+        cells.append([rich_text(row["key"]), number, unit, percent(ratio) if ratio is not None else "-",
                       "yes" if row.get("used_as_roof") else "", text])
     header = (("measurement", "left"), ("value", "right"), ("unit", "left"), ("% of spec", "right"),
               ("roof", "center"), ("method / flag", "left"))
-    return _fitted_table(f"Measurements ({when})", header, cells, width, ("% of spec",))
+    return _fitted_table(rich_text(f"Measurements ({when})"), header, cells, width, ("% of spec",))
 
 
 def ridge_table(ceilings: Ceilings) -> Table | None:
@@ -209,10 +210,10 @@ def device_text(ceilings: Ceilings) -> Text:
                     + (f"; peer-to-peer over NVLink: {sum(ok for _, _, ok in p2p)} of {len(p2p)} pairs" if p2p else "")
                     + " (`--format json` has `nvidia-smi topo -m`)\n")
     for line in details.get("missing", []):
-        text.append(f"Could not read / know: {line}\n", style="yellow")
+        text.append(f"Could not read / know: {plain(line)}\n", style="yellow")
     flagged = [r for r in details.get("measurements", []) if r.get("flag")]
     for row in flagged:
-        text.append(f"FLAG {row['key']}: {row['flag']}\n", style="bold red")
+        text.append(f"FLAG {plain(row['key'])}: {plain(row['flag'])}\n", style="bold red")
     return text
 
 

@@ -15,20 +15,30 @@ import re
 
 from rich.text import Text
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+from rooflinectl.errors import printable
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>$])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
-def _visible(match: re.Match[str]) -> str:
-    char = match.group(0)
-    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(char, f"\\x{ord(char):02x}")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_MENTION = re.compile(r"@(?=\w)")
 
 
 def plain(value: object) -> str:
-    """Control characters (escape sequences, newlines, bells, C1 codes) made visible as \\x1b,
-    \\n, ...: safe for a terminal, a log line, XML and one line of a GitHub log."""
-    return _CONTROL.sub(_visible, str(value))
+    """Control characters (escape sequences, newlines, bells, C1 codes), bidi overrides, lone
+    surrogates and XML non-characters made visible as \\x1b, \\n, \\u202e, ...: safe for a terminal,
+    a log line, XML and one line of a GitHub log (errors.printable, the one escape of messages)."""
+    return printable(value)
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell: text made plain, and text a spreadsheet would run as a formula (starting with
+    = + - @) prefixed with ' (OWASP's advice); numbers as they are."""
+    if not isinstance(value, str):
+        return value
+    text = plain(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def rich_text(value: object, style: str = "") -> Text:
@@ -39,7 +49,8 @@ def rich_text(value: object, style: str = "") -> Text:
 def markdown(value: object) -> str:
     """For a Markdown document or table cell: HTML and Markdown syntax shown as text."""
     text = "".join(_HTML.get(c, c) for c in plain(value))
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    # a zero-width space after @ keeps `@user` from pinging someone from a PR comment
+    return _MENTION.sub("@&#8203;", _MARKDOWN_SPECIAL.sub(r"\\\1", text))
 
 
 def github_data(value: object) -> str:

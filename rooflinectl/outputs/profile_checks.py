@@ -46,6 +46,16 @@ COLUMN_RANGES: dict[str, tuple[float, float | None, bool]] = {
     "time_share": (0.0, 1.0 + 1e-6, True),
     "blocks": (0.0, None, True),
     "threads_per_block": (0.0, None, True),
+    # optional columns (counters, launch configuration, clocks): never negative where present
+    "registers_per_thread": (0.0, None, True),
+    "shared_bytes_per_block": (0.0, None, True),
+    "sm_clock_mhz": (0.0, None, True),
+    "measured_flops": (0.0, None, True),
+    "dram_bytes": (0.0, None, True),
+    "l2_bytes": (0.0, None, True),
+    "l1_bytes": (0.0, None, True),
+    "measured_launches": (0.0, None, True),
+    "measured_own_launches": (0.0, None, True),
 }
 COLUMN_VALUES: dict[str, tuple[str, ...]] = {"bound": BOUNDS, "cost_source": COST_SOURCES}
 # Columns a profile may lack: it was written before they existed (the readers take them as unknown:

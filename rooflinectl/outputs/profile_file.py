@@ -64,22 +64,55 @@ def save_profile(data: ProfileData, path: str | os.PathLike[str]) -> None:
     write_atomic(path, profile_json(data))
 
 
+# The largest profile file read (a 1,000,000-launch capture's profile is about 100 MB): more is
+# not a profile, and /dev/zero or an endless pipe must not be read until memory runs out.
+MAX_PROFILE_BYTES = 1 << 30
+
+
+def _read_bounded(p: Path) -> str:
+    """The file's text, refusing a device node and anything over MAX_PROFILE_BYTES."""
+    if p.is_char_device() or p.is_block_device():
+        raise ProfileFileError(f"{p} is a device, not a profile file.")
+    with p.open("rb") as handle:
+        raw = handle.read(MAX_PROFILE_BYTES + 1)
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise ProfileFileError(f"{p} is larger than {MAX_PROFILE_BYTES >> 20} MiB: not a rooflinectl profile.")
+    return raw.decode("utf-8")
+
+
+def _parse(p: Path) -> Any:
+    """The JSON document, or one sentence: unreadable, not UTF-8, not JSON, an integer of more
+    digits than Python converts (4300), or nesting deeper than the parser's recursion."""
+    try:
+        return json.loads(_read_bounded(p))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProfileFileError(f"{p} is not a readable rooflinectl profile ({exc.__class__.__name__}).") from None
+    except ValueError as exc:  # int('9' * 5000): the digit limit
+        raise ProfileFileError(f"{p} is not a rooflinectl profile: it holds a number too long to read ({exc}).") from None
+    except RecursionError:
+        raise ProfileFileError(f"{p} is not a rooflinectl profile: its JSON is nested too deeply.") from None
+
+
+def _version_problem(version: object) -> str | None:
+    """Why this schema_version cannot be read (None when it can); a string "1" is not the number 1."""
+    if type(version) is int and version == SCHEMA_VERSION:
+        return None
+    if isinstance(version, str):
+        return f"its schema_version is the string {version!r}, not a number; this rooflinectl reads version {SCHEMA_VERSION}"
+    return f"it has profile schema version {version!r}; this rooflinectl reads version {SCHEMA_VERSION}"
+
+
 def load_profile(path: str | os.PathLike[str]) -> ProfileData:
     """Load a profile file; any problem becomes one ProfileFileError sentence."""
     p = Path(path)
     if not p.exists():
         raise ProfileFileError(f"No profile file at {p}; run `rooflinectl profile SCRIPT` first.")
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProfileFileError(f"{p} is not a readable rooflinectl profile ({exc.__class__.__name__}).") from None
+    raw = _parse(p)
     if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
         raise ProfileFileError(f"{p} is not a rooflinectl profile file.")
-    version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ProfileFileError(
-            f"{p} has profile schema version {version}; this rooflinectl reads version {SCHEMA_VERSION}."
-        )
+    problem = _version_problem(raw.get("schema_version"))
+    if problem is not None:
+        raise ProfileFileError(f"{p}: {problem}.")
     check_sections(raw, str(p))
     check_ceilings(raw, str(p))
     summary = raw.get("summary") or {}

@@ -15,7 +15,7 @@ from rich.text import Text
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.outputs.clocks_text import clock_lines
-from rooflinectl.outputs.escape import plain, rich_text
+from rooflinectl.outputs.escape import csv_cell, plain, rich_text
 from rooflinectl.outputs.plot_names import ellipsize, shorten_kernel_name
 from rooflinectl.outputs.profile_checks import consistency_notes
 from rooflinectl.outputs.ranks_text import communication_lines, distributed_renderables
@@ -142,9 +142,10 @@ def _roofs_line(data: ProfileData) -> str:
     used = {c.compute_roof_key(u, p) for u, p in zip(data.kernels.get("unit", []), data.kernels.get("precision", []))}
     keys = sorted(k for k in c.compute_flops_per_s if k in used) or sorted(c.compute_flops_per_s)
     rest = len(c.compute_flops_per_s) - len(keys)
+    compute = ", ".join(f"{plain(k)} {si(c.compute_flops_per_s[k].value, 'FLOP/s')} "
+                        f"({plain(c.compute_flops_per_s[k].source)})" for k in keys) or "no compute roofs (unknown GPU)"
     return (f"roofs: DRAM {si(dram.value, 'B/s') if dram else '-'} ({plain(dram.source) if dram else '-'}); "
-            + ", ".join(f"{plain(k)} {si(c.compute_flops_per_s[k].value, 'FLOP/s')} "
-                        f"({plain(c.compute_flops_per_s[k].source)})" for k in keys)
+            + compute
             + (f"; {rest} more in `rooflinectl ceilings`" if rest else "") + _host_link_text(c)
             + (f"; link {si(c.link().value, 'B/s')} ({plain(c.link().source)})" if c.link() is not None else ""))
 
@@ -236,7 +237,12 @@ def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:
 
 
 def table_csv(table: pd.DataFrame) -> str:
-    return table.to_csv(index=False)
+    """The table as CSV, each text cell through escape.csv_cell (no formula, no control character)."""
+    safe = table.copy()
+    for name in safe.columns:
+        if pd.api.types.is_object_dtype(safe[name]) or pd.api.types.is_string_dtype(safe[name]):
+            safe[name] = safe[name].map(csv_cell)
+    return safe.to_csv(index=False)
 
 
 def table_json(table: pd.DataFrame, data: ProfileData) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from rooflinectl.analysis.advice.common import usable
 from rooflinectl.analysis.advice.merge import is_note, merge_notes, merge_patterns, reading_order
 from rooflinectl.analysis.advice.registry import (
     RULES,
@@ -20,6 +21,7 @@ from rooflinectl.analysis.advice.registry import (
     Verification,
     severity_rank,
 )
+from rooflinectl.analysis.json_values import number_or_nan
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from rooflinectl.profile_model import ProfileData, incomplete_reason
 from rooflinectl.schema import KERNEL_COLUMNS
@@ -204,7 +206,8 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
     ctx = AdviceContext(kernels=kernels, summary=dict(profile.summary or {}), ceilings=profile.ceilings,
                         metadata=dict(profile.metadata or {}), thresholds=thresholds)
     idle_s = float(ctx.summary.get("device_idle_s") or 0.0)
-    rules = [RULES[k] for k in sorted(RULES) if thresholds.runs(k)]
+    # a gate the user set runs whatever --select / --ignore say: they choose advice, not verdicts
+    rules = [RULES[k] for k in sorted(RULES) if thresholds.runs(k) or _asked_gate(k, thresholds)]
     run_time_s = ctx.run_time_s
     raw = [_cap(f, kernels, idle_s) for entry in rules for f in entry.fn(ctx)]
     findings, hidden = _kept(merge_patterns(raw, kernels), thresholds, run_time_s)
@@ -218,8 +221,28 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
                         profile_path=profile_path,
                         active_gates=tuple(r.id for r in rules
                                            if r.gate and getattr(thresholds, r.threshold) is not None),
-                        incomplete=incomplete_reason(profile), hidden=hidden,
+                        incomplete=incomplete_reason(profile) or _unjudged_gate(ctx), hidden=hidden,
                         hide_below_share=thresholds.hide_below_share, left_out=left_out)
+
+
+def _asked_gate(rule_id: str, thresholds: Thresholds) -> bool:
+    entry = RULES[rule_id]
+    return entry.gate and getattr(thresholds, entry.threshold) is not None
+
+
+def _unjudged_gate(ctx: AdviceContext) -> str:
+    """Why a gate that was set cannot judge this profile ('' when every set gate can): the
+    efficiency gate with no kernel of known cost, the launch gate without idle time and window."""
+    limits = ctx.thresholds
+    if limits.min_efficiency is not None:
+        known = [usable(r) and float(r["time_s"]) > 0 for _, r in ctx.kernels.iterrows()]
+        if not any(known):
+            return "no kernel has a known cost and a time: its efficiency cannot be judged"
+    if limits.max_launch_overhead is not None:
+        idle, window = number_or_nan(ctx.summary.get("device_idle_s")), number_or_nan(ctx.summary.get("window_s"))
+        if not (window > 0 and 0 <= idle <= window * 1.001):
+            return "its summary has no usable device idle time and window: the launch overhead cannot be judged"
+    return ""
 
 
 def exit_code(report: AdviceReport, fail_on: str | None) -> int:
