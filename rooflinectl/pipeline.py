@@ -164,6 +164,7 @@ def unprofiled_figures(limit: Any) -> dict[str, Any]:
     times = [float(t) for t in limit.get("step_times_s") or []]
     return {
         "profile_steps": limit.get("steps"),
+        "profile_steps_rule": limit.get("rule", "fixed"),
         "profile_steps_stopped": bool(limit.get("stopped")),
         "profile_steps_marker": limit.get("marker"),
         "profile_steps_marker_name": limit.get("marker_name"),

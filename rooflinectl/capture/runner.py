@@ -127,9 +127,10 @@ def _guarded(run: Callable[[], None]) -> tuple[int, bool]:
 
 
 def run_script(path: Path, argv: list[str], device_kind: str, on_hard_exit: SaveOnExit | None = None,
-               profile_steps: int | None = None) -> RunOutcome:
+               profile_steps: int | str | None = None) -> RunOutcome:
     """Run the script profiled; a script that does not compile runs nothing (trace None, exit 1).
-    profile_steps: profile that many iterations, then run on unprofiled (capture/step_limit.py)."""
+    profile_steps: profile that many iterations ("auto", N; None or "all": the whole run), then
+    run on unprofiled (capture/step_limit.py)."""
     if not _compiles(path):
         return RunOutcome(Capture(device_kind=device_kind), 1, False)
     with (_as_main_script(path, argv), saving_on_hard_exit(on_hard_exit),

@@ -39,7 +39,7 @@ from rooflinectl.capture.nvml_sampler import nvml_sampling
 from rooflinectl.capture.progress import mark, report
 from rooflinectl.capture.quiet import kineto_noise_filtered
 from rooflinectl.capture.region import CALIBRATION_NAME
-from rooflinectl.capture.step_limit import StepLimit
+from rooflinectl.capture.step_limit import StepLimit, resolve_steps
 from rooflinectl.capture.trace import (
     RawTrace,
     add_tensor_info,
@@ -286,12 +286,14 @@ def _refuse_nested() -> None:
 
 
 @contextmanager
-def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Capture]:
+def profiling(device_kind: str, profile_steps: int | str | None = None) -> Iterator[Capture]:
     """Profile the block; on exit (also on error) the capture holds what ran.
 
     capture.finish() ends the session early (a hard exit saves what ran); it runs once.
-    profile_steps: stop recording after that many iterations and time the later ones without
-    the profiler (capture/step_limit.py); the trace is still read when the block ends.
+    profile_steps: stop recording after that many iterations ("auto": step_limit.AUTO_STEPS;
+    None or "all": never) and time the later ones without the profiler (capture/step_limit.py);
+    the trace is still read when the block ends. At the stop, module scopes, the Triton hook and
+    the NVML sampling thread go: the un-profiled steps keep only the iteration marker.
     """
     _refuse_nested()
     mark("session: run metadata")
@@ -325,13 +327,17 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
             prof.stop()
 
     limit = None
-    if profile_steps is not None:
+    steps, rule = resolve_steps(profile_steps)
+    nvml_off: list[Callable[[], None]] = []
+    if steps is not None:
         def stop_at_limit() -> None:
             stop_recording()
             scopes_off()  # module scopes and the Triton hook cost the un-profiled steps too
             recording.close()
+            for off in nvml_off:  # the sampler's thread takes the GIL a few hundred times a second
+                off()
 
-        limit = StepLimit(profile_steps, device_kind, stop_at_limit)
+        limit = StepLimit(steps, device_kind, stop_at_limit, rule)
     with ExitStack() as stack:
         _SESSIONS_STARTED[0] += 1
         if limit is not None and device_kind == "cuda" and _SESSIONS_STARTED[0] == 1:
@@ -360,7 +366,7 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
         capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(profiled_s, plain_s)
         mark("session: NVML sampler")
         nvml = stack.enter_context(ExitStack())
-        nvml.enter_context(nvml_sampling(capture))  # stopped after the trace is set, to align the samples with it
+        nvml_off.append(nvml.enter_context(nvml_sampling(capture)))  # stopped after the trace is set, to align the samples with it
 
         def finish() -> None:
             if capture not in _ACTIVE:

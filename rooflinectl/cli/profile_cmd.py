@@ -68,15 +68,30 @@ def _check_distributed(ranks: dict | None, nproc_per_node: int | None, output: s
                          "name (each rank writes its own).")
 
 
-def _check_profile_steps(profile_steps: int | None, function: str | None, counters: str) -> None:
-    """--profile-steps stops the profiler inside a script's loop: say where it cannot apply."""
-    if profile_steps is None:
-        return
+def _check_profile_steps(profile_steps: str, function: str | None, counters: str) -> str:
+    """--profile-steps stops the profiler inside a script's loop: say where it cannot apply; the
+    value to run with (auto becomes all where it cannot apply: function mode times its calls
+    itself, and the counters run measures the launches of the whole run)."""
+    if profile_steps in ("auto", "all"):
+        return "all" if function is not None or counters != "none" else profile_steps
     if function is not None:
         raise UsageError("--profile-steps applies to scripts: a FILE.py:FUNCTION target is profiled for --iters calls.")
     if counters != "none":
         raise UsageError("--counters measures the launches the whole profile recorded: profile without "
-                         "--profile-steps to add counters.")
+                         "--profile-steps N (auto or all) to add counters.")
+    return profile_steps
+
+
+class ProfileSteps(click.ParamType):
+    """auto, all, or a positive whole number."""
+
+    name = "auto|all|N"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).strip().lower()
+        if text in ("auto", "all") or (text.isdigit() and int(text) >= 1):
+            return text
+        self.fail(f"{value!r} is not auto, all or a positive number of iterations", param, ctx)
 
 
 class IterationsMode(click.ParamType):
@@ -107,10 +122,11 @@ class IterationsMode(click.ParamType):
 @click.option("--iterations", "iterations_mode", type=IterationsMode(), default="auto", show_default=True,
               help="script mode without a region: auto (find the loop's iterations, count the steady state, "
                    "keep setup apart), none (count the whole run), or N (count the last N iterations found)")
-@click.option("--profile-steps", type=click.IntRange(min=1), default=None,
-              help="script mode: profile the first N iterations (optimizer steps, else calls of the top-level "
-                   "module, else calls of the first compiled graph), then let the script run on without the "
-                   "profiler and report the later iterations' un-profiled step time (CUDA events)")
+@click.option("--profile-steps", type=ProfileSteps(), default="auto", show_default=True,
+              help="script mode: profile the setup and the first N iterations (optimizer steps, else calls of the "
+                   "top-level module, else calls of the first compiled graph), then let the script run on without "
+                   "the profiler and report the later iterations' un-profiled step time (CUDA events); auto: 5 "
+                   "(1-2 warm-up, 3 steady); all: profile the whole run")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
 @click.option("--save-trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="also write the Chrome/Perfetto trace, each kernel annotated with its FLOPs, bytes, roof and "
@@ -142,7 +158,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
             iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
             ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None,
-            profile_steps: int | None) -> None:
+            profile_steps: str) -> None:
     """Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
     Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
@@ -171,7 +187,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")
     ranks = rank_info()
     _check_distributed(ranks, nproc_per_node, output, counters)
-    _check_profile_steps(profile_steps, function, counters)
+    profile_steps = _check_profile_steps(profile_steps, function, counters)
     if nproc_per_node is not None:
         from rooflinectl.cli.launch import launch_and_show
 

@@ -79,26 +79,30 @@ UNPROFILED_MARKERS = {"optimizer_step": "optimizer steps", "module_forward": "ca
 
 
 def unprofiled_lines(s: dict[str, Any]) -> list[str]:
-    """--profile-steps: the step time of the iterations that ran after the profiler stopped, beside
-    the profiled one (what the profiler's own cost added to a step)."""
+    """--profile-steps (auto by default): the step time of the iterations that ran after the
+    profiler stopped, beside the profiled one (what the profiler's own cost added to a step); or,
+    in one line, why none was timed (the idle and launch figures are then estimates)."""
     steps = s.get("profile_steps")
     if steps is None:
         return []
+    option = "--profile-steps auto" if s.get("profile_steps_rule") == "auto" else f"--profile-steps {steps}"
+    estimate = "; idle and launch figures are estimates"
     marker = UNPROFILED_MARKERS.get(str(s.get("profile_steps_marker")), "iterations")
     name = f" ({s['profile_steps_marker_name']})" if s.get("profile_steps_marker_name") else ""
     if not s.get("profile_steps_stopped") and not _count(s.get("profile_steps_seen")):
-        return [f"--profile-steps {steps}: no iteration was seen as the run went (no optimizer step, no eager call "
-                "of an nn.Module, no call of a torch.compile'd graph): all of the run was profiled"]
+        return [f"{option}: no iteration was seen as the run went (no optimizer step, no eager call "
+                "of an nn.Module, no call of a torch.compile'd graph): all of the run was profiled" + estimate]
     if not s.get("profile_steps_stopped"):
-        return [f"--profile-steps {steps}: the run ended after {_count(s.get('profile_steps_seen'))} {marker}{name}; "
-                "all of it was profiled, nothing timed without the profiler"]
+        return [f"{option}: the run ended after {_count(s.get('profile_steps_seen'))} {marker}{name}, too few to "
+                f"stop after {steps}; all of it was profiled, nothing timed without the profiler" + estimate]
     if s.get("profile_steps_error"):
-        return [f"--profile-steps {steps}: the profiler could not be stopped ({s['profile_steps_error']}); "
-                "the run went on under it"]
+        return [f"{option}: the profiler could not be stopped ({s['profile_steps_error']}); "
+                "the run went on under it" + estimate]
     timed = _count(s.get("unprofiled_steps"))
-    head = f"--profile-steps {steps}: profiled {steps} {marker}{name}, then the run went on without the profiler"
+    head = f"{option}: profiled {steps} {marker}{name}, then the run went on without the profiler"
     if not timed:
-        return [head + "; fewer than two iterations followed, none timed (a run of M iterations times M - N - 1)"]
+        return [head + "; fewer than two iterations followed, none timed (a run of M iterations times M - N - 1)"
+                + estimate]
     clock = "CUDA events" if s.get("unprofiled_timed_by") == "cuda_events" else "wall clock"
     unprofiled = s.get("unprofiled_step_time_s")
     profiled = s.get("iteration_time_s")
