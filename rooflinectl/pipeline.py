@@ -148,7 +148,7 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
         "iteration_time_s": float(np.median(state.iteration_times_s)) if state.iteration_times_s else None,
         "iteration_times_s": state.iteration_times_s[:MAX_ITERATION_TIMES],
     })
-    summary.update(unprofiled_figures(metadata.get("profile_steps")))
+    summary.update(unprofiled_figures(metadata.get("profile_steps")) or unprofiled_calls(metadata.get("unprofiled_calls")))
     summary.update(setup_figures(state.setup, found, state.window_s, _run_wall_s(trace)))
     summary.update(host_figures(trace, state.steady, host_spans_ns))
     summary.update(unprofiled_idle(summary, metadata.get("profiler_overhead_per_op_s")))
@@ -177,10 +177,24 @@ def unprofiled_figures(limit: Any) -> dict[str, Any]:
     }
 
 
+def unprofiled_calls(plain: Any) -> dict[str, Any]:
+    """Function mode: the calls timed without the profiler before the session (runner.time_calls)."""
+    if not isinstance(plain, dict):
+        return {}
+    times = [float(t) for t in plain.get("call_times_s") or []]
+    return {
+        "unprofiled_timed_by": plain.get("timed_by"),
+        "unprofiled_steps": len(times),
+        "unprofiled_step_time_s": float(np.median(times)) if times else None,
+        "unprofiled_step_times_s": times[:MAX_ITERATION_TIMES],
+    }
+
+
 def unprofiled_idle(summary: dict[str, Any], overhead_per_op_s: float | None) -> dict[str, Any]:
     """The device idle time to expect without the profiler, and where it comes from.
 
-    measured: `--profile-steps` timed the un-profiled steps (the same loop, same boundaries), so
+    measured: `--profile-steps` timed the un-profiled steps (the same loop, same boundaries), or
+    function mode timed the calls without the profiler, so
     each step's idle is its un-profiled time less the kernels' busy time per steady-state
     iteration (the profiler barely changes kernel durations: "distortion" in docs/benchmarks/compile.md). Else
     calibration: the profiler's cost per recorded event (200 tiny ops timed with and without it)
@@ -188,7 +202,8 @@ def unprofiled_idle(summary: dict[str, Any], overhead_per_op_s: float | None) ->
     it left 19-42 ms of idle per step where the measured figure was 7.5-21 ms."""
     step_s = summary.get("unprofiled_step_time_s")
     iterations = summary.get("iterations") or 0
-    if isinstance(step_s, (int, float)) and iterations and summary.get("iterations_method") in LOOP_METHODS:
+    if isinstance(step_s, (int, float)) and iterations and summary.get("iterations_method") in (*LOOP_METHODS,
+                                                                                                 "function"):
         busy_per_step_s = float(summary.get("device_busy_s") or 0.0) / iterations
         return {"device_idle_unprofiled_s": max(step_s - busy_per_step_s, 0.0) * iterations,
                 "device_idle_unprofiled_source": "measured"}

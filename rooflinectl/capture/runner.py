@@ -13,6 +13,7 @@ import importlib.util
 import inspect
 import runpy
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -190,9 +191,38 @@ def load_function(path: Path, name: str) -> tuple[Callable[..., Any], tuple[Any,
     return fn, args, kwargs
 
 
+def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int,
+                iters: int, device_kind: str) -> dict[str, Any]:
+    """The function as it runs without the profiler: `warmup` calls, then `iters` calls each
+    timed (CUDA events recorded on the current stream around the call, read after one sync at
+    the end; the host clock on CPU), before any session starts (a stopped profiler can leave
+    CUPTI attached and slow later launches, capture/session.py). What idle and launch advice
+    compare the profiled calls with."""
+    for _ in range(max(warmup, 0)):
+        fn(*args, **kwargs)
+    times_s: list[float] = []
+    if device_kind == "cuda":
+        torch.cuda.synchronize()
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+        for start, end in pairs:
+            start.record()
+            fn(*args, **kwargs)
+            end.record()
+        torch.cuda.synchronize()
+        times_s = [start.elapsed_time(end) / 1e3 for start, end in pairs]
+    else:
+        for _ in range(iters):
+            began = time.perf_counter()
+            fn(*args, **kwargs)
+            times_s.append(time.perf_counter() - began)
+    return {"warmup": max(warmup, 0), "timed_by": "cuda_events" if device_kind == "cuda" else "wall_clock",
+            "call_times_s": times_s}
+
+
 def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int,
-                  iters: int, device_kind: str) -> Capture:
-    """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate).
+                  iters: int, device_kind: str, plain_timing: bool = True) -> Capture:
+    """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate);
+    first, with plain_timing, the same calls without it (time_calls: metadata "unprofiled_calls").
 
     The warm-up runs profiled too, inside an annotation that is never counted: a function that
     torch.compile compiles there is compiled as it will run (module scopes and Inductor's
@@ -200,6 +230,7 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     is in the trace, so its replays get the ops of its capture."""
     if iters < 1:
         raise UsageError("--iters must be at least 1.")
+    plain = time_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind) if plain_timing else None
     with profiling(device_kind) as capture:
         with torch.profiler.record_function(WARMUP_NAME):
             for _ in range(max(warmup, 0)):
@@ -209,6 +240,8 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
         for _ in range(iters):
             fn(*args, **kwargs)
     capture.metadata["iterations"] = iters  # known: no iteration search
+    if plain is not None:
+        capture.metadata["unprofiled_calls"] = plain
     return capture
 
 

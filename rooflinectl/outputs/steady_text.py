@@ -84,7 +84,7 @@ def unprofiled_lines(s: dict[str, Any]) -> list[str]:
     in one line, why none was timed (the idle and launch figures are then estimates)."""
     steps = s.get("profile_steps")
     if steps is None:
-        return []
+        return _unprofiled_calls_line(s)
     option = "--profile-steps auto" if s.get("profile_steps_rule") == "auto" else f"--profile-steps {steps}"
     estimate = "; idle and launch figures are estimates"
     marker = UNPROFILED_MARKERS.get(str(s.get("profile_steps_marker")), "iterations")
@@ -110,3 +110,18 @@ def unprofiled_lines(s: dict[str, Any]) -> list[str]:
     if isinstance(profiled, (int, float)) and isinstance(unprofiled, (int, float)) and unprofiled > 0:
         versus = f"; profiled steady state {seconds(profiled)} ({(profiled / unprofiled - 1) * 100:+.1f}%)"
     return [head, f"un-profiled step: {seconds(unprofiled)} (median of {timed} timed by {clock}){versus}"]
+
+
+def _unprofiled_calls_line(s: dict[str, Any]) -> list[str]:
+    """Function mode: the calls timed without the profiler, beside the profiled ones."""
+    timed = _count(s.get("unprofiled_steps"))
+    unprofiled = s.get("unprofiled_step_time_s")
+    if s.get("iterations_method") != "function" or not timed or not isinstance(unprofiled, (int, float)):
+        return []
+    clock = "CUDA events" if s.get("unprofiled_timed_by") == "cuda_events" else "wall clock"
+    versus = ""
+    window_s, calls = s.get("window_s"), s.get("iterations")
+    if isinstance(window_s, (int, float)) and calls and unprofiled > 0:
+        profiled = window_s / calls
+        versus = f"; profiled call {seconds(profiled)} ({(profiled / unprofiled - 1) * 100:+.1f}%)"
+    return [f"un-profiled call: {seconds(unprofiled)} (median of {timed} timed by {clock} without the profiler){versus}"]

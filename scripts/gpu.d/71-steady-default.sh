@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The default `rooflinectl profile` (--profile-steps auto: setup + 5 iterations profiled, the rest
+# timed without the profiler) against plain runs of the same scripts (issue 28):
+# GPT-2 small bf16 eager forward (12 layers, batch 8 x 1024), a Llama-style training step (4 layers,
+# hidden 1024, batch 4 x 512), the MoE layer forward, ResNet-50 training (batch 32): 3 warm-up +
+# 20 timed steps each; plus the GPT-2 forward replayed from a CUDA graph, and a 2,000-step small
+# eager training loop (profile wall time vs plain). scripts/bench_steady_default.py prints the
+# FIGURE and CHECK lines. Expected runtime: about 120-150 s on an H200.
+set -u -o pipefail
+out="${PIECE_OUT:?PIECE_OUT must be set}"
+# STEADY_DEFAULT_ARGS replaces the default arguments, e.g. "--only gpt2-forward loop".
+# shellcheck disable=SC2086
+python3 scripts/bench_steady_default.py "$out" --device cuda ${STEADY_DEFAULT_ARGS:-}
