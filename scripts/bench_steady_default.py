@@ -33,10 +33,13 @@ WORKLOADS: dict[str, tuple[str, list[str], list[str]]] = {
     "gpt2-forward": ("gpt2_forward.py", ["--layers", "12", "--batch", "8", "--seq", "1024"],
                      ["--layers", "2", "--batch", "1", "--seq", "64"]),
     "llama-train": ("llama_train.py", ["--layers", "4", "--hidden", "1024", "--batch", "4", "--seq", "512"],
-                    ["--layers", "1", "--hidden", "64", "--batch", "1", "--seq", "32"]),
-    "moe-forward": ("moe_layer.py", [], ["--tokens", "256", "--dim", "64", "--hidden", "128"]),
+                    ["--layers", "1", "--hidden", "64", "--batch", "1", "--seq", "32", "--vocab", "256"]),
+    "mixtral-forward": ("mixtral_forward.py", ["--layers", "2", "--hidden", "1024", "--batch", "2", "--seq", "512"],
+                        ["--layers", "1", "--hidden", "64", "--batch", "1", "--seq", "32", "--vocab", "256"]),
+    "moe-layer": ("moe_layer.py", [], ["--tokens", "256", "--dim", "64", "--hidden", "128"]),  # no live marker
     "resnet50-train": ("resnet_train.py", ["--batch", "32"], ["--batch", "2", "--size", "64", "--arch", "resnet18"]),
 }
+ORDER = ["gpt2-forward", "loop", "llama-train", "resnet50-train", "mixtral-forward", "moe-layer"]  # most wanted first
 WARMUP, STEPS = 3, 20  # 23 iterations: 5 profiled (auto), 17 timed without the profiler
 
 LOOP = """
@@ -90,7 +93,7 @@ print(f"GRAPH eager_ms={eager_ms:.4f} replay_ms={timed(graph.replay):.4f}")
 """
 
 
-def _run(command: list[str], log: Path, timeout_s: float = 300) -> tuple[int, float, str]:
+def _run(command: list[str], log: Path, timeout_s: float = 150) -> tuple[int, float, str]:
     """Exit code, wall seconds and output (stdout + stderr, also written to log)."""
     start = time.perf_counter()
     try:
@@ -100,6 +103,7 @@ def _run(command: list[str], log: Path, timeout_s: float = 300) -> tuple[int, fl
         code, text = 124, f"timed out after {timeout_s:.0f} s: {exc}"
     wall_s = time.perf_counter() - start
     log.write_text(text)
+    sys.stdout.flush()
     return code, wall_s, text
 
 
@@ -195,14 +199,17 @@ def graph_replay(out: Path, small: bool) -> dict[str, float] | None:
     return {k: float(v) for k, v in (p.split("=") for p in line.split()[1:])}
 
 
-def long_loop(out: Path, device: str, steps: int) -> dict[str, float]:
+def long_loop(out: Path, device: str, steps: int) -> dict[str, Any]:
     """A small eager training loop of `steps` steps, plain and under the default profile."""
     script = out / "loop2000.py"
     script.write_text(LOOP)
-    _, plain_wall_s, text = _run([sys.executable, str(script), device, str(steps)], out / "loop.plain.log")
-    _, prof_wall_s, ptext = _run([sys.executable, "-m", "rooflinectl", "profile", str(script), "-q", "-o",
+    code, plain_wall_s, text = _run([sys.executable, str(script), device, str(steps)], out / "loop.plain.log")
+    pcode, prof_wall_s, ptext = _run([sys.executable, "-m", "rooflinectl", "profile", str(script), "-q", "-o",
                                   str(out / "loop.profile.json"), "--device", device, "--", device, str(steps)],
                                  out / "loop.profile.log")
+    if code or pcode:
+        print(f"FIGURE loop{steps}: failed (plain exit {code}, profile exit {pcode}; logs in {out})")
+        return {"plain_exit": code, "profile_exit": pcode}
     loop_s = [float(x.split()[1]) for x in (text + ptext).splitlines() if x.startswith("LOOP_S ")]
     s = json.loads((out / "loop.profile.json").read_text())["summary"] if (out / "loop.profile.json").is_file() else {}
     ratio = prof_wall_s / plain_wall_s
@@ -217,23 +224,21 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", type=Path)
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    p.add_argument("--only", nargs="*", default=[*WORKLOADS, "loop"])
+    p.add_argument("--only", nargs="*", default=ORDER)
     p.add_argument("--small", action="store_true", help="tiny sizes (a CPU check of this script)")
     p.add_argument("--loop-steps", type=int, default=2000)
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"device": args.device, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    for name in [n for n in WORKLOADS if n in args.only]:
-        fig = measure(name, args.out, args.device, args.small)
-        if fig is None:
-            continue
-        graph = graph_replay(args.out, args.small) if name == "gpt2-forward" and args.device == "cuda" else None
-        fig["graph"] = graph
-        fig["step_ok"] = report(fig, graph)
-        results[name] = fig
-    if "loop" in args.only:
-        results["loop"] = long_loop(args.out, args.device, args.loop_steps)
-    (args.out / "steady_default.json").write_text(json.dumps(results, indent=1))
+    for name in [n for n in ORDER if n in args.only]:
+        if name == "loop":
+            results["loop"] = long_loop(args.out, args.device, args.loop_steps)
+        elif (fig := measure(name, args.out, args.device, args.small)) is not None:
+            graph = graph_replay(args.out, args.small) if name == "gpt2-forward" and args.device == "cuda" else None
+            fig["graph"] = graph
+            fig["step_ok"] = report(fig, graph)
+            results[name] = fig
+        (args.out / "steady_default.json").write_text(json.dumps(results, indent=1))  # what ran, if stopped later
 
 
 if __name__ == "__main__":
