@@ -214,6 +214,7 @@ class StepLimit:
                 MODULE_FORWARD: (self.module_name, self.module_calls),
                 COMPILED_GRAPH: (self.graph_name, self.graph_calls)}
         times = self.step_times_s()
+        tail_s = time.perf_counter() - self.events[-1][1] if self.stopped and self.events else None
         return {
             "steps": self.steps,
             "rule": self.rule,
@@ -223,5 +224,6 @@ class StepLimit:
             "iterations_seen": seen[marker][1],
             "timed_by": "cuda_events" if self.cuda else "wall_clock",
             "step_times_s": times,
+            "tail_s": tail_s,  # host time from the last boundary to the end of the run (after a sync on CUDA)
             **({"stop_error": self.stop_error} if self.stop_error else {}),
         }

@@ -25,7 +25,27 @@ def _count(value: Any) -> int:
 
 
 def iteration_lines(s: dict[str, Any]) -> list[str]:
-    """What was counted and how: steady-state iterations (how found), per-iteration figures."""
+    """What was counted and how: steady-state iterations (how found), per-iteration figures, and
+    a line when the loop found holds a minority of the run's work (attribution/steady.loop_share)."""
+    counted, phases = _counted_lines(s), _phase_lines(s)
+    if phases and s.get("iterations_method") == "none":  # not "none found": one was found, and set aside
+        counted = counted[:1]
+    return counted + phases
+
+
+def _phase_lines(s: dict[str, Any]) -> list[str]:
+    minority, share = s.get("loop_minority"), s.get("loop_kernel_share")
+    if not minority or not isinstance(share, (int, float)):
+        return []
+    if minority == "kernel_sequence" and s.get("iterations_method") == "none":
+        return [f"phases: a repeated kernel sequence held only {percent(share)} of the kernel time outside setup-like "
+                "work (uploads, compilation): another phase did most of the work, so the whole run is counted"]
+    return [f"phases: the loop found holds only {percent(share)} of the run's kernel time outside setup-like work "
+            "(uploads, compilation); the rest ran in another phase, outside the table (`--iterations none` counts "
+            "the whole run)"]
+
+
+def _counted_lines(s: dict[str, Any]) -> list[str]:
     method = s.get("iterations_method")
     iterations = max(_count(s.get("iterations")), 1)
     total = s.get("total_kernel_time_s") or 0.0
@@ -109,7 +129,18 @@ def unprofiled_lines(s: dict[str, Any]) -> list[str]:
     versus = ""
     if isinstance(profiled, (int, float)) and isinstance(unprofiled, (int, float)) and unprofiled > 0:
         versus = f"; profiled steady state {seconds(profiled)} ({(profiled / unprofiled - 1) * 100:+.1f}%)"
-    return [head, f"un-profiled step: {seconds(unprofiled)} (median of {timed} timed by {clock}){versus}"]
+    return [head, f"un-profiled step: {seconds(unprofiled)} (median of {timed} timed by {clock}){versus}",
+            *_tail_line(s, float(unprofiled) if isinstance(unprofiled, (int, float)) else 0.0, timed)]
+
+
+def _tail_line(s: dict[str, Any], step_s: float, timed: int) -> list[str]:
+    """Work after the sampled loop's last iteration ran un-profiled and unseen: say so when it
+    is more than two steps and a tenth of the timed steps' total."""
+    tail_s = s.get("unprofiled_tail_s")
+    if not isinstance(tail_s, (int, float)) or tail_s <= max(2 * step_s, 0.1 * step_s * timed):
+        return []
+    return [f"after the loop's last iteration, {seconds(tail_s)} of the run went on un-profiled and unseen (another "
+            "loop or phase?): `--profile-steps all` profiles the whole run"]
 
 
 def _unprofiled_calls_line(s: dict[str, Any]) -> list[str]:
