@@ -7,11 +7,9 @@ ranks together when they are done."""
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -23,12 +21,6 @@ from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
 # What runs the profile (torch through capture, pandas) is imported in the functions below:
 # `rooflinectl --help`, `profile --help` and Tab completion must not pay seconds for it.
 COUNTER_MODES = ("none", "ncu", "auto")  # --counters
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from rooflinectl.capture.session import Capture
-    from rooflinectl.profile_model import ProfileData
 
 # a capture as json writes it, as orjson writes it (no spaces), and captures before the format key
 CAPTURE_MARKERS = ('"format": "rooflinectl-capture"', '"format":"rooflinectl-capture"', '{"device_kind": ')
@@ -45,19 +37,6 @@ def is_profile(path: Path) -> bool:
     return holds_marker(f'"format": "{FORMAT_NAME}"')(path)
 
 
-def _save_annotated_trace(capture: Capture, data: ProfileData, launches: pd.DataFrame, target: Path) -> None:
-    """torch.profiler's trace of the session with our numbers on each counted kernel; launches:
-    the build's attributed launches (pipeline.build_profile), not attributed a second time."""
-    from rooflinectl.outputs.chrome_trace import annotate, write_trace
-
-    if capture.chrome_trace_path is None or capture.trace is None:
-        return
-    with open(capture.chrome_trace_path, encoding="utf-8") as handle:
-        trace = json.load(handle)
-    annotate(trace, launches, data)
-    write_trace(trace, target)
-
-
 def _check_distributed(ranks: dict | None, nproc_per_node: int | None, output: str, counters: str) -> None:
     """What a distributed run cannot do, in one sentence before anything runs."""
     if (ranks is not None or nproc_per_node is not None) and counters != "none":
@@ -66,20 +45,6 @@ def _check_distributed(ranks: dict | None, nproc_per_node: int | None, output: s
     if (ranks is not None or nproc_per_node is not None) and output == STDOUT:
         raise UsageError("-o - under torchrun would mix the ranks' profiles on one standard output: give a file "
                          "name (each rank writes its own).")
-
-
-def _check_profile_steps(profile_steps: str, function: str | None, counters: str) -> str:
-    """--profile-steps stops the profiler inside a script's loop: say where it cannot apply; the
-    value to run with (auto becomes all where it cannot apply: function mode times its calls
-    itself, and the counters run measures the launches of the whole run)."""
-    if profile_steps in ("auto", "all"):
-        return "all" if function is not None or counters != "none" else profile_steps
-    if function is not None:
-        raise UsageError("--profile-steps applies to scripts: a FILE.py:FUNCTION target is profiled for --iters calls.")
-    if counters != "none":
-        raise UsageError("--counters measures the launches the whole profile recorded: profile without "
-                         "--profile-steps N (auto or all) to add counters.")
-    return profile_steps
 
 
 class ProfileSteps(click.ParamType):
@@ -167,27 +132,22 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     """
     from rooflinectl.analysis.regroup import regroup
     from rooflinectl.capture.progress import report
-    from rooflinectl.capture.runner import run_function, run_script, split_target
-    from rooflinectl.capture.session import keeping_chrome_traces, save_capture
+    from rooflinectl.capture.runner import split_target
     from rooflinectl.ceilings import resolve_device_kind
     from rooflinectl.cli.common import console, terminal_width
-    from rooflinectl.cli.profile_counters import (
-        CounterOptions,
-        Target,
-        counters_line,
-        counters_phase,
-    )
+    from rooflinectl.cli.profile_counters import CounterOptions, counters_line
     from rooflinectl.cli.profile_output import ProfileWriter
     from rooflinectl.cli.script_stdout import script_stdout_to_stderr
     from rooflinectl.cli.status import status_line
     from rooflinectl.outputs.table import render_profile
+    from rooflinectl.profiling import ProfilePipeline, ProfileRequest, ProfileResult, steps_for
 
     path, function = split_target(target)
     if function is not None and script_args:
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")
     ranks = rank_info()
     _check_distributed(ranks, nproc_per_node, output, counters)
-    profile_steps = _check_profile_steps(profile_steps, function, counters)
+    profile_steps = steps_for(profile_steps, function is not None, counters)
     if nproc_per_node is not None:
         from rooflinectl.cli.launch import launch_and_show
 
@@ -204,7 +164,6 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     to_stdout = output == STDOUT  # the profile JSON on standard output (and no table there)
     profile_target = None if to_stdout else checked_output(output, what="profile", script=path, force=force,
                                                            ours=is_profile)
-    writer = ProfileWriter(profile_target, output, ["rooflinectl", *sys.argv[1:]], iterations_mode)
     capture_target = checked_output(capture_path, what="capture", ours=is_capture, script=path,
                                     force=force) if capture_path else None
     trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
@@ -215,42 +174,40 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
                              "(or auto) with it.")
         others = [t for t in (profile_target, capture_target, trace_target) if t is not None]
         ncu_report = str(checked_ncu_report(ncu_report, script=path, others=others, force=force))
-    device_kind = resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3
+    command_line = ("rooflinectl", *sys.argv[1:])
+    pipeline = ProfilePipeline(ProfileRequest(  # --device cuda without CUDA: one sentence, exit 3
+        target=target, script_args=tuple(script_args), device=device, warmup=warmup, iters=iters,
+        iterations_mode=iterations_mode, profile_steps=profile_steps, keep_trace=trace_target is not None,
+        counters=CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report),
+        command=command_line))
+    writer = ProfileWriter(profile_target, output, list(command_line), iterations_mode,
+                           builder=pipeline.build_capture)
     # a status line on this terminal (not for -q, -o -, or the ranks of a distributed job)
     with status_line(enabled=not quiet and not to_stdout and ranks is None) as line:
-        line.workload(f"profiling {target} ({device_kind}); the table follows when it ends")
-        with (keeping_chrome_traces() if trace_target is not None else nullcontext(),
-              script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout):
+        line.workload(f"profiling {target} ({pipeline.device_kind}); the table follows when it ends")
+        with script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout:
             writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output
-            if function is None:
-                outcome = run_script(path, list(script_args), device_kind, on_hard_exit=writer.save_on_hard_exit,
-                                     profile_steps=profile_steps)
-            else:
-                outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind,
-                                       on_hard_exit=writer.save_on_hard_exit)
+            outcome = pipeline.run(on_hard_exit=writer.save_on_hard_exit)
         writer.stdout = None
         built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
         if built is None:  # nothing recorded: said, and no profile written
             ctx.exit(outcome.exit_code)
             return
-        data, launches = built
+        result = ProfileResult(outcome, *built)
         status, message = 0, ""
         if not (to_stdout and counters != "none"):  # standard output gets one profile: the final one
             report(f"writing {output}")
-            status, message = writer.save(data, completed=outcome.completed)  # saved before anything can fail
+            status, message = writer.save(result.data, completed=outcome.completed)  # saved before anything can fail
         if capture_target is not None:
             report(f"writing {capture_target}")
-            save_capture(outcome.capture, str(capture_target))
+            pipeline.save_capture(result, capture_target)
         if trace_target is not None:
             report(f"writing {trace_target}")
-            _save_annotated_trace(outcome.capture, data, launches, trace_target)
-    problem = None
+            pipeline.save_trace(result, trace_target)
     if counters != "none":
-        options = CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report)
-        where = Target(path, function, tuple(script_args), warmup, iters)
-        data, problem = counters_phase(data, launches, outcome.capture, where, options,
-                                       completed=outcome.completed, quiet=quiet)
-        status, message = writer.save(data, completed=outcome.completed)
+        result = pipeline.add_counters(result, quiet=quiet)
+        status, message = writer.save(result.data, completed=outcome.completed)
+    data, problem = result.data, result.counters_problem
     speaks = ranks is None or ranks["rank"] == 0  # in a distributed job rank 0 speaks for the ranks
     if not quiet and not to_stdout and speaks:
         width = terminal_width()
