@@ -66,3 +66,22 @@ def test_nothing_of_ours_but_the_marker_stays_after_the_stop(tmp_path: Path) -> 
                     "nvml_threads": 0}, free
     summary = json.loads((tmp_path / "p.json").read_text())["summary"]
     assert summary["profile_steps_marker"] == "optimizer_step" and summary["unprofiled_steps"] == 10 - 5 - 1
+
+
+def test_a_session_is_an_object_with_start_stop_finish_and_close() -> None:
+    import torch
+
+    from rooflinectl.capture.session import ProfilingSession, active_capture
+
+    session = ProfilingSession("cpu")
+    capture = session.start()
+    assert torch.autograd.profiler._is_profiler_enabled and active_capture() is capture
+    torch.ones(8).mul(2)
+    session.stop()
+    assert not torch.autograd.profiler._is_profiler_enabled
+    torch.ones(8).add(3)  # after the stop: not recorded
+    session.finish()
+    session.close()
+    assert active_capture() is None and capture.finish is None
+    names = {op.name for op in capture.trace.ops}
+    assert "aten::mul" in names and "aten::add" not in names
