@@ -195,9 +195,11 @@ def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
                 iters: int, device_kind: str) -> dict[str, Any]:
     """The function as it runs without the profiler: `warmup` calls, then `iters` calls each
     timed (CUDA events recorded on the current stream around the call, read after one sync at
-    the end; the host clock on CPU), before any session starts (a stopped profiler can leave
-    CUPTI attached and slow later launches, capture/session.py). What idle and launch advice
-    compare the profiled calls with."""
+    the end; the host clock on CPU). Run after the session (its hooks removed): a function that
+    torch.compile compiles must compile under the session (Inductor's annotations, a CUDA graph
+    captured in the trace); the session detaches CUPTI at its stop when it is the process's
+    first (capture/session.py), else a later session's plain calls may pay for CUPTI left
+    attached. What idle and launch advice compare the profiled calls with."""
     for _ in range(max(warmup, 0)):
         fn(*args, **kwargs)
     times_s: list[float] = []
@@ -222,7 +224,8 @@ def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int,
                   iters: int, device_kind: str, plain_timing: bool = True) -> Capture:
     """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate);
-    first, with plain_timing, the same calls without it (time_calls: metadata "unprofiled_calls").
+    then, with plain_timing, once more and `iters` times without it (time_calls: metadata
+    "unprofiled_calls").
 
     The warm-up runs profiled too, inside an annotation that is never counted: a function that
     torch.compile compiles there is compiled as it will run (module scopes and Inductor's
@@ -230,8 +233,7 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     is in the trace, so its replays get the ops of its capture."""
     if iters < 1:
         raise UsageError("--iters must be at least 1.")
-    plain = time_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind) if plain_timing else None
-    with profiling(device_kind) as capture:
+    with profiling(device_kind, runs_on=plain_timing) as capture:
         with torch.profiler.record_function(WARMUP_NAME):
             for _ in range(max(warmup, 0)):
                 fn(*args, **kwargs)
@@ -240,8 +242,12 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
         for _ in range(iters):
             fn(*args, **kwargs)
     capture.metadata["iterations"] = iters  # known: no iteration search
-    if plain is not None:
-        capture.metadata["unprofiled_calls"] = plain
+    if plain_timing:
+        try:
+            capture.metadata["unprofiled_calls"] = time_calls(fn, args, kwargs, warmup=1, iters=iters,
+                                                              device_kind=device_kind)
+        except Exception as exc:  # noqa: BLE001 - the profile of the calls that ran is kept
+            capture.metadata["unprofiled_calls"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     return capture
 
 

@@ -239,8 +239,9 @@ class ProfilingSession:
     close() then removes every hook. The state is the session's own; what is process-wide
     (sessions started, the one running, whether traces are kept) is in the three lists above."""
 
-    def __init__(self, device_kind: str, profile_steps: int | str | None = None) -> None:
+    def __init__(self, device_kind: str, profile_steps: int | str | None = None, runs_on: bool = False) -> None:
         self.device_kind = device_kind
+        self.runs_on = runs_on  # the program runs on, timed, after the session (function mode's plain calls)
         mark("session: run metadata")
         self.capture = Capture(device_kind=device_kind, metadata=run_metadata(device_kind))
         self.ranks = rank_info()
@@ -278,7 +279,7 @@ class ProfilingSession:
         stack, capture, limit = self.hooks, self.capture, self.limit
         probe = _probe_device(self.device_kind)
         _SESSIONS_STARTED[0] += 1
-        if limit is not None and self.device_kind == "cuda" and _SESSIONS_STARTED[0] == 1:
+        if (limit is not None or self.runs_on) and self.device_kind == "cuda" and _SESSIONS_STARTED[0] == 1:
             stack.callback(_cupti_torn_down_after_stop())  # the run goes on after the stop: detach CUPTI
         mark("session: hooks")
         self.scopes_off = stack.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))
@@ -368,7 +369,7 @@ class ProfilingSession:
 
 
 @contextmanager
-def profiling(device_kind: str, profile_steps: int | str | None = None) -> Iterator[Capture]:
+def profiling(device_kind: str, profile_steps: int | str | None = None, runs_on: bool = False) -> Iterator[Capture]:
     """Profile the block (a ProfilingSession); on exit (also on error) the capture holds what ran.
 
     capture.finish() ends the session early (a hard exit saves what ran); it runs once.
@@ -376,9 +377,10 @@ def profiling(device_kind: str, profile_steps: int | str | None = None) -> Itera
     None or "all": never) and time the later ones without the profiler (capture/step_limit.py);
     the trace is still read when the block ends. At the stop, module scopes, the Triton hook and
     the NVML sampling thread go: the un-profiled steps keep only the iteration marker.
+    runs_on: the program runs on after the block, timed (CUPTI is detached as at a step limit).
     """
     _refuse_nested()
-    session = ProfilingSession(device_kind, profile_steps)
+    session = ProfilingSession(device_kind, profile_steps, runs_on)
     capture = session.start()
     try:
         yield capture
