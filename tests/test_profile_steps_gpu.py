@@ -108,3 +108,16 @@ def test_a_loop_over_a_compiled_function_stops_at_a_graph_call(tmp_path: Path) -
     assert s["profile_steps_marker"] == "compiled_graph" and s["profile_steps_stopped"] is True
     assert s["unprofiled_timed_by"] == "cuda_events" and s["unprofiled_steps"] == 12 - 4 - 1
     assert all(0 < t < 0.5 for t in s["unprofiled_step_times_s"])
+
+
+def test_a_function_is_timed_with_cuda_events_without_the_profiler_too() -> None:
+    import torch
+
+    import rooflinectl
+
+    a = torch.randn(2048, 2048, device="cuda")
+    p = rooflinectl.profile(lambda: a @ a, warmup=2, iters=6, device="cuda")
+    assert p.summary["unprofiled_timed_by"] == "cuda_events" and p.summary["unprofiled_steps"] == 6
+    times = p.step_times()
+    assert 0 < times["unprofiled_s"] < 0.1 and 0 < times["profiled_s"] < 0.1
+    assert p.summary["device_idle_unprofiled_source"] == "measured"
