@@ -45,9 +45,9 @@ WARMUP, STEPS = 3, 20  # 23 iterations: 5 profiled (auto), 17 timed without the 
 LOOP = """
 import sys, time, torch
 device = sys.argv[1]
-model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256)).to(device)
+model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024)).to(device)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-x = torch.randn(64, 256, device=device)
+x = torch.randn(256, 1024, device=device)
 start = time.perf_counter()
 for _ in range(int(sys.argv[2])):
     opt.zero_grad(set_to_none=True)
