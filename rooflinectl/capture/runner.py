@@ -222,10 +222,12 @@ def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 
 def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int,
-                  iters: int, device_kind: str, plain_timing: bool = True) -> Capture:
+                  iters: int, device_kind: str, plain_timing: bool = True, own_process: bool = False) -> Capture:
     """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate);
     then, with plain_timing, once more and `iters` times without it (time_calls: metadata
-    "unprofiled_calls").
+    "unprofiled_calls"). own_process: the CLI's run, where this is the process's one session: it
+    then detaches CUPTI at its stop for the plain calls (not in a notebook or a test process,
+    where later sessions follow: capture/session._cupti_torn_down_after_stop).
 
     The warm-up runs profiled too, inside an annotation that is never counted: a function that
     torch.compile compiles there is compiled as it will run (module scopes and Inductor's
@@ -233,7 +235,7 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     is in the trace, so its replays get the ops of its capture."""
     if iters < 1:
         raise UsageError("--iters must be at least 1.")
-    with profiling(device_kind, runs_on=plain_timing) as capture:
+    with profiling(device_kind, runs_on=plain_timing and own_process) as capture:
         with torch.profiler.record_function(WARMUP_NAME):
             for _ in range(max(warmup, 0)):
                 fn(*args, **kwargs)
@@ -257,7 +259,8 @@ def run_function(path: Path, name: str, *, warmup: int, iters: int, device_kind:
 
     def run() -> None:
         fn, args, kwargs = load_function(path, name)
-        holder["capture"] = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind)
+        holder["capture"] = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind,
+                                          own_process=True)
 
     # the stand-in for the file's own profiler is in place before it is imported (see user_profiler)
     with _as_main_script(path, []), stand_ins_installed(), saving_on_hard_exit(on_hard_exit):
