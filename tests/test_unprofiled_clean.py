@@ -4,6 +4,7 @@ profiled step and during an un-profiled one, and prints what it found."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -59,7 +60,8 @@ def test_nothing_of_ours_but_the_marker_stays_after_the_stop(tmp_path: Path) -> 
     # while profiled (step 2 of 5): the profiler and our module scopes are on, the top module watched
     assert profiled["profiler_on"] is True
     assert profiled["monitoring_events"] or profiled["global_module_hooks"]
-    assert profiled["model_pre_hooks"] == 1 and profiled["optimizer_hooks"] == 1 and profiled["triton_hooks"] == 1
+    assert profiled["model_pre_hooks"] == 1 and profiled["optimizer_hooks"] == 1
+    assert profiled["triton_hooks"] == (1 if importlib.util.find_spec("triton") is not None else 0)
     # after the stop (step 9 of 10): only the optimizer step hook, the iteration marker, remains
     assert free == {"profiler_on": False, "monitoring_events": 0 if profiled["monitoring_events"] else None,
                     "global_module_hooks": 0, "optimizer_hooks": 1, "model_pre_hooks": 0, "triton_hooks": 0,
