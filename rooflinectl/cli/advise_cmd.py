@@ -82,6 +82,8 @@ def rules_help() -> str:
               help="Leave out fixes saving less than this share of the run [default: 0.001; 0 shows all].")
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="Write the report to FILE instead of stdout ('-': stdout).")
+@click.option("--all", "show_all", is_flag=True,
+              help="Show every finding: no limit of 10 in all or 5 per rule, and the small ones too.")
 @click.option("--list-rules", is_flag=True, help="Print every rule, its estimate and exit.")
 @click.option("--verify", is_flag=True,
               help="GPU only: rebuild each mechanical fix's op with the profiled shapes, time it as profiled and "
@@ -90,7 +92,7 @@ def rules_help() -> str:
 def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: str | None, min_efficiency: float | None,
             max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
             select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None, output: str | None,
-            list_rules: bool, verify: bool) -> None:
+            show_all: bool, list_rules: bool, verify: bool) -> None:
     """Recommendations from a profile: each finding with evidence, the fix and the time it saves.
 
     PROFILE defaults to rooflinectl.profile.json (else this folder's rank profiles); the rank
@@ -113,6 +115,9 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
                  "max_launch_overhead": max_launch_overhead, "fail_on": fail_on, "hide_below": hide_below,
                  "select": select or None}
         settings.update({k: v for k, v in flags.items() if v is not None})
+        if show_all:  # every limit lifted; an explicit --hide-below still holds
+            settings.update({"max_findings": 0, "max_findings_per_rule": 0,
+                             "hide_below": 0.0 if hide_below is None else hide_below})
         if ignore:
             settings["ignore"] = (*settings.get("ignore", ()), *ignore)
         level = settings.get("fail_on")

@@ -8,6 +8,7 @@ its [tool.rooflinectl.advise] / [tool.rooflinectl.diff] sub-tables:
   max_launch_overhead = 0.3      # gate.launch-overhead
   min_saving_share = 0.01        # findings saving less become info
   max_findings_per_rule = 5
+  max_findings = 10              # shown in all (0: every one, as --all)
   hide_below = 0.001             # fixes saving less than this share of the run are left out
   select = ["fusion", "attention.materialised-scores"]   # only these rules (ids or prefixes)
   ignore = ["roof.stop-here"]    # rules not to run (`disable` is the same list)
@@ -63,7 +64,7 @@ def find_pyproject(start: Path) -> Path | None:
 _NUMBER_RANGES = {"min_efficiency": (0.0, 1.0), "max_unknown_share": (0.0, 1.0), "max_launch_overhead": (0.0, 1.0),
                   "min_saving_share": (0.0, 1.0), "hide_below": (0.0, 1.0), "fail_on_regression": (0.0, math.inf)}
 _FLOAT_KEYS = tuple(_NUMBER_RANGES)
-KNOWN_KEYS = (*_FLOAT_KEYS, "fail_on", "max_findings_per_rule", "disable", "select", "ignore")
+KNOWN_KEYS = (*_FLOAT_KEYS, "fail_on", "max_findings_per_rule", "max_findings", "disable", "select", "ignore")
 SECTIONS = ("advise", "diff")
 
 
@@ -98,6 +99,10 @@ def _normalise(table: dict[str, Any], origin: str, sections: tuple[str, ...] = (
         elif key == "max_findings_per_rule":
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UsageError(f"{origin}: max_findings_per_rule must be a positive integer.")
+            out[key] = value
+        elif key == "max_findings":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"{origin}: max_findings must be an integer >= 0 (0 shows every finding).")
             out[key] = value
         elif key in ("disable", "select", "ignore"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

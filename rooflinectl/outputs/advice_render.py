@@ -6,6 +6,7 @@ Renderers return strings or rich renderables; they never print.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -38,13 +39,71 @@ def _headline(report: AdviceReport, fail_on: str | None) -> str:
     verified = (f" --verify measured {len(measured)} fix(es) on this GPU: {seconds(gained_s, decimals=2)} saved "
                 "(findings ranked by it);" if measured else "")
     warning = (f"INCOMPLETE PROFILE: {report.incomplete}; no gate passes on it. " if report.incomplete else "")
-    return (f"{warning}{len(report.findings)} finding(s) on {plain(report.device_name)}; estimated saving "
+    return (f"{warning}{_counts(report)} on {plain(report.device_name)}; estimated saving "
             f"{seconds(report.total_saving_s, decimals=2)} of {seconds(report.run_time_s, decimals=2)} "
             f"({_share(report, report.total_saving_s)}, Amdahl-capped);{verified} {verdict}.")
 
 
+def _counts(report: AdviceReport) -> str:
+    """'14 finding(s) (38 instances), 10 shown': the true counts, before any was left out."""
+    total = len(report.findings) + len(report.left_out)
+    instances = f" ({report.instances} instances)" if report.instances != total else ""
+    shown = f", {len(report.findings)} shown (--all shows every one)" if report.left_out else ""
+    return f"{total} finding(s){instances}{shown}"
+
+
+def short_subject(subject: str, limit: int) -> str:
+    """A subject of at most about `limit` characters: 'ops in a.long.module.path' keeps its ops
+    and the end of the path ('mul+tanh in …h.{0-11}.mlp.act'); a kernel name is shortened."""
+    if len(subject) <= limit:
+        return subject
+    head, sep, path = subject.rpartition(" in ")
+    room = limit - len(head) - len(sep) - 1
+    if sep and room >= 6:
+        parts = path.split(".")
+        tail = parts[-1]
+        for part in reversed(parts[:-1]):
+            if len(part) + 1 + len(tail) > room:
+                break
+            tail = f"{part}.{tail}"
+        return f"{head}{sep}…{tail}"
+    return shorten_kernel_name(subject, limit)
+
+
+def _what(f: Finding, width: int | None = None, titled: bool = True) -> str:
+    """Title, subject (a module pattern for a merged finding) and how many it stands for; without
+    the title (a narrow table: the rule id beside it and the details below say it) when not titled."""
+    if not titled:
+        prefix = f"{f.count}x " if f.count > 1 else ""
+        return prefix + (short_subject(f.subject, (width or 80) - len(prefix)) if f.subject else f.title)
+    subject = short_subject(f.subject, width) if width else f.subject
+    text = f"{f.title}: {subject}" if f.subject else f.title
+    return f"{text} ({f.count}x)" if f.count > 1 else text
+
+
+def _instances_line(f: Finding) -> str:
+    """Where the merged finding's instances are, and what they add up to ('' for one)."""
+    if f.count <= 1:
+        return ""
+    first = f.instances[0].subject if f.instances else f.subject
+    return (f"{f.count} instances of one pattern ({f.subject}), {seconds(f.est_saving_s, decimals=2)} "
+            f"estimated together; the evidence is the first's ({first}).")
+
+
+def _omitted_note(report: AdviceReport) -> str:
+    if not report.omitted:
+        return ""
+    rules = ", ".join(f"{count} {rule_id}" for rule_id, count in sorted(report.omitted.items()))
+    return f"{sum(report.omitted.values())} more finding(s) not shown ({rules}): --all shows them."
+
+
 def _verified(report: AdviceReport) -> bool:
     return any(f.verification is not None for f in report.findings)
+
+
+def _estimate(f: Finding) -> str:
+    """The rule's estimate (the `est. saving` column; --verify's figure has its own)."""
+    return seconds(f.est_saving_s, decimals=2)
 
 
 def _measured(f: Finding) -> str:
@@ -78,7 +137,7 @@ def _nothing_found(report: AdviceReport) -> str:
             f"({len(report.rules)} rules ran).")
 
 
-_MIN_TEXT_WIDTH = (30, 24)  # rule (whole rule ids), finding: what they keep before a short column gives way
+_MIN_TEXT_WIDTH = (30, 36)  # rule (whole rule ids), finding: what they keep before a short column gives way
 _DROP_ORDER = ("severity", "measured")  # the detail below repeats both
 
 
@@ -91,70 +150,114 @@ def _detail(label: str, text: str) -> Table:
     return grid
 
 
-def rich_renderable(report: AdviceReport, fail_on: str | None = None, width: int | None = None) -> RenderableType:
-    """A table of the ranked findings followed by each finding's evidence and fix (and, after
-    --verify, the saving measured on the GPU beside the estimate); fitted to `width` characters
-    (outputs/table.fit_columns, as `show` fits its table; None: natural widths)."""
+_TITLED_FROM = 120  # columns from which the table's finding column also carries the rule's title
+
+
+def _table_rows(report: AdviceReport, verified: bool, width: int | None) -> list[dict[str, Any]]:
+    titled = width is None or width >= _TITLED_FROM
+    return [{"#": str(n), "severity": Text(f.severity, style=_STYLE[f.severity]), "rule": f.rule_id,
+             "finding": _what(f, 48 if titled else 36, titled), "est. saving": _estimate(f),
+             "measured": _measured(f) if verified else "", "share": _share(report, f.ranked_saving_s)}
+            for n, f in enumerate(report.actions, 1)]
+
+
+def _actions_table(report: AdviceReport, width: int | None) -> Table:
+    """The ranked actions, fitted to `width` (outputs/table.fit_columns, as `show` fits its table)."""
     verified = _verified(report)
-    rows = []
-    for n, f in enumerate(report.findings, 1):
-        rows.append({"#": str(n), "severity": Text(f.severity, style=_STYLE[f.severity]), "rule": f.rule_id,
-                     "finding": f"{f.title}: {shorten_kernel_name(f.subject, 48)}" if f.subject else f.title,
-                     "est. saving": seconds(f.est_saving_s, decimals=2), "measured": _measured(f) if verified else "",
-                     "share": _share(report, f.ranked_saving_s)})
+    rows = _table_rows(report, verified, width)
     short = ("#", "severity", "est. saving", *(("measured",) if verified else ()), "share")
     widths = {c: max([len(c)] + [r[c].cell_len if isinstance(r[c], Text) else len(r[c]) for r in rows]) for c in short}
     natural = (max([4] + [len(r["rule"]) for r in rows]), max([7] + [len(r["finding"]) for r in rows]))
     least = (min(natural[0], _MIN_TEXT_WIDTH[0]), _MIN_TEXT_WIDTH[1])
     shown, (rule_width, finding_width) = fit_columns(widths, natural, width, short, _DROP_ORDER, least)
-    table = Table(title="rooflinectl advice", title_justify="left", show_lines=False, box=box.SIMPLE_HEAD,
-                  show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    table = Table(title="rooflinectl advice: actions, largest saving first", title_justify="left",
+                  show_lines=False, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
     order = [c for c in ("#", "severity") if c in shown] + ["rule", "finding"] + [c for c in shown if c not in ("#", "severity")]
     for name in order:
         limit = {"rule": rule_width, "finding": finding_width}.get(name)
         table.add_column(name, justify="right" if name in ("#", "est. saving", "measured", "share") else "left",
                          no_wrap=limit is None, overflow="fold", max_width=limit)
-    parts: list[RenderableType] = [table] if report.findings else [Text(_nothing_found(report))]
-    for n, (f, row) in enumerate(zip(report.findings, rows), 1):
+    for row in rows:
         table.add_row(*[rich_text(row[c]) if c in ("rule", "finding") else row[c] for c in order])
-        head = Text()
-        head.append(f"{n}. {plain(f.title)}", style="bold")
-        head.append(f"  [{f.rule_id}, {f.severity}]", style="dim")
-        parts += [head, _detail("evidence:", plain(f.evidence)), _detail("fix:", plain(f.recommendation))]
-        if f.verification is not None:  # the table's measured column, when there was no room for it
-            parts.append(_detail("verified:", plain(_verification_line(f))))
-    for rule_id, count in sorted(report.omitted.items()):
-        parts.append(Text(f"({count} more {rule_id} finding(s) not shown)", style="dim"))
-    if report.hidden:
-        parts.append(Text(_quiet_note(report), style="dim"))
+    return table
+
+
+def _details(n: int, f: Finding) -> list[RenderableType]:
+    head = Text()
+    head.append(f"{n}. {plain(f.title)}", style="bold")
+    head.append(f"  [{f.rule_id}, {f.severity}]", style="dim")
+    parts: list[RenderableType] = [head]
+    if f.count > 1:
+        parts.append(_detail("where:", plain(_instances_line(f))))
+    parts += [_detail("evidence:", plain(f.evidence)), _detail("fix:", plain(f.recommendation))]
+    if f.verification is not None:  # the table's measured column, when there was no room for it
+        parts.append(_detail("verified:", plain(_verification_line(f))))
+    return parts
+
+
+def _notes_grid(notes: list[Finding], first: int) -> Table:
+    """One line per note (number, severity, rule: what), wrapped lines kept under their text."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    for n, f in enumerate(notes, first):
+        grid.add_row(str(n), Text(f.severity, style=_STYLE[f.severity]),
+                     Text(f"{f.rule_id}: {plain(_what(f, 60))}"))
+    return grid
+
+
+def rich_renderable(report: AdviceReport, fail_on: str | None = None, width: int | None = None) -> RenderableType:
+    """The ranked actions as a table (est. saving, and after --verify the measured one), then the
+    notes that save nothing (one line each), then each finding's evidence and fix; fitted to
+    `width` characters (None: natural widths)."""
+    actions, notes = report.actions, report.notes
+    parts: list[RenderableType] = []
+    if actions:
+        parts.append(_actions_table(report, width))
+    elif not notes:
+        parts.append(Text(_nothing_found(report)))
+    if notes:
+        parts += [Text("Notes (no saving):", style="bold"), _notes_grid(notes, len(actions) + 1)]
+    for n, f in enumerate([*actions, *notes], 1):
+        parts += _details(n, f)
+    for text in (_omitted_note(report), _quiet_note(report)):
+        if text:
+            parts.append(Text(text, style="dim"))
     parts.append(Text(_headline(report, fail_on), style="bold"))
     return Group(*parts)
 
 
 def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
     lines = [f"## rooflinectl advice: {markdown(report.device_name)}", "", markdown(_headline(report, fail_on)), ""]
-    if report.findings:
+    actions, notes = report.actions, report.notes
+    if actions:
         verified = _verified(report)
         extra, align = (" measured |", "---:|") if verified else ("", "")
         lines += [f"| # | severity | rule | finding | est. saving |{extra} share |", f"|---:|---|---|---|---:|{align}---:|"]
-        for n, f in enumerate(report.findings, 1):
-            what = f"{f.title}: {f.subject}" if f.subject else f.title
+        for n, f in enumerate(actions, 1):
             measured = f" {_measured(f)} |" if verified else ""
-            lines.append(f"| {n} | {f.severity} | `{f.rule_id}` | {markdown(what)} | "
-                         f"{seconds(f.est_saving_s, decimals=2)} |{measured} {_share(report, f.ranked_saving_s)} |")
+            lines.append(f"| {n} | {f.severity} | `{f.rule_id}` | {markdown(_what(f))} | "
+                         f"{_estimate(f)} |{measured} {_share(report, f.ranked_saving_s)} |")
         lines.append("")
-        for n, f in enumerate(report.findings, 1):
-            lines += [f"### {n}. {markdown(f.title)} (`{f.rule_id}`, {f.severity})", "",
-                      f"**Evidence:** {markdown(f.evidence)}", "", f"**Fix:** {markdown(f.recommendation)}", ""]
-            if f.verification is not None:
-                lines += [f"**Verified:** {markdown(_verification_line(f))}", ""]
-            lines += [f"[About this rule]({f.docs})", ""]
-    else:
+    if notes:
+        lines += ["**Notes (no saving):**", ""]
+        lines += [f"- {n}. {f.severity} `{f.rule_id}`: {markdown(_what(f, 60))}"
+                  for n, f in enumerate(notes, len(actions) + 1)]
+        lines.append("")
+    if not report.findings:
         lines.append(_nothing_found(report))
-    for rule_id, count in sorted(report.omitted.items()):
-        lines.append(f"_{count} more `{rule_id}` finding(s) not shown._")
-    if report.hidden:
-        lines.append(f"_{markdown(_quiet_note(report))}_")
+    for n, f in enumerate([*actions, *notes], 1):
+        lines += [f"### {n}. {markdown(f.title)} (`{f.rule_id}`, {f.severity})", ""]
+        if f.count > 1:
+            lines += [f"**Where:** {markdown(_instances_line(f))}", ""]
+        lines += [f"**Evidence:** {markdown(f.evidence)}", "", f"**Fix:** {markdown(f.recommendation)}", ""]
+        if f.verification is not None:
+            lines += [f"**Verified:** {markdown(_verification_line(f))}", ""]
+        lines += [f"[About this rule]({f.docs})", ""]
+    for text in (_omitted_note(report), _quiet_note(report)):
+        if text:
+            lines.append(f"_{markdown(text)}_")
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -168,14 +271,21 @@ def render_github(report: AdviceReport, fail_on: str | None = None) -> str:
     if report.incomplete:
         lines.append(f"::error title=rooflinectl: incomplete profile::{github_data(report.incomplete)}")
     for f in report.findings:
-        title = github_property(f"rooflinectl {f.rule_id}: {f.title}")
+        title = github_property(f"rooflinectl {f.rule_id}: {_what(f)}")
         verified = f" Verified: {_verification_line(f)}" if f.verification is not None else ""
-        message = github_data(f"{f.evidence} Fix: {f.recommendation} "
+        where = f"{_instances_line(f)} " if f.count > 1 else ""
+        message = github_data(f"{where}{f.evidence} Fix: {f.recommendation} "
                               f"(est. saving {seconds(f.est_saving_s, decimals=2)}, {_share(report, f.est_saving_s)})"
                               + verified)
         lines.append(f"::{_GITHUB_LEVEL[f.severity]} title={title}::{message}")
+    if report.omitted:
+        lines.append(_omitted_note(report))
     lines.append(_headline(report, fail_on))
     return "\n".join(lines) + "\n"
+
+
+def _junit_text(f: Finding) -> str:
+    return f"{_instances_line(f)} {f.evidence}" if f.count > 1 else f.evidence
 
 
 def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
@@ -186,13 +296,16 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
     if report.incomplete:
         suite.case("profile.complete", failure=("incomplete", f"incomplete profile: {report.incomplete}"))
     for entry in report.rules:
-        found: list[Finding] = report.findings_of(entry.id)
+        found: list[Finding] = [f for f in [*report.findings, *report.left_out] if f.rule_id == entry.id]
         bad = [f for f in found if severity_rank(f.severity) >= level]
-        output = "\n".join(plain(f.evidence) for f in found) if found and not bad else None
+        output = "\n".join(plain(_junit_text(f)) for f in found) if found and not bad else None
         if bad:
-            suite.case(entry.id, failure=(bad[0].severity, f"{entry.title}: {len(bad)} finding(s), est. saving "
+            instances = sum(f.count for f in bad)
+            counted = f"{len(bad)} finding(s)" + (f" ({instances} instances)" if instances != len(bad) else "")
+            suite.case(entry.id, failure=(bad[0].severity, f"{entry.title}: {counted}, est. saving "
                                                             f"{seconds(sum(f.est_saving_s for f in bad), decimals=2)}"),
-                       failure_text="\n\n".join(f"{plain(f.evidence)}\nFix: {plain(f.recommendation)}" for f in bad))
+                       failure_text="\n\n".join(f"{plain(_junit_text(f))}\nFix: {plain(f.recommendation)}"
+                                                 for f in bad))
         elif entry.gate and not found and entry.id not in report.active_gates:
             suite.case(entry.id, skipped="threshold not set")
         else:

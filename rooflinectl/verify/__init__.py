@@ -19,13 +19,22 @@ from dataclasses import dataclass
 
 from rooflinectl.analysis.advice import AdviceReport, Verification, with_verifications
 from rooflinectl.analysis.advice.engine import complete_table
+from rooflinectl.analysis.advice.merge import is_note
 from rooflinectl.errors import EnvironmentProblem, UsageError
 from rooflinectl.profile_model import ProfileData
 from rooflinectl.units import seconds
-from rooflinectl.verify import rebuild  # noqa: F401 - registers the rebuilders
-from rooflinectl.verify.registry import REBUILDERS, NotRebuilt, Pair, Trial
+from rooflinectl.verify import rebuild, rebuild_launches, rebuild_ops  # noqa: F401 - register the rebuilders
+from rooflinectl.verify.registry import (
+    DEFAULT_NOT_REBUILT,
+    NOT_REBUILT,
+    REBUILDERS,
+    NotRebuilt,
+    Pair,
+    Trial,
+)
 
-VERIFY_BUDGET_S = 5.0  # the whole verification
+VERIFY_BUDGET_S = 5.0  # the whole verification's timing
+SETUP_BUDGET_S = 60.0  # building the fixes: torch.compile's compilation, a CUDA graph's capture
 MAX_TRIAL_S = 1.0  # one trial's timed repeats, both versions
 MIN_GAIN = 0.03  # a fix less than 3% faster than the original measured no gain
 MEMORY_SHARE = 0.5  # a trial may take at most this share of the free device memory
@@ -54,6 +63,7 @@ def check_device(profile: ProfileData) -> str:
 class _Budget:
     deadline: float
     trials_left: int
+    setup_left_s: float = SETUP_BUDGET_S
 
     def left_s(self) -> float:
         return self.deadline - time.perf_counter()
@@ -65,15 +75,25 @@ class _Budget:
         return min(MAX_TRIAL_S, share)
 
 
-def _time_trial(trial: Trial, slice_s: float) -> tuple[float, float]:
-    """(original, fixed) median seconds per call; the tensors are freed afterwards."""
+def _time_trial(trial: Trial, slice_s: float, budget: _Budget | None = None) -> tuple[float, float]:
+    """(original, fixed) median seconds per call; the tensors are freed afterwards. Building the
+    pair and its first calls (a compilation, a graph capture) is set-up: it moves the timing
+    budget's deadline and is charged to the set-up budget instead."""
     import torch
 
     from rooflinectl.ceilings.measure_gpu import time_cuda
 
+    start = time.perf_counter()
     pair: Pair | None = trial.make()
     try:
         original, fixed = pair
+        original()
+        fixed()
+        torch.cuda.synchronize()
+        if budget is not None:
+            setup_s = time.perf_counter() - start
+            budget.deadline += setup_s
+            budget.setup_left_s -= setup_s
         t_original, _, _ = time_cuda(lambda _i: original(), budget_s=slice_s / 2, min_reps=3, max_reps=30)
         t_fixed, _, _ = time_cuda(lambda _i: fixed(), budget_s=slice_s / 2, min_reps=3, max_reps=30)
     finally:
@@ -90,13 +110,14 @@ def _verify_one(trials: list[Trial], budget: _Budget) -> Verification:
         free_bytes, _ = torch.cuda.mem_get_info()
         if trial.bytes_needed > MEMORY_SHARE * free_bytes:
             return Verification("not-run", f"{trial.label} needs {trial.bytes_needed / 1e9:.1f} GB of device memory")
-        if budget.left_s() <= 0:
+        if budget.left_s() <= 0 or budget.setup_left_s <= 0:
             return Verification("not-run", "the verification's time budget was spent")
         try:
-            t_original, t_fixed = _time_trial(trial, budget.next_slice_s())
-        except (RuntimeError, ValueError) as exc:  # torch's errors (out of memory, unsupported op) are these
+            t_original, t_fixed = _time_trial(trial, budget.next_slice_s(), budget)
+        except Exception as exc:  # noqa: BLE001 - torch's errors (out of memory, a capture refused, an
+            # unsupported op) and a profiled function's own: the finding says which, the rest go on
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            return Verification("not-run", f"{trial.label}: torch raised {type(exc).__name__}: {first}")
+            return Verification("not-run", f"{trial.label}: {type(exc).__name__}: {first}")
         original_s += t_original
         fixed_s += t_fixed
         profiled_s += trial.profiled_s
@@ -115,11 +136,14 @@ def plan(report: AdviceReport, profile: ProfileData) -> tuple[dict[int, list[Tri
     """The trials of each finding a rebuilder covers (by the finding's position), and a "not-run"
     verification for each one whose op the profile does not describe well enough. No GPU needed."""
     kernels = complete_table(profile.kernels)
+    kernels.attrs.update(summary=dict(profile.summary or {}), metadata=dict(profile.metadata or {}))
     plans: dict[int, list[Trial]] = {}
     skipped: dict[int, Verification] = {}
     for n, finding in enumerate(report.findings):
         rebuilder = REBUILDERS.get(finding.rule_id)
         if rebuilder is None:
+            if not is_note(finding):  # an action whose fix cannot be measured says why
+                skipped[n] = Verification("not-run", NOT_REBUILT.get(finding.rule_id, DEFAULT_NOT_REBUILT))
             continue
         try:
             plans[n] = rebuilder(finding, kernels)

@@ -2,7 +2,8 @@
 function that rebuilds the finding's ops with the profiled shapes and dtypes, as profiled and
 with the fix. One entry per rule id, registered by decorator, duplicates refused.
 
-A rebuilder is `fn(finding, kernels) -> list[Trial]`; it raises NotRebuilt (one sentence)
+A rebuilder is `fn(finding, kernels) -> list[Trial]` (the run's summary and metadata in
+`kernels.attrs["summary"]`, `["metadata"]`); it raises NotRebuilt (one sentence)
 when the profile does not say enough to build the op. It allocates nothing: a Trial's `make`
 does, when the runner calls it on the GPU, and the tensors go when the trial is done.
 """
@@ -49,6 +50,23 @@ class Trial:
 
 Rebuilder = Callable[[Finding, pd.DataFrame], list[Trial]]
 REBUILDERS: dict[str, Rebuilder] = {}
+
+# Why the fixes of the rules without a rebuilder are not measured: what they change is not an op
+# that the profile describes (the default covers the rest).
+_KERNEL = "its fix is a different kernel (source, grid or launch configuration), not an op that can be rebuilt"
+NOT_REBUILT: dict[str, str] = {
+    "grid.small": _KERNEL, "grid.wave-quantisation": _KERNEL, "kernel.low-occupancy": _KERNEL,
+    "custom.compute-far-from-roof": _KERNEL, "custom.memory-far-from-roof": _KERNEL, "library.fallback": _KERNEL,
+    "counters.dram-rereads": _KERNEL, "counters.poor-reuse": _KERNEL, "counters.wasted-flops": _KERNEL,
+    "gemm.skinny": "its fix changes the work itself (batching rows, merging GEMMs that share an input)",
+    "host.sync": "its fix takes a host synchronisation out of the program's loop, which the profile does not hold",
+    "transfer.pageable": "its fix pins the program's host buffers, which the profile does not hold",
+    "quant.weight-only": "its fix needs a quantisation library's kernels (torchao), not a torch op",
+    "attention.kv-cache-growth": "its fix changes how the program keeps its cache, not one op",
+    "clocks.throttled": "its fix is the GPU's power or cooling, not the program",
+    "gpu.shared": "its fix is a GPU to oneself, not the program",
+}
+DEFAULT_NOT_REBUILT = "its fix changes the program or the run beyond one op: nothing to rebuild from the profile"
 
 
 def rebuilds(rule_id: str) -> Callable[[Rebuilder], Rebuilder]:

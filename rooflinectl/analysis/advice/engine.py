@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from rooflinectl.analysis.advice.merge import is_note, merge_notes, merge_patterns, reading_order
 from rooflinectl.analysis.advice.registry import (
     RULES,
     SEVERITIES,
@@ -42,14 +43,31 @@ class AdviceReport:
     incomplete: str = ""  # why the profile cannot pass a gate (profile_model.incomplete_reason), '' if it can
     hidden: int = 0  # fixes left out for saving less than Thresholds.hide_below_share of the run
     hide_below_share: float = 0.0
+    left_out: list[Finding] = field(default_factory=list)  # beyond the shown limits (counted in omitted)
+
+    @property
+    def actions(self) -> list[Finding]:
+        """The shown findings with a saving, in ranked order."""
+        return [f for f in self.findings if not is_note(f)]
+
+    @property
+    def notes(self) -> list[Finding]:
+        """The shown findings without a saving (stop here, data quality, gates), after the actions."""
+        return [f for f in self.findings if is_note(f)]
+
+    @property
+    def instances(self) -> int:
+        """Every finding's instances, shown or not: what the rules found before merging."""
+        return sum(f.count for f in [*self.findings, *self.left_out])
 
     def findings_of(self, rule_id: str) -> list[Finding]:
         return [f for f in self.findings if f.rule_id == rule_id]
 
     def worst_severity(self) -> str | None:
-        if not self.findings:
+        every = [*self.findings, *self.left_out]
+        if not every:
             return None
-        return max((f.severity for f in self.findings), key=severity_rank)
+        return max((f.severity for f in every), key=severity_rank)
 
     def to_dict(self, fail_on: str | None = None) -> dict[str, Any]:
         return {
@@ -65,7 +83,10 @@ class AdviceReport:
             "omitted": dict(sorted(self.omitted.items())),
             "hidden": self.hidden,
             "hide_below_share": self.hide_below_share,
+            "counts": {"findings": len(self.findings) + len(self.left_out), "instances": self.instances,
+                       "shown": len(self.findings), "actions": len(self.actions), "notes": len(self.notes)},
             "findings": [f.to_dict() for f in self.findings],
+            "not_shown": [f.to_dict() for f in self.left_out],
         }
 
 
@@ -112,8 +133,34 @@ def _cap(f: Finding, kernels: pd.DataFrame, idle_s: float) -> Finding:
     return replace(f, est_saving_s=min(f.est_saving_s, limit), idle_saving_s=idle_part)
 
 
-def _sort_key(f: Finding) -> tuple[Any, ...]:
-    return (-round(f.ranked_saving_s, 12), -severity_rank(f.severity), f.rule_id, f.rows, f.subject, f.evidence)
+NOTE_SLOTS = 3  # of the shown findings, kept for notes when there are more actions than fit
+
+
+def _select(ordered: list[Finding], thresholds: Thresholds) -> tuple[list[Finding], list[Finding], dict[str, int]]:
+    """(shown, left out, rule id -> findings left out): at most max_findings_per_rule of one rule,
+    then at most max_findings in all, up to NOTE_SLOTS of them notes (0 lifts a limit)."""
+    per_rule_cap = thresholds.max_findings_per_rule
+    per_rule: dict[str, int] = defaultdict(int)
+    kept: list[Finding] = []
+    left: list[Finding] = []
+    for f in ordered:
+        if per_rule_cap > 0 and per_rule[f.rule_id] >= per_rule_cap:
+            left.append(f)
+            continue
+        per_rule[f.rule_id] += 1
+        kept.append(f)
+    if thresholds.max_findings > 0:
+        actions = [f for f in kept if not is_note(f)]
+        notes = [f for f in kept if is_note(f)]
+        action_slots = max(thresholds.max_findings - min(len(notes), NOTE_SLOTS), 0)
+        shown_actions = actions[:action_slots]
+        shown_notes = notes[:max(thresholds.max_findings - len(shown_actions), 0)]
+        left += actions[len(shown_actions):] + notes[len(shown_notes):]
+        kept = shown_actions + shown_notes
+    omitted: dict[str, int] = defaultdict(int)
+    for f in left:
+        omitted[f.rule_id] += 1
+    return kept, sorted(left, key=reading_order), dict(omitted)
 
 
 def with_verifications(report: AdviceReport, verified: dict[int, Verification]) -> AdviceReport:
@@ -127,12 +174,31 @@ def with_verifications(report: AdviceReport, verified: dict[int, Verification]) 
             f = replace(f, severity="info" if f.severity != "info" and not RULES[f.rule_id].gate else f.severity,
                         evidence=f"{f.evidence} Verified on this GPU: no gain ({v.detail}).")
         findings.append(replace(f, verification=v) if v is not None else f)
-    findings.sort(key=_sort_key)
+    findings.sort(key=reading_order)
     return replace(report, findings=findings)
 
 
+def _kept(findings: list[Finding], thresholds: Thresholds, run_time_s: float) -> tuple[list[Finding], int]:
+    """The merged findings worth showing, downgraded to info when small; and the instances left
+    out for saving less than hide_below_share of the run. Only a saving can be too small: findings
+    that estimate none (gates, warnings about the numbers, "stop here") are always kept."""
+    kept: list[Finding] = []
+    hidden = 0
+    for f in findings:
+        if 0 < f.est_saving_s < thresholds.hide_below_share * run_time_s:
+            hidden += f.count  # worth a microsecond: noise, not advice
+            continue
+        entry = RULES[f.rule_id]
+        small = run_time_s <= 0 or f.est_saving_s < thresholds.min_saving_share * run_time_s
+        if not entry.gate and not entry.keep_severity and small and f.severity == "warning":
+            f = replace(f, severity="info")
+        kept.append(f)
+    return kept, hidden
+
+
 def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_path: str = "") -> AdviceReport:
-    """All enabled rules on one profile: findings capped, downgraded when small, ranked by saving."""
+    """All enabled rules on one profile: findings capped, merged per pattern (one finding for a
+    chain repeated in N layers), downgraded when small, actions ranked by saving before notes."""
     thresholds = thresholds or Thresholds()
     kernels = complete_table(profile.kernels)
     ctx = AdviceContext(kernels=kernels, summary=dict(profile.summary or {}), ceilings=profile.ceilings,
@@ -140,39 +206,20 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
     idle_s = float(ctx.summary.get("device_idle_s") or 0.0)
     rules = [RULES[k] for k in sorted(RULES) if thresholds.runs(k)]
     run_time_s = ctx.run_time_s
-    findings: list[Finding] = []
-    hidden = 0
-    for entry in rules:
-        for f in entry.fn(ctx):
-            f = _cap(f, kernels, idle_s)
-            # only a saving can be too small: findings that estimate none (gates, warnings about the
-            # numbers, "stop here") are always shown
-            if 0 < f.est_saving_s < thresholds.hide_below_share * run_time_s:
-                hidden += 1  # worth a microsecond: noise, not advice
-                continue
-            small = run_time_s <= 0 or f.est_saving_s < thresholds.min_saving_share * run_time_s
-            if not entry.gate and not entry.keep_severity and small and f.severity == "warning":
-                f = replace(f, severity="info")
-            findings.append(f)
-    findings.sort(key=_sort_key)
-    kept: list[Finding] = []
-    omitted: dict[str, int] = defaultdict(int)
-    per_rule: dict[str, int] = defaultdict(int)
-    for f in findings:
-        if per_rule[f.rule_id] >= thresholds.max_findings_per_rule:
-            omitted[f.rule_id] += 1
-            continue
-        per_rule[f.rule_id] += 1
-        kept.append(f)
+    raw = [_cap(f, kernels, idle_s) for entry in rules for f in entry.fn(ctx)]
+    findings, hidden = _kept(merge_patterns(raw, kernels), thresholds, run_time_s)
+    notes = merge_notes([f for f in findings if is_note(f)])
+    ordered = sorted([f for f in findings if not is_note(f)] + notes, key=reading_order)
+    shown, left_out, omitted = _select(ordered, thresholds)
     total = min(_amdahl_total(findings, kernels, idle_s), run_time_s) if run_time_s > 0 else 0.0
-    return AdviceReport(findings=kept, rules=rules, run_time_s=run_time_s,
+    return AdviceReport(findings=shown, rules=rules, run_time_s=run_time_s,
                         total_kernel_time_s=ctx.total_kernel_time_s, total_saving_s=total,
-                        device_name=profile.ceilings.device_name, omitted=dict(omitted),
+                        device_name=profile.ceilings.device_name, omitted=omitted,
                         profile_path=profile_path,
                         active_gates=tuple(r.id for r in rules
                                            if r.gate and getattr(thresholds, r.threshold) is not None),
                         incomplete=incomplete_reason(profile), hidden=hidden,
-                        hide_below_share=thresholds.hide_below_share)
+                        hide_below_share=thresholds.hide_below_share, left_out=left_out)
 
 
 def exit_code(report: AdviceReport, fail_on: str | None) -> int:
@@ -185,4 +232,5 @@ def exit_code(report: AdviceReport, fail_on: str | None) -> int:
     if report.incomplete:
         return EXIT_INCOMPLETE
     level = severity_rank(fail_on)
-    return EXIT_FINDINGS if any(severity_rank(f.severity) >= level for f in report.findings) else EXIT_OK
+    every = [*report.findings, *report.left_out]
+    return EXIT_FINDINGS if any(severity_rank(f.severity) >= level for f in every) else EXIT_OK

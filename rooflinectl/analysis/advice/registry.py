@@ -34,7 +34,8 @@ class Thresholds:
     max_launch_overhead: float | None = None  # device idle time / window
     min_saving_share: float = 0.01  # findings saving less than this share of the run become info
     hide_below_share: float = 0.001  # fixes saving less than this share of the run are left out (counted)
-    max_findings_per_rule: int = 5
+    max_findings_per_rule: int = 5  # 0: no limit
+    max_findings: int = 10  # shown in all (actions, then notes); 0: no limit (--all)
     disabled_rules: tuple[str, ...] = ()  # rule ids or prefixes (`fusion`) not to run
     selected_rules: tuple[str, ...] = ()  # rule ids or prefixes to run, all when empty
 
@@ -108,6 +109,8 @@ class Finding:
     idle_saving_s: float = 0.0  # the part of est_saving_s that is device idle time, not kernel time
     docs: str = ""
     verification: Verification | None = None  # set by `advise --verify`
+    count: int = 1  # the instances this finding stands for (the same pattern in repeated modules)
+    instances: tuple[Finding, ...] = ()  # those instances, first (lowest module index) first; () for one
 
     @property
     def measured_saving_s(self) -> float | None:
@@ -134,6 +137,8 @@ class Finding:
             "rows": [int(r) for r in self.rows],
             "docs": self.docs,
             "verification": self.verification.to_dict() if self.verification is not None else None,
+            "count": self.count,
+            "instances": [f.to_dict() for f in self.instances],
         }
 
 
