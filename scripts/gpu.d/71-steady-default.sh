@@ -7,7 +7,9 @@
 # ResNet-50 training (batch 32): 3 warm-up +
 # 20 timed steps each; plus the GPT-2 forward replayed from a CUDA graph, and a 2,000-step small
 # eager training loop (profile wall time vs plain). scripts/bench_steady_default.py prints the
-# FIGURE and CHECK lines. Expected runtime: about 120-150 s on an H200.
+# FIGURE and CHECK lines. Runtime: 199 s on an H200 (2026-12-02 00:24 UTC, one plain run per model);
+# with the second plain run of the three host-bound models about 220-240 s: run it with
+# PIECE_TIMEOUT_S=300 (each workload writes its figures as it ends, so a cut run keeps the first).
 set -u -o pipefail
 out="${PIECE_OUT:?PIECE_OUT must be set}"
 # STEADY_DEFAULT_ARGS replaces the default arguments, e.g. "--only gpt2-forward loop".
