@@ -3,7 +3,7 @@
 # timed without the profiler) against plain runs of the same scripts (issue 28):
 # GPT-2 small bf16 eager forward (12 layers, batch 8 x 1024), a Llama-style training step (4 layers,
 # hidden 1024, batch 4 x 512), a Mixtral-style MoE forward (2 layers, 8 experts top-2, batch 2 x 512),
-# the MoE layer of examples/real/moe_layer.py (no live iteration marker: the estimate fallback),
+# (the MoE layer of examples/real/moe_layer.py, no live marker: the estimate fallback, with --only moe-layer),
 # ResNet-50 training (batch 32): 3 warm-up +
 # 20 timed steps each; plus the GPT-2 forward replayed from a CUDA graph, and a 2,000-step small
 # eager training loop (profile wall time vs plain). scripts/bench_steady_default.py prints the
