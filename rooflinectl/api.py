@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import RooflineError
 from rooflinectl.outputs.profile_file import load_profile, save_profile
 from rooflinectl.profile_model import ProfileData
@@ -66,13 +67,15 @@ class Profile:
 def profile(fn: Callable[..., Any] | str, *args: Any, warmup: int = 3, iters: int = 10, device: str = "auto",
             script_args: tuple[str, ...] | list[str] = (), profile_steps: str = "auto", iterations: str = "auto",
             save_trace: str | None = None, save_capture: str | None = None, counters: str = "none",
-            **kwargs: Any) -> Profile:
+            ceilings: Ceilings | None = None, **kwargs: Any) -> Profile:
     """Profile fn(*args, **kwargs): `warmup` calls, then `iters` calls timed without the profiler
     and `iters` profiled (Profile.step_times() gives both). fn may also be a target as
     `rooflinectl profile` takes it: a script (run with script_args, sampled as --profile-steps
     says) or "FILE.py:FUNCTION". The same pipeline as the CLI (rooflinectl/profiling.py):
     iterations, save_trace (the annotated Chrome trace), save_capture and counters ("ncu",
-    "auto"; file targets only) mean what the CLI's options mean."""
+    "auto"; file targets only) mean what the CLI's options mean. Held to `ceilings` when given
+    (the pytest plugin passes the roofs it measured once per session), else to this device's
+    current ones."""
     from rooflinectl.cli.profile_counters import CounterOptions
     from rooflinectl.profiling import ProfilePipeline, ProfileRequest
 
@@ -82,7 +85,7 @@ def profile(fn: Callable[..., Any] | str, *args: Any, warmup: int = 3, iters: in
                              fn=None if is_target else fn, fn_args=args, fn_kwargs=kwargs, device=device,
                              warmup=warmup, iters=iters, iterations_mode=str(iterations), profile_steps=str(profile_steps),
                              counters=CounterOptions(counters), keep_trace=save_trace is not None,
-                             command=(f"rooflinectl.profile({name})",))
+                             command=(f"rooflinectl.profile({name})",), ceilings=ceilings)
     result = ProfilePipeline(request).profile(save_trace=Path(save_trace) if save_trace else None,
                                               save_capture_to=Path(save_capture) if save_capture else None)
     if result.data is None:

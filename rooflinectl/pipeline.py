@@ -24,6 +24,7 @@ from rooflinectl.analysis.communication import communication_summary
 from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.launch_runs import back_to_back_runs
+from rooflinectl.analysis.memory_levels import analytic_levels
 from rooflinectl.analysis.roofline import cost_shares, place_on_roofline, summarise
 from rooflinectl.attribution.counters import CounterJoin, class_coverage, counters_by_row
 from rooflinectl.attribution.group import MAX_SEQUENCE, group_table
@@ -59,6 +60,7 @@ def _placed_table(launches: pd.DataFrame, ceilings: Ceilings, rank: int = 0) -> 
     table, index = group_table(launches)
     if table.empty:
         table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in PER_LAUNCH_COLUMNS] + ["calls"])
+    table["memory_level"] = analytic_levels(launches, index, len(table), ceilings)
     placed = place_on_roofline(table, ceilings)
     placed["rank"] = rank
     placed = placed[list(KERNEL_COLUMNS)]
@@ -283,6 +285,7 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
     measured = table["measured_launches"] > 0
     if total_s > 0:  # ncu's measurements give costs to rows that had none
         summary.update(cost_shares(table))
+    summary["above_roof_rows"] = int(table["above_roof"].sum())
     summary["counters"] = {
         **info,
         "status": "measured",

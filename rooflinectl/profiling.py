@@ -29,6 +29,7 @@ from rooflinectl.capture.runner import (
 )
 from rooflinectl.capture.session import Capture, keeping_chrome_traces, save_capture
 from rooflinectl.ceilings import resolve_device_kind
+from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.cli.profile_counters import CounterOptions, Target, counters_phase
 from rooflinectl.errors import RooflineError, UsageError
 from rooflinectl.pipeline import build_profile
@@ -52,6 +53,7 @@ class ProfileRequest:
     counters: CounterOptions = field(default_factory=CounterOptions)
     keep_trace: bool = False  # keep torch.profiler's trace for save_trace
     command: tuple[str, ...] = ()  # what the profile's metadata records as the command
+    ceilings: Ceilings | None = None  # the roofs to hold the kernels to (None: this device's current ones)
 
 
 def steps_for(profile_steps: str, function: bool, counters: str) -> str:
@@ -119,7 +121,7 @@ class ProfilePipeline:
     def build_capture(self, capture: Capture, *, completed: bool, exit_code: int) -> tuple[ProfileData, pd.DataFrame]:
         """The profile of a finished capture and its attributed launches (also of a cut-short run)."""
         return build_profile(capture, command=list(self.request.command), completed=completed, exit_code=exit_code,
-                             iterations_mode=self.request.iterations_mode)
+                             ceilings=self.request.ceilings, iterations_mode=self.request.iterations_mode)
 
     def build(self, outcome: RunOutcome) -> ProfileResult:
         """The profile of the run (data None when it recorded nothing)."""

@@ -29,6 +29,9 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "flops": ("float", "total floating-point operations (FMA = 2) of all calls"),
     "bytes": ("float", "total minimum DRAM traffic of all calls (inputs read once, outputs written once); for "
                        "collectives the bus bytes over the link: size x nccl-tests' bus factor (costs/collectives.py)"),
+    "min_bytes": ("float", "the ops' minimum traffic (inputs read once, outputs written once) where `bytes` counts "
+                           "what the kernels execute (composites run as several ops, pooling's int64 indices, "
+                           "zero fills inside a backward op; the cost_note says so); equal to bytes otherwise"),
     "intensity": ("float", "flops / bytes, FLOP per byte"),
     "precision": ("str", "fp64, fp32, tf32, bf16, fp16, fp8, int8, int, bool: the math the roof follows"),
     "unit": ("str", "tensor (tensor cores), simt (CUDA cores / CPU vector units) or link (collectives: held "
@@ -38,7 +41,8 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "attainable_flops_per_s": ("float", "min(peak[precision, unit], intensity x DRAM bandwidth)"),
     "roof_time_s": ("float", "time the work would take at the roof: max(flops/peak, bytes/bandwidth); "
                             "collectives: bus bytes / link bandwidth (NaN without a link roof)"),
-    "efficiency": ("float", "roof_time_s / time_s (= achieved / attainable); over 1.05 (analysis.roofline.ABOVE_ROOF) means the numbers are wrong"),
+    "efficiency": ("float", "roof_time_s / time_s (= achieved / attainable), against the clock-scaled peak and the "
+                            "row's memory level; over 1.05 (analysis.roofline.ABOVE_ROOF) means the numbers are wrong"),
     "bound": ("str", "memory, compute, link (a collective, held against the link), latency or unknown"),
     "headroom_s": ("float", "time_s - roof_time_s: what reaching the roof would save"),
     "time_share": ("float", "time_s / total kernel time of the profile"),
@@ -52,6 +56,12 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "rank": ("int", "process rank for multi-GPU runs (0 otherwise); -1 on a table merged across ranks"),
     "sm_clock_mhz": ("float", "SM clock the group's kernels ran at, MHz: time-weighted mean of the NVML samples "
                               "over their launches (compute roofs scale with it); NaN when not sampled"),
+    "memory_level": ("str", "the memory level whose roof the bytes are held to: dram, l2 (GPU) or cache (CPU) for "
+                            "cache-resident work (analysis/memory_levels.py; counters decide where measured with warm "
+                            "caches), host_pinned, host_pageable or peer for copies over a link"),
+    "efficiency_achievable": ("float", "like efficiency, but against the measured achievable compute peak (the "
+                                       "dashed line; `ceilings --measure`) where there is one; may exceed 1"),
+    "suspect": ("str", "for a row above its roof, the count that is suspect: flops (compute-bound) or bytes; '' otherwise"),
     # Counters (`profile --counters ncu`): what Nsight Compute measured, beside the analytic flops and
     # bytes above; NaN (measured_launches 0) where no launch of the group's sampling class was
     # measured. A measured launch's counters are applied to every launch of its sampling class (same
@@ -78,7 +88,8 @@ ORIGINS = ("aten", "triton", "inductor", "library", "other")
 # groups; rooflinectl/aggregate.py). "ncu": flops and bytes measured by Nsight Compute because the
 # cost model had no formula for the row (rows the model covers keep their analytic cost and carry
 # the counters in the measured columns).
-COST_SOURCES = ("analytic", "triton", "inductor", "mixed", "ncu", "none")
+# "triton-args": an undeclared Triton kernel's minimum bytes from its tensor arguments, FLOPs unknown.
+COST_SOURCES = ("analytic", "triton", "triton-args", "inductor", "mixed", "ncu", "none")
 
 # Whole-run figures stored in the profile's "summary" (None where they do not apply).
 SUMMARY_KEYS: dict[str, str] = {
@@ -96,6 +107,10 @@ SUMMARY_KEYS: dict[str, str] = {
     "region_runs": "how many times those blocks ran (0 without regions)",
     "launches": "number of kernel launches counted",
     "short_launches": f"launches shorter than {SHORT_LAUNCH_S * 1e6:g} microseconds",
+    "cache_time_share": "share of kernel time held to the last-level cache's roof (memory_level l2 or cache): "
+                        "cache-resident work (analysis/memory_levels.py); None for an empty table",
+    "above_roof_rows": "rows still above the roof they are held to (above_roof): a count is wrong there; left out of "
+                       "efficiency aggregates and gates",
     "launch_sequence": "row indices (position in the kernel table) in launch order, first 100000",
     "back_to_back_runs": "runs of 4 or more back-to-back launches of one row (a side kernel such as a split-K reduction "
                          "between them does not break a run; an iteration's end does), per row and run length: "

@@ -16,6 +16,10 @@ import sys
 
 import pytest
 
+# The roofline fixture for our own tests (tests/test_pytest_plugin*.py), installed or not: the
+# entry point carries the module's name, so this loads it once either way.
+pytest_plugins = ["rooflinectl.pytest_plugin"]
+
 
 @functools.cache
 def _cuda_available() -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from advice_tables import cpu_ceilings, elementwise, gemm, profile, row, triton_row
+from advice_tables import cpu_ceilings, elementwise, gemm, h200_ceilings, profile, row, triton_row
 
 from rooflinectl.analysis.advice import RULES, Thresholds, advise
 
@@ -287,6 +287,23 @@ def test_above_roof_is_flagged_and_ignored_by_other_rules():
     rows = [triton_row("matmul_kernel", flops=2.0 * 4096**3, bytes_=3.0 * 4096**2 * 2, efficiency=1.5)]
     report = advise(profile(rows))
     assert [f.rule_id for f in report.findings] == ["data.above-roof"]
+    assert "suspect count: FLOPs, from triton" in report.findings[0].evidence  # compute-bound: the FLOPs
+
+
+def test_above_roof_names_the_bytes_of_a_memory_bound_row_and_the_gate_leaves_it_out():
+    """A memory-bound row at 150% of its (DRAM) roof: the bytes are suspect; with a 50%-efficient
+    row beside it, the efficiency gate sees 50%, not the mean with the impossible row."""
+    rows = [gelu_chain_rows()[0] | {"kernel": "fast_gelu"}, *gelu_chain_rows()[1:2]]
+    data = profile(rows)
+    data.kernels.loc[0, "time_s"] = data.kernels.loc[0, "roof_time_s"] / 1.5
+    data.kernels.loc[1, "time_s"] = data.kernels.loc[1, "roof_time_s"] / 0.5
+    data.kernels["efficiency"] = data.kernels["roof_time_s"] / data.kernels["time_s"]
+    data.kernels["above_roof"] = data.kernels["efficiency"] > 1.05
+    data.kernels["suspect"] = ["bytes", ""]
+    above = findings(data, "data.above-roof")
+    assert len(above) == 1 and "suspect count: bytes" in above[0].evidence, above
+    gate = findings(data, "gate.min-efficiency", min_efficiency=0.6)
+    assert len(gate) == 1 and gate[0].numbers["efficiency"] == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("gate, key, value", [
@@ -309,3 +326,22 @@ def test_every_rule_is_documented_with_a_severity():
     for entry in RULES.values():
         assert entry.doc and entry.severity in ("info", "warning", "error")
         assert entry.gate == bool(entry.threshold)
+
+
+def test_stop_here_at_the_measured_achievable_peak():
+    """The roof is the theoretical peak no library reaches (issue 29): a GEMM at 75% of it but
+    at 95% of the achievable peak this GPU measured is at the library's best, so stop here."""
+    from dataclasses import replace
+
+    from rooflinectl.ceilings.model import Roof
+
+    achievable = {"tensor.fp16": Roof(0.75 / 0.95 * 989e12, "measured")}
+    ceilings = replace(h200_ceilings(), achievable_flops_per_s=achievable)
+    data = profile(custom_gemm_rows(0.6), ceilings=ceilings)
+    assert data.kernels.at[0, "efficiency"] == pytest.approx(0.75)
+    assert data.kernels.at[0, "efficiency_achievable"] == pytest.approx(0.95)
+    stops = findings(data, "roof.stop-here")
+    assert [f.rows for f in stops] == [(0,)]  # cuBLAS; the custom kernel (0.6 of the roof, 76% of achievable) is not
+    assert "95.0% of the achievable peak" in stops[0].evidence
+    # without a measured achievable peak, 75% of the roof is not "at the roof"
+    assert findings(profile(custom_gemm_rows(0.6)), "roof.stop-here") == []

@@ -72,10 +72,11 @@ def test_measured_compute_roofs_keep_the_clock_nvml_read_while_they_ran() -> Non
     apply_measurements(c, [Measurement("tensor.bf16", 768e12, "flop/s", "cuBLAS", clocks=busy),
                            Measurement("tensor.fp16", 748e12, "flop/s", "cuBLAS", clocks=idle),
                            Measurement("simt.fp32", 60e12, "flop/s", "Triton")])
-    assert c.compute_flops_per_s["tensor.bf16"].clock_mhz == 1755.0
-    assert c.compute_flops_per_s["tensor.fp16"].clock_mhz is None  # read while idle: not the work's clock
-    assert c.compute_flops_per_s["simt.fp32"].clock_mhz is None  # NVML read nothing
-    assert Ceilings.from_dict(c.to_dict()).compute_flops_per_s["tensor.bf16"].clock_mhz == 1755.0
+    assert c.achievable_flops_per_s["tensor.bf16"].clock_mhz == 1755.0
+    assert c.achievable_flops_per_s["tensor.fp16"].clock_mhz is None  # read while idle: not the work's clock
+    assert c.achievable_flops_per_s["simt.fp32"].clock_mhz is None  # NVML read nothing
+    assert Ceilings.from_dict(c.to_dict()).achievable_flops_per_s["tensor.bf16"].clock_mhz == 1755.0
+    assert c.compute_flops_per_s["tensor.bf16"].clock_mhz == 1980.0  # the roof: the spec at the max clock
 
 
 def test_unknown_gpu_gets_labelled_estimates_from_its_compute_capability() -> None:
@@ -128,14 +129,32 @@ def test_measurements_replace_spec_roofs_but_a_flagged_low_one_does_not() -> Non
         Measurement("tensor.fp8", None, "flop/s", note="not measured: no fp8 here"),
     ], measured_at="2026-11-29")
     assert c.dram() == Roof(4.60e12, "measured", "best of measured: dram.write")
-    assert c.compute_flops_per_s["tensor.bf16"].source == "measured"
+    assert c.compute_flops_per_s["tensor.bf16"].source == "spec-clock-scaled"  # the roof stays the ceiling
+    assert c.achievable_flops_per_s["tensor.bf16"] == Roof(768e12, "measured", "mm")  # the measured line beside it
     assert c.compute_flops_per_s["tensor.int8"].source == "spec-clock-scaled"
+    assert "tensor.int8" not in c.achievable_flops_per_s  # flagged low: a slow path, not even achievable
     assert c.compute_flops_per_s["tensor.fp8"].source == "spec-clock-scaled"
     assert c.kernel_floor_s == Roof(1.5e-6, "measured", "profiler")
     rows = {r["key"]: r for r in c.details["measurements"]}
     assert "1530 MHz" in rows["tensor.int8"]["flag"] and "sw_power_cap" in rows["tensor.int8"]["flag"]
     assert rows["dram.write"]["used_as_roof"] and not rows["dram.read"]["used_as_roof"]
+    assert not rows["tensor.bf16"]["used_as_roof"]
     assert Ceilings.from_dict(c.to_dict()) == c
+
+
+def test_a_measured_peak_is_the_roof_only_where_it_beats_the_spec_at_one_clock() -> None:
+    """The roof is a ceiling: a measurement above the clock-scaled spec (compared at one clock)
+    replaces it, one under it does not; a device without a spec roof takes the measured one."""
+    c = apply_measurements(_h200(), [
+        Measurement("tensor.bf16", 1000e12, "flop/s", "mm", clocks={"sm_clock_mhz": 1800}),  # 1100 at 1980 MHz
+        Measurement("tensor.fp16", 1000e12, "flop/s", "mm", clocks={"sm_clock_mhz": 1980}),  # 1000 < 1070
+    ])
+    assert c.compute_flops_per_s["tensor.bf16"].source == "measured"
+    assert c.compute_flops_per_s["tensor.fp16"].source == "spec-clock-scaled"
+    cpu = Ceilings("cpu", "cpu", {"dram": Roof(20e9, "estimate")}, {"simt.fp32": Roof(4e12, "estimate", "a guess")})
+    apply_measurements(cpu, [Measurement("simt.fp32", 1e12, "flop/s", "mm")])  # under the CPU's guess: no spec
+    assert cpu.compute_flops_per_s["simt.fp32"] == cpu.achievable_flops_per_s["simt.fp32"]
+    assert cpu.compute_flops_per_s["simt.fp32"].value == 1e12
 
 
 def test_ridge_points_arithmetic() -> None:

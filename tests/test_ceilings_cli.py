@@ -31,11 +31,12 @@ def fake_cpu_steps(monkeypatch):
 
     calls = []
 
-    def steps(threads: int):
+    def steps(threads: int, llc_bytes: int | None = None):
         calls.append(threads)
         return [("fake", lambda: [Measurement("dram.copy", 30e9, "bytes/s", "fake copy"),
                                   Measurement("simt.fp32", 200e9, "flop/s", "fake mm"),
-                                  Measurement("launch.empty_kernel", 2e-6, "s", "fake op")])]
+                                  Measurement("launch.empty_kernel", 2e-6, "s", "fake op"),
+                                  Measurement("cache.copy", 200e9, "bytes/s", "fake cache copy")])]
 
     monkeypatch.setattr(measure_cpu, "cpu_steps", steps)
     return calls
@@ -135,8 +136,27 @@ def test_the_tables_fit_80_columns_like_show() -> None:
         assert any(line.startswith(name + " ") for line in lines), (name, "\n".join(lines))
     roofs_header = next(line for line in lines if line.startswith("ceiling "))
     assert "how" in roofs_header and "% of spec" not in roofs_header
-    bf16 = next(i for i, line in enumerate(lines) if line.startswith("tensor.bf16 "))
-    assert "torch.mm (bf16)" in lines[bf16]  # the text keeps a readable width (was 20 characters, 7 lines)
+    bf16 = [i for i, line in enumerate(lines) if line.startswith("tensor.bf16 ")]
+    assert "132 SMs" in lines[bf16[0]]  # the roofs table: the clock-scaled spec is the roof
+    assert "torch.mm (bf16)" in lines[bf16[1]]  # the compute table: the achievable figure and how it was measured  # the text keeps a readable width (was 20 characters, 7 lines)
     wide = io.StringIO()
     Console(file=wide, width=200).print(render_ceilings(c, 200))
     assert "% of spec" in wide.getvalue()  # room for every column: nothing gives way
+
+
+def test_a_cpu_cache_from_before_the_cache_roof_gets_it_measured_once(cache_dir, monkeypatch) -> None:
+    """A cached CPU measurement without the cache roof (made before it existed) is completed by
+    measuring only that step, once; the next call reads it from the cache."""
+    import rooflinectl.ceilings.measure_cpu as measure_cpu
+    from rooflinectl.ceilings import measure_ceilings
+
+    monkeypatch.setattr(measure_cpu, "cpu_steps", lambda threads, llc=None: [
+        ("fake", lambda: [Measurement("dram.copy", 30e9, "bytes/s", "fake copy")])])
+    calls = []
+    monkeypatch.setattr(measure_cpu, "measure_cache", lambda threads, llc: calls.append(llc) or [
+        Measurement("cache.copy", 300e9, "bytes/s", "fake cache copy")])
+    first = measure_ceilings("cpu")
+    assert "cache" not in first.memory_bytes_per_s and calls == []
+    second = measure_ceilings("cpu")
+    assert second.memory_bytes_per_s["cache"].value == 300e9 and len(calls) == 1
+    assert measure_ceilings("cpu").memory_bytes_per_s["cache"].value == 300e9 and len(calls) == 1

@@ -13,7 +13,7 @@ def test_copy_cast_fp32_to_bf16():
     c = cost("aten::copy_", T(64, 128, dtype="bf16"), T(64, 128), False)  # (self, src, non_blocking)
     assert c.flops == 0
     assert c.bytes == 64 * 128 * 4 + 64 * 128 * 2  # fp32 source read, bf16 destination written
-    assert (c.family, c.dtype) == ("copy", "bf16")
+    assert (c.family, c.dtype) == ("copy", "fp32->bf16")  # a cast shows both dtypes
 
 
 def test_copy_from_broadcast_source():

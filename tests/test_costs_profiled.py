@@ -166,7 +166,7 @@ def test_cast_copy(run):
     ops, i, r = run
     src, dst = i["cast"], r["cast"]
     c = check(ops, "aten::copy_", [dst.shape, src.shape], 0, nb(src, dst))
-    assert c.dtype == "bf16"  # the destination's dtype, from the recorded input types
+    assert c.dtype == "fp32->bf16"  # source and destination dtypes, from the recorded input types
 
 
 def test_softmax(run):

@@ -2,7 +2,7 @@
 
 Order (README, "Development"): core < ceilings < capture < costs < attribution < analysis <
 verify < pipeline < lessons (the reference kernels' run as a profile: pipeline's sibling) < outputs <
-cli/api. Core modules (the contract and the model every stage shares) may be imported by all;
+cli/api/pytest_plugin (the plugin is a consumer of the API, as the CLI is). Core modules (the contract and the model every stage shares) may be imported by all;
 ceilings is a library of hardware facts that imports only core. Imports are read with ast, so an
 import inside a function counts as much as one at the top.
 """
@@ -28,7 +28,7 @@ def stage_of(module: str) -> str:
     if module in CORE:
         return "core"
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] in ("cli", "api", "profiling", "__main__", "__init__"):
+    if len(parts) == 1 or parts[1] in ("cli", "api", "profiling", "pytest_plugin", "__main__", "__init__"):
         return "top"
     if parts[1] not in STAGES:
         raise AssertionError(f"{module} belongs to no stage: add it to STAGES or CORE in tests/test_layering.py")

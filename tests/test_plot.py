@@ -58,6 +58,19 @@ def test_roofs_drawn_at_their_values(fig: Figure) -> None:
     assert "roof:simt.fp64" not in lines  # no fp64 work in the profile: no fp64 roof
 
 
+def test_the_measured_achievable_peak_is_a_dashed_line_under_its_roof() -> None:
+    """Issue 29: the roof is the peak, the measured achievable figure a second, dashed line (drawn
+    where it sits 10% or more under the roof: closer, it would lie on it)."""
+    data = make_profile()
+    data.ceilings.achievable_flops_per_s.update({"tensor.bf16": Roof(0.74 * H200_BF16, "measured", "mm", 1980.0),
+                                                 "simt.fp32": Roof(0.96 * 67e12, "measured", "fma")})
+    lines = _by_gid(_main_ax(plot_profile(data, top=10)).lines, "roof:")
+    dashed = lines["roof:tensor.bf16:achievable"]
+    assert np.allclose(dashed.get_ydata(), 0.74 * H200_BF16) and dashed.get_linestyle() == "--"
+    assert "roof:simt.fp32:achievable" not in lines
+    assert np.allclose(lines["roof:tensor.bf16"].get_ydata(), H200_BF16)
+
+
 def test_roof_labels_say_value_and_source(fig: Figure) -> None:
     texts = _all_texts(fig)
     for expected in ("DRAM 4.8 TB/s (spec)", "L2 11 TB/s (measured)", "bf16 tensor 989 TFLOP/s (spec)",

@@ -19,7 +19,7 @@ def _profile(tmp_path):
     events = [
         _op("aten::mm", 0.0, 5.0, 1, [[64, 64], [64, 64]], ["float", "float"]),  # costed: 10 us
         _launch(1.0, 11), _kernel("gemm_kernel", 10.0, 1, 11),
-        _op("aten::nonzero", 20.0, 5.0, 2, [[1024]], ["float"]),
+        _op("aten::histc", 20.0, 5.0, 2, [[1024]], ["float"]),
         _launch(21.0, 12), _kernel("nonzero_kernel", 30.0, 2, 12),
         _launch(40.0, 13), _kernel("mystery_kernel", 50.0, 99, 13),
         _launch(60.0, 14), _kernel("mystery_kernel", 70.0, 98, 14),
@@ -35,7 +35,7 @@ def test_show_unknown_lists_time_and_reason(tmp_path):
     result = CliRunner().invoke(main, ["show", str(path), "--unknown"])
     assert result.exit_code == 0, result.output
     assert "unknown cost: 75.0% of kernel time in 2 group(s)" in result.output  # 3 of 4 kernels of 10 us
-    assert "no cost formula for aten::nonzero" in result.output
+    assert "no cost formula for aten::histc" in result.output
     assert "no op linked" in result.output
     assert "gemm_kernel" not in result.output  # costed kernels are not listed
     rows = json.loads(CliRunner().invoke(main, ["show", str(path), "--unknown", "--format", "json"]).output)["kernels"]

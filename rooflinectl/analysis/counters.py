@@ -3,7 +3,9 @@
 Pure functions, DataFrame in, DataFrame out. The analytic flops and bytes stay what they are
 (the useful work and the minimum traffic: what efficiency, bound and advice reason with); the
 counters sit beside them. A row the cost model could not cost (cost_source none) takes the
-measured FLOPs and cold-cache DRAM bytes as its cost, with cost_source "ncu".
+measured FLOPs and cold-cache DRAM bytes as its cost, with cost_source "ncu". A row whose bytes
+are known and FLOPs not (a user kernel's bytes from its arguments) takes the measured FLOPs, and
+the roof of the unit and precision that executed most of them.
 """
 
 from __future__ import annotations
@@ -48,14 +50,29 @@ def apply_counters(table: pd.DataFrame, by_row: pd.DataFrame, ceilings: Ceilings
         units = [split_roof_key(k) for k in out.loc[unknown, "measured_precision"]]
         out.loc[unknown, "unit"] = [u for u, _ in units]
         out.loc[unknown, "precision"] = [p or "fp32" for _, p in units]
+    _measured_flops_for_bytes_only(out)
     placed = place_on_roofline(out.drop(columns=["roof_time_s"], errors="ignore"), ceilings)
     return placed[[c for c in KERNEL_COLUMNS if c in placed.columns]]
+
+
+def _measured_flops_for_bytes_only(out: pd.DataFrame) -> None:
+    """Rows with known bytes and unknown FLOPs take the FLOPs the counters measured (in place)."""
+    rows = out["flops"].isna() & out["bytes"].notna() & (out["measured_launches"] > 0) & out["measured_flops"].notna()
+    if not rows.any():
+        return
+    out.loc[rows, "flops"] = out.loc[rows, "measured_flops"]
+    out.loc[rows, "cost_note"] = out.loc[rows, "cost_note"].astype(str) + "; FLOPs measured by Nsight Compute"
+    for i in out.index[rows]:
+        unit, precision = split_roof_key(out.at[i, "measured_precision"])
+        if precision:  # a kernel that executed no FLOPs keeps its roof
+            out.at[i, "unit"], out.at[i, "precision"] = unit, precision
 
 
 def measured_view(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     """The rows with counters, placed on the roofline with what the hardware executed and moved:
     flops = measured FLOPs, bytes = DRAM bytes, roof = the unit and precision of most measured
-    FLOPs (the analytic roof where the kernel executed no FLOPs). Index: the table's rows."""
+    FLOPs (the analytic roof where the kernel executed no FLOPs), the bytes on DRAM's roof. Index:
+    the table's rows."""
     measured = table[table.get("measured_launches", pd.Series(0, index=table.index)).fillna(0).astype(int) > 0].copy()
     if measured.empty:
         return measured
@@ -66,4 +83,5 @@ def measured_view(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     measured["flops"] = measured["measured_flops"]
     measured["bytes"] = measured["dram_bytes"]
     measured["cost_source"] = "ncu"
-    return place_on_roofline(measured.drop(columns=["roof_time_s"], errors="ignore"), ceilings)
+    # DRAM bytes are held to DRAM (or the link a copy crosses), whatever level the analytic tier guessed
+    return place_on_roofline(measured.drop(columns=["roof_time_s", "memory_level"], errors="ignore"), ceilings)

@@ -173,7 +173,9 @@ def merged_table(profiles: list[ProfileData]) -> pd.DataFrame:
                       flops=("flops", sum_known), bytes=("bytes", sum_known), cost_source=("cost_source", combined_cost_source),
                       cost_note=("cost_note", "first"), blocks=("blocks", "median"),
                       threads_per_block=("threads_per_block", "median"),
-                      sm_clock_mhz=("sm_clock_mhz", "mean")).reset_index()
+                      sm_clock_mhz=("sm_clock_mhz", "mean"),
+                      **({"memory_level": ("memory_level", "first")} if "memory_level" in rows.columns else {}),
+                      ).reset_index()
     for column in ("calls", "time_s", "flops", "bytes"):
         out[column] = out[column] / n
     out["calls"] = out["calls"].round().astype(int).clip(lower=1)

@@ -73,19 +73,36 @@ def op_call(op: RawOp, children: list[RawOp] | None = None) -> OpCall:
     return OpCall(name=op.name, args=tuple(args), types=tuple(op.input_types), hints=_hints(op, children or []))
 
 
+INDEX_OPS = ("aten::index", "aten::_unsafe_index", "aten::index_put_", "aten::_index_put_impl_", "aten::index_put",
+             "aten::_unsafe_index_put")
+
+
 def _hints(op: RawOp, children: list[RawOp]) -> tuple[tuple[str, Any], ...]:
-    """aten::index records no index tensors (the profiler skips Tensor?[] lists), but its
-    implementation views `self` through as_strided with the output's sizes and stride 0 along
-    the indexed dims (restride_src): that child's sizes and strides are the output's shape."""
-    if op.name not in ("aten::index", "aten::_unsafe_index") or not op.input_dims:
+    """aten::index and index_put record no index tensors (the profiler skips Tensor?[] lists), but
+    their implementation views `self` through as_strided with the indexed result's sizes and stride
+    0 along the index dims (restride_src): that child's sizes and strides are the output's shape
+    (`index_view`). A boolean mask shows as the input of a nonzero or masked_fill_ child
+    (`index_mask`: its shape)."""
+    if op.name == "aten::nonzero":  # its output's [count, ndim]: the restride (CPU) or resize (CUDA) of a child
+        sized = [parse_concrete(_at(c.concrete_inputs, 1)) for c in children
+                 if c.name in ("aten::as_strided_", "aten::resize_")]
+        sized = [s for s in sized if isinstance(s, list) and len(s) == 2]
+        return (("nonzero_out", tuple(sized[-1])),) if sized else ()
+    if op.name not in INDEX_OPS or not op.input_dims:
         return ()
+    found: list[tuple[str, Any]] = []
     for child in children:
-        if child.name != "aten::as_strided" or not child.input_dims or child.input_dims[0] != op.input_dims[0]:
-            continue
-        sizes, strides = (parse_concrete(_at(child.concrete_inputs, i)) for i in (1, 2))
-        if isinstance(sizes, list) and isinstance(strides, list) and len(sizes) == len(strides) and 0 in strides:
-            return (("index_view", (tuple(sizes), tuple(strides))),)
-    return ()
+        if child.name == "aten::as_strided" and child.input_dims and child.input_dims[0] == op.input_dims[0] \
+                and not any(key == "index_view" for key, _ in found):
+            sizes, strides = (parse_concrete(_at(child.concrete_inputs, i)) for i in (1, 2))
+            if isinstance(sizes, list) and isinstance(strides, list) and len(sizes) == len(strides) and 0 in strides:
+                found.append(("index_view", (tuple(sizes), tuple(strides))))
+        elif child.name in ("aten::nonzero", "aten::masked_fill_") and len(child.input_types) > 0:
+            position = 0 if child.name == "aten::nonzero" else 1
+            if _at(child.input_types, position) == "bool" and isinstance(_at(child.input_dims, position), list) \
+                    and not any(key == "index_mask" for key, _ in found):
+                found.append(("index_mask", tuple(int(n) for n in child.input_dims[position])))
+    return tuple(found)
 
 
 def shapes_text(call: OpCall) -> str:

@@ -9,7 +9,8 @@ Rules (the README repeats them):
   formula (the innermost op that launched it, else its parent, ...). When one op launched
   several kernels, its FLOPs and bytes are split among them in proportion to their durations
   (each kernel then shows the op's intensity). A Triton kernel that declared its cost through
-  launch_metadata carries that cost instead (cost_source=triton).
+  launch_metadata carries that cost instead (cost_source=triton); an undeclared one the bytes its
+  tensor arguments span, a minimum (cost_source=triton-args; attribution/declared.py).
 - CPU: the unit of work is the outermost op with a cost formula (its time includes the
   children that do its work); an op without formula whose subtree has no costed op is counted
   as unknown work, except metadata-only ops (views, allocations) which do no work.
@@ -33,7 +34,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-from collections import defaultdict, deque
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,26 +42,28 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
+from rooflinectl.attribution.cpu_work import may_do_work, work_rows
+from rooflinectl.attribution.declared import DeclaredLaunches, declared_cost  # noqa: F401 - declared_cost re-exported
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.transfers import MEMCPY, copy_link
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
-from rooflinectl.costs import NO_WORK_OPS, OpCost, explain_cost, has_formula
+from rooflinectl.costs import OpCost, explain_cost, has_formula
 from rooflinectl.costs.collectives import (
     GLOO_PREFIX,
     collective_cost,
     collective_from_args,
     collective_from_gloo,
 )
+from rooflinectl.costs.custom_ops import is_custom_op
 from rooflinectl.costs.inductor import (
     cpp_kernel_cost,
     fused_label,
     is_generated_kernel,
     triton_kernel_cost,
 )
-from rooflinectl.costs.registry import FAMILIES
 
 COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
@@ -203,7 +206,10 @@ class _OpIndex:
             elif not ("kernel_num_gb" in op.args or op.name in self.compiled_kernels or has_formula(op.name)):
                 cached = (None, "", "")
             else:
-                children = [self.ops[c] for c in self.children[i]]
+                # children, then grandchildren: an op's hints may sit one level down (index_put_ ->
+                # _index_put_impl_ -> masked_fill_ holds the boolean mask)
+                kids = self.children[i]
+                children = [self.ops[c] for c in kids] + [self.ops[g] for c in kids for g in self.children[c]]
                 key = (cost_key(op, children), repr(sorted(op.args.items())) if op.args else "")
                 cached = self._by_call.get(key)
                 if cached is None:
@@ -336,9 +342,7 @@ def _window_ns(launches: pd.DataFrame, index: _OpIndex) -> int:
 
 
 def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
-    triton_queue: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
-    for launch in trace.triton_launches:
-        triton_queue[launch["name"]].append(launch)
+    triton_queue = DeclaredLaunches(trace)
     replayed = replay_sources(trace, lambda ext: index.ops[i].name if (i := index.by_external.get(ext, -1)) >= 0 else None)
     pending: list[tuple[RawKernel, int, int, int, dict[str, Any] | None, int, int]] = []
     # names bound once: this loop runs once per launch (millions on a long run)
@@ -354,8 +358,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         # by _RecordFunctionFast (kineto links kernels to it), which began before the launch did.
         by_op = own_i >= 0 and source is None and ops[own_i].category == "cpu_op"
         ts = ops[own_i].ts_ns if by_op else launch_ts_ns.get(k.correlation, k.ts_ns)
-        declared = triton_queue[k.name].popleft() if triton_queue and k.category == "kernel" \
-            and triton_queue.get(k.name) else None
+        declared = triton_queue.take(k.name, k.correlation) if triton_queue and k.category == "kernel" else None
         if (windowed and not index.in_window(ts)) or (own_i >= 0 and compile_work[own_i]):
             continue
         costed = -1 if declared or k.category != "kernel" else index.costed_ancestor(op_i)
@@ -368,6 +371,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
     # A launch of a costed op, not replayed, whose row differs from an earlier one's only in its
     # own numbers: its kind is looked up, not built again (most launches of a long run).
     kinds: dict[tuple[Any, ...], int] = {}
+    declared_numbers: dict[int, tuple[float, float]] = {}  # kind -> FLOPs and bytes of a Triton summary's launch
     # label and cost source of an op depend on its name alone, unless it launched a collective
     # (label then names the c10d op around it): remembered per name for the rest
     labels: dict[str, tuple[str, str]] = {}
@@ -395,33 +399,53 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
                 looked_up.append((kind, k.dur_ns / 1e9, cost.flops * share, cost.bytes * share, k.ts_ns,
                                   k.ts_ns + k.dur_ns, ts, k.correlation))
                 continue
+        if declared is not None:  # a launch of a Triton summary seen before, with the same launch and op
+            key = (id(declared), k.correlation in graph_correlations, k.grid, k.block, k.registers_per_thread,
+                   k.shared_memory, module, inner)
+            seen = kinds.get(key)
+            if seen is not None:
+                looked_up.append((seen, k.dur_ns / 1e9, *declared_numbers[seen], k.ts_ns, k.ts_ns + k.dur_ns, ts,
+                                  k.correlation))
+                continue
         records.add_kinds(looked_up)  # the launches before this one first: the table keeps launch order
         looked_up.clear()
         blocks, threads = _product(k.grid), _product(k.block)
-        origin = kernel_origin(k.name, inner >= 0, declared is not None)
+        origin = kernel_origin(k.name, inner >= 0 and not is_custom_op(ops[inner].name), declared is not None)
         launch = Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
                         _known(k.registers_per_thread), _known(k.shared_memory), k.correlation)
         replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
         if k.category != "kernel":
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
         elif declared is not None:
-            how = Attribution(k.name, declared_cost(declared), 1.0, "", origin, "triton")
+            around = ops[inner].name if inner >= 0 and is_custom_op(ops[inner].name) else k.name  # a user's op
+            how = triton_queue.attribution(k.name, k.correlation, declared, origin, around)
         elif costed >= 0:
             cost, shapes = index.cost(costed)
             total = time_by_op[(costed, instance)]
             share = k.dur_ns / total if total > 0 else 1.0
             how = Attribution(index.label(costed), cost, share, shapes, origin, index.source(costed), replay_note)
         else:
-            op_name = index.label(inner)
+            op_name = index.label(_working_op(index, inner))
             note = ("replayed from a CUDA graph whose capture the trace does not hold (captured before profiling?): "
                     "no op, so no cost" if k.correlation in graph_correlations and instance < 0
                     else "Inductor kernel compiled without its cost annotations (benchmark_kernel off)"
                     if is_generated_kernel(k.name) else index.why_unknown(op_i))
             how = Attribution(op_name, None, 0.0, "", origin, "none", note)
         kind = records.add(launch, how)
-        if common:
+        if common or declared is not None:
             kinds[key] = kind
+        if declared is not None:
+            declared_numbers[kind] = (how.cost.flops, how.cost.bytes) if how.cost is not None else (math.nan, math.nan)
     records.add_kinds(looked_up)
+
+
+def _working_op(index: _OpIndex, i: int) -> int:
+    """The op an unknown kernel is shown under: the innermost op around it that may do work, not
+    a metadata child it launched from (nonzero's as_strided_); i itself when none may."""
+    j = i
+    while j >= 0 and not may_do_work(index.ops[j], is_generated_kernel):
+        j = index.parent[j]
+    return j if j >= 0 else i
 
 
 def _known(count: int | None) -> float:
@@ -449,54 +473,15 @@ def _transfer_attribution(k: RawKernel, op_name: str) -> Attribution:
     return Attribution(op_name, cost, 1.0, "", "aten", "analytic")
 
 
-def _may_do_work(op: RawOp) -> bool:
-    """A CPU op without formula counts as unknown work unless it is a view, an allocation, an
-    autograd bookkeeping node ("TBackward0", "autograd::engine::...") whose children do the work,
-    or a c10d op handing a collective to its backend (gloo's worker thread does that work)."""
-    if op.category == "cpu_op" and is_generated_kernel(op.name):
-        return True
-    return (op.category == "cpu_op" and "::" in op.name
-            and not op.name.startswith(("autograd::", "torch::autograd::", "c10d::"))
-            and op.name not in NO_WORK_OPS)
-
-
-def declared_cost(declared: dict[str, Any]) -> OpCost | None:
-    """A Triton kernel's own cost, held to the roof of the unit and width it declares (fp32 on
-    tensor cores is tl.dot's default, TF32); mixed widths to the width with the most FLOPs (the
-    note says so). Its family is the one it declares (kernels/cost.py), else "other": how the
-    math runs does not say what op the kernel is."""
-    if declared.get("bytes") is None:
-        return None
-    precision = declared.get("precision") or "fp32"
-    tensor = bool(declared.get("tensor_cores"))
-    if tensor and precision == "fp32":
-        precision = "tf32"
-    widths = declared.get("flops_by_width") or {}
-    mixed = f"; mixed widths {sorted(widths)}, held to {precision}" if len(widths) > 1 else ""
-    family = declared.get("family") if declared.get("family") in FAMILIES else "other"
-    return OpCost(float(declared.get("flops") or 0.0), float(declared["bytes"]), family, precision,
-                  f"declared by the kernel's launch_metadata ({'tensor cores' if tensor else 'CUDA cores'}{mixed})",
-                  unit="tensor" if tensor else "simt")
-
-
 def _cpu_records(index: _OpIndex, records: Records) -> None:
-    def units(i: int) -> list[int]:
-        op = index.ops[i]
-        if index.is_work_unit(i):
-            return [i]
-        found = [u for c in index.children[i] for u in units(c)]
-        if not found and _may_do_work(op):
-            return [i]
-        return found
-
+    """One row per unit of CPU work (attribution/cpu_work.py: no op's time left out or counted twice)."""
     roots = [i for i, p in enumerate(index.parent) if p == -1]
-    chosen = sorted((u for r in roots for u in units(r)), key=lambda u: index.ops[u].ts_ns)
-    for i in chosen:
+    for i, time_ns, cost, own_time in work_rows(index, roots, is_generated_kernel):
         op: RawOp = index.ops[i]
         if not index.in_window(op.ts_ns) or index.compile_work[i]:
             continue
-        cost, shapes = index.cost(i)
-        launch = Launch(op.name, index.module(i), "cpu", op.dur_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
+        shapes = index.cost(i)[1]
+        launch = Launch(op.name, index.module(i), "cpu", time_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
         generated = is_generated_kernel(op.name)
         origin = "inductor" if generated else "library" if op.name.startswith(GLOO_PREFIX) else "aten"
         if cost is not None:
@@ -505,5 +490,6 @@ def _cpu_records(index: _OpIndex, records: Records) -> None:
             how = Attribution(index.label(i), None, 0.0, shapes, origin, "none",
                                "Inductor C++ kernel whose buffers its generated wrapper does not let us read")
         else:
-            how = Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", index.why_unknown(i))
+            why = index.why_unknown(i) + ("; its own time only (the ops inside it have their own rows)" if own_time else "")
+            how = Attribution(op.name, None, 0.0, shapes_text(op_call(op)), "aten", "none", why)
         records.add(launch, how)

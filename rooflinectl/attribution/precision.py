@@ -35,6 +35,10 @@ def unit_and_precision(family: str, dtype: str, device_kind: str, metadata: dict
 
 
 def _simt_precision(dtype: str) -> str:
+    if "->" in dtype:  # a cast ("bf16->fp32"): the wider side's lanes
+        sides = [_simt_precision(d) for d in dtype.split("->")]
+        order = ("fp64", "fp32", "bf16", "fp16", "fp8", "int", "bool")
+        return min(sides, key=lambda p: order.index(p) if p in order else len(order))
     if dtype in ("fp64", "fp32", "bf16", "fp16", "fp8"):
         return dtype
     if dtype == "bool":

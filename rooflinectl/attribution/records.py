@@ -19,15 +19,18 @@ from rooflinectl.attribution.precision import unit_and_precision
 from rooflinectl.costs import OpCost
 
 LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
-                  "flops", "bytes", "cost_source", "cost_note", "blocks", "threads_per_block",
+                  "flops", "bytes", "min_bytes", "cost_source", "cost_note", "blocks", "threads_per_block",
                   "registers_per_thread", "shared_bytes_per_block", "unit",
                   "precision", "start_ns", "end_ns", "launch_ns", "correlation"]
 PER_LAUNCH_COLUMNS = ("start_ns", "end_ns", "launch_ns", "correlation")  # one launch's own: not in a table row
 # The columns a launch shares with every launch of its kind (Records.add), in Records' order.
 KIND_COLUMNS = ("kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "cost_source",
                 "cost_note", "blocks", "threads_per_block", "registers_per_thread", "shared_bytes_per_block",
-                "unit", "precision")
-_KIND_FLOATS = frozenset({"blocks", "threads_per_block", "registers_per_thread", "shared_bytes_per_block"})
+                "unit", "precision", "min_ratio")
+# min_ratio: the op's minimum bytes over the bytes its cost counts (1 where they are the same, NaN
+# without a cost): a launch's min_bytes is its bytes times its kind's ratio (frame)
+_KIND_FLOATS = frozenset({"blocks", "threads_per_block", "registers_per_thread", "shared_bytes_per_block",
+                          "min_ratio"})
 
 
 class Launch(NamedTuple):  # a tuple: made once per launch, millions of times on a long run
@@ -94,7 +97,7 @@ class Records:
                                            if dtype else ("simt", ""))
         values = (launch.kernel, how.op, family, launch.module, how.shapes, dtype, launch.device, how.origin,
                   how.source if cost is not None else "none", note, launch.blocks, launch.threads_per_block,
-                  launch.registers_per_thread, launch.shared_bytes_per_block, unit[0], unit[1])
+                  launch.registers_per_thread, launch.shared_bytes_per_block, unit[0], unit[1], _min_ratio(cost))
         kind = self._kind_numbers.get(values)
         if kind is None:
             kind = self._kind_numbers[values] = len(self.kinds)
@@ -124,5 +127,15 @@ class Records:
             distinct[:] = values
             data[name] = distinct[kind]
         data.update({name: np.frombuffer(values, dtype=np.float64) for name, values in self._floats.items()})
+        data["min_bytes"] = data["bytes"] * data.pop("min_ratio")
         data.update({name: np.frombuffer(values, dtype=np.int64) for name, values in self._ints.items()})
         return pd.DataFrame(data, columns=LAUNCH_COLUMNS)
+
+
+def _min_ratio(cost: OpCost | None) -> float:
+    """min_bytes / bytes of a cost (1 when its bytes are the minimum; NaN without a cost)."""
+    if cost is None:
+        return math.nan
+    if cost.min_bytes is None or cost.bytes == cost.min_bytes:
+        return 1.0
+    return cost.min_bytes / cost.bytes if cost.bytes > 0 else math.nan

@@ -128,8 +128,14 @@ def _measure_link(progress: Progress | None) -> list[Measurement]:
 def _add_link_measurement(kind: str, identity: dict[str, Any], cached: tuple[list[Measurement], dict[str, Any]],
                           ceilings: Ceilings, progress: Progress | None) -> None:
     """Measure the link and add it to a cached measurement that lacks it."""
+    _add_measurements(kind, identity, cached, ceilings, _measure_link(progress))
+
+
+def _add_measurements(kind: str, identity: dict[str, Any], cached: tuple[list[Measurement], dict[str, Any]],
+                      ceilings: Ceilings, added: list[Measurement]) -> None:
+    """Store a cached measurement with figures measured since (a step it was made without)."""
     measurements, header = cached
-    measurements = measurements + _measure_link(progress)
+    measurements = measurements + added
     try:
         cache.store(kind, identity, measurements, measured_at=str(header.get("measured_at", "")),
                     extra={"device": header.get("device") or ceilings.details["device"]})
@@ -145,6 +151,13 @@ def measure_ceilings(device_kind: str = "auto", *, refresh: bool = False,
     cached = None if refresh else cache.load(kind, identity)
     if cached is not None and kind == "cuda" and not any(m.key.startswith("link.") for m in cached[0]):
         _add_link_measurement(kind, identity, cached, ceilings, progress)  # a cache from before links were measured
+    if cached is not None and kind == "cpu" and not any(m.key.startswith("cache.") for m in cached[0]):
+        # a cache from before the cache roof was measured
+        from rooflinectl.ceilings.measure_cpu import measure_cache
+
+        _add_measurements(kind, identity, cached, ceilings,
+                          run_steps([("CPU cache bandwidth", lambda: measure_cache(info.threads, info.llc_bytes))],
+                                    budget_s=budget_s, progress=progress))
     if cached is not None:
         return _with_cache(ceilings, identity, kind)
     if kind == "cuda":
@@ -154,7 +167,7 @@ def measure_ceilings(device_kind: str = "auto", *, refresh: bool = False,
     else:
         from rooflinectl.ceilings.measure_cpu import cpu_steps
 
-        steps = cpu_steps(info.threads)
+        steps = cpu_steps(info.threads, info.llc_bytes)
     measurements: list[Measurement] = run_steps(steps, budget_s=budget_s, progress=progress)
     if kind == "cuda":
         measurements += _measure_link(progress)

@@ -203,9 +203,31 @@ def apply_link(ceilings: Ceilings, measurements: list[Measurement]) -> list[dict
     return rows
 
 
+def apply_compute(ceilings: Ceilings, m: Measurement) -> bool:
+    """A measured compute peak is the achievable line; it becomes the roof only where no spec
+    roof is known, or where it beats the spec roof (both at one clock): the roof must be a
+    ceiling, and a library's best over a few shapes is not one (a GEMM of another shape or layout
+    ran at 109% of a measured bf16 roof on the H200). True when it is the roof."""
+    assert m.value is not None
+    achievable = Roof(m.value, "measured", m.method, measured_clock_mhz(m.clocks))
+    ceilings.achievable_flops_per_s[m.key] = achievable
+    spec = ceilings.compute_flops_per_s.get(m.key)
+    rated = spec is not None and (spec.source in _SPEC_SOURCES or (spec.source == "estimate" and spec.clock_mhz))
+    if rated:  # per-SM rates x SMs x clock (an unknown GPU's estimate too); a CPU's guess is no spec
+        assert spec is not None
+        at_spec_clock = m.value
+        if spec.clock_mhz and achievable.clock_mhz:
+            at_spec_clock = m.value * spec.clock_mhz / achievable.clock_mhz
+        if at_spec_clock <= spec.value:
+            return False
+    ceilings.compute_flops_per_s[m.key] = achievable
+    return True
+
+
 def apply_measurements(ceilings: Ceilings, measurements: list[Measurement], *,
                        measured_at: str = "") -> Ceilings:
-    """Measured figures replace spec roofs, except flagged-low ones; each is listed in details.
+    """Measured memory figures and the kernel floor replace spec roofs, except flagged-low ones;
+    measured compute peaks are the achievable line (apply_compute); each is listed in details.
 
     The DRAM roof is the best of read, copy and write: the roof must sit above every kernel,
     and a write-only kernel can beat a read-only one. The link roof: apply_link.
@@ -232,7 +254,7 @@ def apply_measurements(ceilings: Ceilings, measurements: list[Measurement], *,
             if m.value > best_memory.get(level, (0.0, ""))[0]:
                 best_memory[level] = (m.value, m.key)
         elif kind == "compute":
-            ceilings.compute_flops_per_s[m.key] = Roof(m.value, "measured", m.method, measured_clock_mhz(m.clocks))
+            row["used_as_roof"] = apply_compute(ceilings, m)
         elif m.key == KERNEL_FLOOR_KEY:
             ceilings.kernel_floor_s = Roof(m.value, "measured", m.method)
         else:

@@ -278,6 +278,7 @@ class CpuInfo:
     name: str
     logical_cpus: int
     threads: int  # torch intra-op threads: what a matmul will use
+    llc_bytes: int | None = None  # the last-level cache (sysfs), what the cache roof's level holds
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -300,4 +301,38 @@ def detect_cpu() -> CpuInfo:
         threads = int(torch.get_num_threads())
     except Exception:
         threads = os.cpu_count() or 1
-    return CpuInfo(name=name, logical_cpus=os.cpu_count() or 1, threads=threads)
+    return CpuInfo(name=name, logical_cpus=os.cpu_count() or 1, threads=threads, llc_bytes=last_level_cache_bytes())
+
+
+def last_level_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int | None:
+    """Size of the highest-level data or unified cache of CPU 0 from sysfs ("32768K"), None where
+    sysfs cannot say (not Linux, a sandbox)."""
+    best: tuple[int, int] | None = None
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.startswith("index"):
+            continue
+        try:
+            with open(os.path.join(root, entry, "type"), encoding="utf-8") as fh:
+                kind = fh.read().strip()
+            with open(os.path.join(root, entry, "level"), encoding="utf-8") as fh:
+                level = int(fh.read().strip())
+            with open(os.path.join(root, entry, "size"), encoding="utf-8") as fh:
+                size = _cache_size(fh.read().strip())
+        except (OSError, ValueError):
+            continue
+        if kind != "Instruction" and size and (best is None or level > best[0]):
+            best = (level, size)
+    return best[1] if best else None
+
+
+def _cache_size(text: str) -> int | None:
+    """"32768K" -> 33554432; "1M" -> 1048576; a plain number is bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    if text and text[-1] in units:
+        return int(text[:-1]) * units[text[-1]]
+    return int(text) if text.isdigit() else None

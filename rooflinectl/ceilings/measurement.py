@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Measurement keys and the roof each one feeds. Memory: "dram.read|copy|write", "l2.read", "l1.read",
+# "cache.copy|triad" (a CPU's last-level cache),
 # and the host link "host.htod_pinned|dtoh_pinned" (pinned memory), "host.htod_pageable|dtoh_pageable"
 # (pageable: staged by the driver), "host.peer" (GPU to GPU). Compute: the Ceilings keys
 # ("tensor.bf16", "simt.fp32", ...). Latency: "launch.*".
@@ -15,7 +16,7 @@ from typing import Any
 # message size measured), "link.topology" (no value; what links the GPUs, in details).
 MEMORY_LEVEL_OF = {
     "dram.read": "dram", "dram.copy": "dram", "dram.write": "dram", "dram.triad": "dram",
-    "l2.read": "l2", "l1.read": "l1",
+    "l2.read": "l2", "l1.read": "l1", "cache.copy": "cache", "cache.triad": "cache",
     "host.htod_pinned": "host_pinned", "host.dtoh_pinned": "host_pinned",
     "host.htod_pageable": "host_pageable", "host.dtoh_pageable": "host_pageable",
     "host.peer": "peer",

@@ -6,6 +6,12 @@ A compute roof also knows the SM clock it holds at (`clock_mhz`: the clock a spe
 to, or the one NVML read while it was measured), so analysis can follow the clock a run ran at.
 Compute roofs are keyed "<unit>.<precision>", unit being "tensor" (tensor cores) or "simt"
 (CUDA cores, or a CPU's vector units): e.g. "tensor.bf16", "simt.fp32".
+The compute roofs are ceilings: the clock-scaled spec peak (SMs x FLOP per clock x SM clock) where
+the spec is known, so no kernel can beat them. What a library reaches (`ceilings --measure`) is the
+achievable peak, kept apart in `achievable_flops_per_s` (a second, dashed line on the chart and
+its own efficiency column); where no spec is known the measured best is both.
+The memory level a kernel's bytes are held to (`memory_level` column): "dram", or the last-level
+cache ("l2" on a GPU, "cache" on a CPU) when its footprint fits there (analysis/memory_levels.py).
 Link roofs hold collectives (communication between devices): the bus bandwidth (nccl-tests'
 busbw) an all-reduce reaches between this machine's GPUs, keyed by scope ("intra_node"; a
 multi-node job would add "inter_node", docs/multi-node.md).
@@ -45,6 +51,22 @@ class Ceilings:
     kernel_floor_s: Roof = field(default_factory=lambda: Roof(2e-6, "estimate"))
     details: dict[str, Any] = field(default_factory=dict)  # clocks, SMs, what was read or not
     link_bytes_per_s: dict[str, Roof] = field(default_factory=dict)  # "intra_node": all-reduce busbw between GPUs
+    achievable_flops_per_s: dict[str, Roof] = field(default_factory=dict)  # measured library peaks, same keys
+
+    def cache_level(self) -> str:
+        """The name of the last-level cache's memory level: "l2" on a GPU, "cache" on a CPU."""
+        return "l2" if self.device_kind == "cuda" else "cache"
+
+    def cache_bytes(self) -> float | None:
+        """Capacity of the last-level cache (GPU L2, CPU LLC) from the detected device, bytes."""
+        device = self.details.get("device")
+        value = (device.get("l2_bytes") or device.get("llc_bytes")) if isinstance(device, dict) else None
+        return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+    def achievable_roof(self, unit: str, precision: str) -> Roof | None:
+        """The measured achievable peak of the roof a precision is held to (None when not measured)."""
+        key = self.compute_roof_key(unit, precision)
+        return self.achievable_flops_per_s.get(key) if key is not None else None
 
     def dram(self) -> Roof:
         return self.memory_bytes_per_s["dram"]
@@ -100,4 +122,5 @@ class Ceilings:
             kernel_floor_s=Roof(**data["kernel_floor_s"]) if "kernel_floor_s" in data else Roof(2e-6, "estimate"),
             details=dict(data.get("details", {})),
             link_bytes_per_s={k: Roof(**v) for k, v in (data.get("link_bytes_per_s") or {}).items()},
+            achievable_flops_per_s={k: Roof(**v) for k, v in (data.get("achievable_flops_per_s") or {}).items()},
         )

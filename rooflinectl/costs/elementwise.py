@@ -40,6 +40,14 @@ def operands(call: OpCall) -> tuple[list[TensorArg], TensorArg | None]:
     return reads, out
 
 
+def widest_dtype(tensors: list[TensorArg]) -> str:
+    """The dtype mixed inputs compute in: the widest floating input (bf16 + fp32 runs in fp32; a
+    0-d operand, a wrapped scalar, does not promote), else the widest integer or bool input."""
+    floats = [t for t in tensors if is_float(t.dtype)]
+    pool = [t for t in floats if t.shape] or floats or [t for t in tensors if t.shape] or tensors
+    return max(pool, key=lambda t: t.itemsize).dtype
+
+
 def elementwise_cost(
     call: OpCall,
     *,
@@ -58,7 +66,7 @@ def elementwise_cost(
     for n in out_shape:
         numel *= n
     first = inputs[0]
-    math_dtype = next((t.dtype for t in inputs if is_float(t.dtype)), first.dtype)
+    math_dtype = widest_dtype(inputs)
     if call.signature is not None and "self" in call.signature.written and out is None:
         out_size = first.itemsize  # in place: self is written
     elif out is not None:
@@ -77,7 +85,8 @@ def elementwise_cost(
         bytes=float(read + written),
         family=family,
         dtype=math_dtype,
-        note=note or f"element-wise: {flops_per_element:g} FLOP/element; inputs read once, output written once",
+        note=(note or f"element-wise: {flops_per_element:g} FLOP/element; inputs read once, output written once")
+        + ("" if is_float(math_dtype) else "; integer/boolean ops, not floating-point FLOPs"),
     )
 
 
@@ -119,7 +128,8 @@ _register(_with_inplace("add", "sub", "mul", "div", "true_divide", "floor_divide
 _register(_with_inplace("bitwise_and", "bitwise_or", "bitwise_xor")
           + ("aten::maximum", "aten::minimum", "aten::fmax", "aten::fmin"), 0)
 _register(_with_inplace("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-                        "logical_xor") + ("aten::isnan", "aten::isinf", "aten::isfinite"), 0, bool_out=True)
+                        "logical_xor") + ("aten::isnan", "aten::isinf", "aten::isfinite", "aten::isneginf",
+                                          "aten::isposinf", "aten::signbit"), 0, bool_out=True)
 # Ternary.
 _register(_with_inplace("addcmul", "addcdiv", "lerp"), 2)
 _register(("aten::where", "aten::masked_fill", "aten::masked_fill_"), 0)

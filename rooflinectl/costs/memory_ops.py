@@ -12,6 +12,7 @@ import math
 
 from rooflinectl.costs.registry import NotModelled, OpCost, cost_formula
 from rooflinectl.costs.tensors import (
+    SCALAR_TYPE_CODES,
     OpCall,
     TensorArg,
     broadcast_shape,
@@ -25,8 +26,9 @@ def copy_cost(call: OpCall) -> OpCost | None:
     """(self, src, non_blocking): src read once (a broadcast source reads its storage once), self
     written once; a cast is a copy between dtypes. Host-device copies are counted the same way."""
     dst, src = call.input("self"), call.input("src")
-    return OpCost(0.0, float(src.footprint_bytes() + dst.nbytes), "copy", dst.dtype,
-                  "copy/cast: source read once, destination written once")
+    cast = src.dtype != dst.dtype
+    return OpCost(0.0, float(src.footprint_bytes() + dst.nbytes), "copy", f"{src.dtype}->{dst.dtype}" if cast else dst.dtype,
+                  ("cast" if cast else "copy") + ": source read once, destination written once")
 
 
 @cost_formula("aten::cat", family="copy")
@@ -148,17 +150,30 @@ def advanced_index_shape(x: tuple[int, ...], indices: list[TensorArg | None]) ->
     return (*b, *(n for _, n in kept), *rest), exact
 
 
+def _restride(x: TensorArg, view: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple[int, int, int]:
+    """(selected elements, index positions, index tensors) from the restride view's sizes and
+    strides: its stride-0 dims are the broadcast index shape, the other dims self's kept dims;
+    self's dims not kept are the indexed ones, one int64 index tensor each."""
+    sizes, strides = view
+    positions = math.prod(n for n, st in zip(sizes, strides) if st == 0)
+    kept = sum(1 for st in strides if st != 0)
+    return math.prod(sizes), positions, max(len(x.shape) - kept, 1)
+
+
 @cost_formula("aten::index", "aten::_unsafe_index", family="index")
 def index_cost(call: OpCall) -> OpCost | None:
     """(self, indices): advanced indexing (None entries are full slices): index tensors read once,
     the selected elements read once and written once. torch's profiler does not record the
     Tensor?[] indices; then the output shape comes from the op's restride view (the as_strided
-    child that has the output's shape, stride 0 along the indexed dims: those dims are the index)."""
+    child that has the output's shape, stride 0 along the index dims), and each indexed dim of
+    self reads one int64 index tensor of the index shape. A boolean mask is first turned into
+    such index tensors by its nonzero child (costed on its own)."""
     x = call.input("self")
     indices = call.get("indices")
     if isinstance(indices, (list, tuple)) and any(isinstance(t, TensorArg) for t in indices):
         entries = [t if isinstance(t, TensorArg) else None for t in indices]
-        out, exact = advanced_index_shape(x.shape, entries)
+        out_shape, exact = advanced_index_shape(x.shape, entries)
+        out = math.prod(out_shape)
         index_bytes = sum(t.footprint_bytes() for t in entries if t is not None)
         note = "index: index tensors read, selected elements read and written" + (
             "" if exact else "; a boolean mask bounds the selection (every element selected)")
@@ -166,26 +181,48 @@ def index_cost(call: OpCall) -> OpCost | None:
         view = call.hint("index_view")
         if view is None:
             raise NotModelled("the profiler recorded no index tensors and no restride view")
-        sizes, strides = view
-        out = tuple(sizes)
-        index_bytes = 8 * math.prod(n for n, s in zip(sizes, strides) if s == 0)
-        note = "index: output shape from the restride view; one int64 index tensor assumed"
-    return OpCost(0.0, float(index_bytes + 2 * math.prod(out) * x.itemsize), "index", x.dtype, note)
+        out, positions, tensors = _restride(x, view)
+        index_bytes = 8 * positions * tensors
+        note = (f"index: output shape from the restride view; {tensors} int64 index tensor(s) of {positions} "
+                "positions read, selected elements read and written")
+        mask = call.hint("index_mask")
+        if mask is not None:  # the op's minimum reads the mask, not the positions its nonzero made
+            return OpCost(0.0, float(index_bytes + 2 * out * x.itemsize), "index", x.dtype,
+                          note + "; boolean mask: its positions come from nonzero, min_bytes reads the mask instead",
+                          min_bytes=float(math.prod(mask) + 2 * out * x.itemsize))
+    return OpCost(0.0, float(index_bytes + 2 * out * x.itemsize), "index", x.dtype, note)
 
 
 @cost_formula("aten::index_put_", "aten::_index_put_impl_", "aten::index_put", "aten::_unsafe_index_put",
               family="index")
 def index_put_cost(call: OpCall) -> OpCost | None:
-    """(self, indices, values, accumulate): index tensors and values read, one target per value
-    element written (read too when accumulating); the out-of-place ops first copy self. The
-    profiler does not record the Tensor?[] indices: their bytes are then left out."""
+    """(self, indices, values, accumulate): index tensors and values read (a broadcast value at its
+    storage), each target written (read too when accumulating, 1 FLOP each); the out-of-place ops
+    first copy self. Without recorded indices the targets come from the restride view (as in
+    index); a boolean mask (the input of a masked_fill_ or nonzero child) bounds them by its
+    selection's maximum, every element (the note says so)."""
     x, values = call.input("self"), call.input("values")
     indices = [t for t in (call.get("indices") or []) if isinstance(t, TensorArg)]
-    targets = values.numel * x.itemsize * (2 if call.get("accumulate") else 1)
+    view, mask = call.hint("index_view"), call.hint("index_mask")
+    accumulate = bool(call.get("accumulate"))
+    note = "index_put: indices and values read, targets written" + (" (and read: accumulate)" if accumulate else "")
+    if indices:
+        index_bytes, targets = sum(t.footprint_bytes() for t in indices), values.numel
+    elif view is not None:
+        targets, positions, tensors = _restride(x, view)
+        index_bytes = 8 * positions * tensors
+        note += f"; targets from the restride view, {tensors} int64 index tensor(s) of {positions} positions"
+    elif mask is not None:
+        index_bytes = math.prod(mask)  # the bool mask, read once
+        targets = x.numel // max(math.prod(mask), 1) * math.prod(mask)
+        note += "; boolean mask: every element counted as selected (an upper bound)"
+    else:
+        index_bytes, targets = 0, values.numel
+        note += "; the indices were not recorded: their bytes left out"
+    written = targets * x.itemsize * (2 if accumulate else 1)
     copy = 0 if call.name.endswith("_") else 2 * x.nbytes
-    read = sum(t.footprint_bytes() for t in indices) + values.footprint_bytes()
-    return OpCost(float(values.numel) if call.get("accumulate") else 0.0, float(read + targets + copy), "index",
-                  x.dtype, "index_put: indices and values read, targets written")
+    return OpCost(float(targets) if accumulate else 0.0, float(index_bytes + values.footprint_bytes() + written + copy),
+                  "index", x.dtype, note)
 
 
 @cost_formula("aten::embedding_dense_backward", family="index")
@@ -213,3 +250,52 @@ def embedding_bag_cost(call: OpCall) -> OpCost | None:
     flops = 0.0 if call.get("mode", 0) == 2 else float(indices.numel * dim)
     moved = indices.footprint_bytes() + offsets.footprint_bytes() + (indices.numel + bags) * dim * weight.itemsize
     return OpCost(flops, float(moved), "index", weight.dtype, "embedding bag: rows read once, bags written once")
+
+
+@cost_formula("aten::flip", "aten::roll", "aten::tril", "aten::triu", "aten::tril_", "aten::triu_", family="copy")
+def move_cost(call: OpCall) -> OpCost | None:
+    """(self, ...): every element moved once: self read once, an output of its size written once
+    (tril/triu write the zeroed triangle too; in place they read and write self)."""
+    x = call.input("self")
+    return OpCost(0.0, float(x.footprint_bytes() + x.nbytes), "copy", x.dtype,
+                  f"{call.name.removeprefix('aten::')}: input read once, output written once")
+
+
+@cost_formula("aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d",
+              "aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d", family="copy")
+def reflection_pad_cost(call: OpCall) -> OpCost | None:
+    """(self, padding): input read once, the padded output written once."""
+    x = call.input("self")
+    pad = list(call.get("padding") or [])
+    shape = list(x.shape)
+    for i in range(0, len(pad) - 1, 2):
+        shape[len(shape) - 1 - i // 2] += pad[i] + pad[i + 1]
+    return OpCost(0.0, float(x.footprint_bytes() + math.prod(shape) * x.itemsize), "copy", x.dtype,
+                  "pad: input read once, padded output written once")
+
+
+@cost_formula("aten::linspace", "aten::logspace", family="elementwise")
+def linspace_cost(call: OpCall) -> OpCost | None:
+    """(start, end, steps, [base,] dtype | out): `steps` elements written, 2 FLOPs each (start +
+    i * step; logspace one more, the power); fp32 unless dtype or out= says otherwise."""
+    steps = call.get("steps")
+    if not isinstance(steps, int):
+        return None
+    out, code = call.input("out"), call.get("dtype")
+    if out is not None:
+        dtype, itemsize = out.dtype, out.itemsize
+    else:
+        dtype, itemsize = SCALAR_TYPE_CODES.get(code, ("fp32", 4)) if isinstance(code, int) else ("fp32", 4)
+    per = 3 if "logspace" in call.name else 2
+    return OpCost(float(per * steps), float(steps * itemsize), "elementwise", dtype, "linspace: output written once")
+
+
+@cost_formula("aten::nonzero", family="index")
+def nonzero_cost(call: OpCall) -> OpCost | None:
+    """(self): the input read once, one int64 index per (nonzero element, dim) written: the output
+    size is the restride its as_strided_ child gives (not recorded otherwise: no cost)."""
+    x, out = call.input("self"), call.hint("nonzero_out")
+    if out is None:
+        raise NotModelled("the output's size (its as_strided_ child) was not recorded")
+    return OpCost(0.0, float(x.footprint_bytes() + 8 * math.prod(out)), "index", x.dtype,
+                  "nonzero: input read once, int64 indices written (count from the output's restride)")

@@ -43,10 +43,22 @@ def _reduction(call: OpCall, flops_per_element: float, *, n_outputs: int = 1, in
     if x is None:
         return None
     out = reduced_numel(x, call.get("dim"))
-    value_size = out_itemsize(call, x.itemsize, "dtype")
+    promoted = _promotes_to_int64(call, x)
+    value_size = 8 if promoted else out_itemsize(call, x.itemsize, "dtype")
     written = out * (8 if index_output else value_size) * n_outputs
+    if promoted:  # what runs: a cast child writes an int64 copy, which the reduction reads
+        return OpCost(float(flops_per_element * x.numel), float(x.numel * 8 + written), "reduction", x.dtype,
+                      note + "; an integer/bool input is summed as int64: bytes read its int64 copy (made by a "
+                      "cast first), min_bytes the input itself", min_bytes=float(x.footprint_bytes() + written))
     return OpCost(float(flops_per_element * x.numel), float(x.footprint_bytes() + written), "reduction",
                   x.dtype, note)
+
+
+def _promotes_to_int64(call: OpCall, x: TensorArg) -> bool:
+    """sum/prod/cumsum of bool or of an integer narrower than int64, without a dtype, return int64
+    (torch's rule), and both the CPU and CUDA paths cast the input to int64 before reducing."""
+    return call.name in ("aten::sum", "aten::prod", "aten::nansum", "aten::cumsum", "aten::cumprod") \
+        and x.dtype in ("bool", "uint8", "int8", "int16", "int32") and call.get("dtype") is None
 
 
 def _register_reduction(names: tuple[str, ...], flops_per_element: float, n_outputs: int = 1,
@@ -86,8 +98,9 @@ def scan_cost(call: OpCall) -> OpCost | None:
     """Scan (self, dim, dtype): 1 FLOP per element; input read once, output (same size, `dtype`'s
     size when given) written once."""
     x = call.input("self")
-    return OpCost(float(x.numel), float(x.footprint_bytes() + x.numel * out_itemsize(call, x.itemsize, "dtype")),
-                  "reduction", x.dtype, "scan: 1 FLOP per element")
+    size = 8 if _promotes_to_int64(call, x) else out_itemsize(call, x.itemsize, "dtype")
+    return OpCost(float(x.numel), float(x.footprint_bytes() + x.numel * size), "reduction", x.dtype,
+                  "scan: 1 FLOP per element" + ("; integer input: int64 output" if size == 8 and x.itemsize < 8 else ""))
 
 
 def _along(x: TensorArg, dim: object, size: int) -> int:
@@ -110,13 +123,19 @@ def topk_cost(call: OpCall) -> OpCost | None:
 
 @cost_formula("aten::sort", "aten::argsort", "aten::msort", family="reduction")
 def sort_cost(call: OpCall) -> OpCost | None:
-    """(self, [stable,] dim, descending): 0 FLOPs; input read once, sorted values (not for
-    argsort) and int64 indices written once. A radix sort makes several passes: the minimum."""
+    """(self, [stable,] dim, descending): 0 FLOPs. What runs (CPU, and CUDA rows up to 4096 wide):
+    the values are copied into the output and an index ramp into the indices (their own child ops),
+    then sorted in place: values and int64 indices read once and written once (bytes). min_bytes:
+    the input read once, sorted values (not for argsort) and indices written once. A multi-pass
+    radix sort (CUDA's wide rows) moves more than either."""
     x = call.input("self")
     values = 0 if call.name == "aten::argsort" else x.nbytes
     indices = 0 if call.name == "aten::msort" else x.numel * 8
-    return OpCost(0.0, float(x.footprint_bytes() + values + indices), "reduction", x.dtype,
-                  "sort: input read once, values and int64 indices written once (one pass: the minimum)")
+    in_place = 2 * (x.nbytes + indices)
+    return OpCost(0.0, float(in_place), "reduction", x.dtype,
+                  "sort: values and int64 indices sorted in place, each read and written once (their copies in "
+                  "are child ops); min_bytes: input read once, outputs written once",
+                  min_bytes=float(x.footprint_bytes() + values + indices))
 
 
 @cost_formula("aten::_softmax", "aten::_log_softmax", "aten::softmax", "aten::log_softmax", family="softmax")

@@ -11,6 +11,10 @@ imports them at its first lookup, not when it is imported: they and the op schem
 (costs/signature.py) need torch, and `advise` and `plot` read this module's OpCost and the
 torch-free costs.tensors without ever costing a call (torch was 0.85 s of their start-up on the
 2-core machine).
+
+An op with no entry whose namespace is not PyTorch's own (a `torch.library` op, a C++/CUDA
+extension's op) falls back to its inputs and outputs: minimum bytes, FLOPs unknown
+(costs/custom_ops.py). A formula registered for it wins.
 """
 
 from __future__ import annotations
@@ -47,6 +51,13 @@ class OpCost:
     note: str  # which formula, and what it approximates
     unit: str = ""  # "tensor" or "simt" when the cost says so (a Triton kernel's declaration);
     # "": attribution decides from the family, dtype and math modes
+    min_bytes: float | None = None  # the op's minimum traffic when `bytes` counts what its kernels
+    # execute (more passes, an upcast copy, a zero fill); None: `bytes` is the minimum
+
+    @property
+    def minimum_bytes(self) -> float:
+        """The op's minimum traffic: min_bytes when bytes counts executed work, else bytes."""
+        return self.bytes if self.min_bytes is None else self.min_bytes
 
 
 Formula = Callable[[OpCall], "OpCost | None"]
@@ -133,7 +144,20 @@ def has_formula(name: str) -> bool:
     """Whether any overload of the op has a formula (the cheap test attribution makes per op)."""
     if not _loaded:
         _load_formulas()
+    return name in _OPS or _is_custom_op(name)
+
+
+def has_registered_formula(name: str) -> bool:
+    """Whether a formula is registered for the op or one of its overloads (no fallback)."""
+    if not _loaded:
+        _load_formulas()
     return name in _OPS
+
+
+def _is_custom_op(name: str) -> bool:
+    from rooflinectl.costs.custom_ops import is_custom_op  # torch: see the module doc
+
+    return is_custom_op(name)
 
 
 def registered_ops() -> dict[str, FormulaEntry]:
@@ -148,6 +172,8 @@ def explain_cost(call: OpCall) -> tuple[OpCost | None, str]:
 
     call = bound(call)
     entry = lookup(call.name, call.overload)
+    if entry is None and _is_custom_op(call.name):
+        return _custom_op_cost(call)
     if entry is None:
         return None, f"{NO_FORMULA} for {call.name}" + (f".{call.overload}" if call.overload else "")
     if call.signature is None and has_schema(call.name):
@@ -163,6 +189,17 @@ def explain_cost(call: OpCall) -> tuple[OpCost | None, str]:
     if cost is None:
         return None, f"{INPUTS_UNFIT} by the {entry.name} formula: {call.name}.{call.overload}"
     return cost, ""
+
+
+def _custom_op_cost(call: OpCall) -> tuple[OpCost | None, str]:
+    """The fallback for a user's op (costs/custom_ops.py), or why it gives none."""
+    from rooflinectl.costs.custom_ops import custom_op_cost
+
+    try:
+        cost = custom_op_cost(call)
+    except Exception as exc:  # noqa: BLE001 - one op's fallback must never abort a profile
+        return None, f"{FORMULA_RAISED} {type(exc).__name__}: {exc}"[:200]
+    return (cost, "") if cost is not None else (None, f"{INPUTS_UNFIT}: custom op {call.name} with no tensor input")
 
 
 def cost_of(call: OpCall) -> OpCost | None:

@@ -100,6 +100,31 @@ def roofs_table(ceilings: Ceilings, width: int | None = None) -> Table:
                          ("% of spec",))
 
 
+def _mhz(roof: Roof | None) -> str:
+    return f"{roof.clock_mhz:,.0f} MHz" if roof is not None and roof.clock_mhz else "-"
+
+
+def compute_table(ceilings: Ceilings, width: int | None = None) -> Table | None:
+    """Per precision: the peak the roof uses (a ceiling: clock-scaled spec where known), the
+    measured achievable figure (the dashed line), and the SM clock each holds at."""
+    keys = sorted(set(ceilings.compute_flops_per_s) | set(ceilings.achievable_flops_per_s), key=_compute_order)
+    if not keys:
+        return None
+    cells: list[list[Any]] = []
+    for key in keys:
+        peak, achievable = ceilings.compute_flops_per_s.get(key), ceilings.achievable_flops_per_s.get(key)
+        unit = key.endswith("int8") and "OP/s" or "FLOP/s"
+        ratio = achievable.value / peak.value if peak and achievable and peak.value > 0 else None
+        cells.append([key, si(peak.value, unit) if peak else "-", _mhz(peak),
+                      si(achievable.value, unit) if achievable else "-", _mhz(achievable),
+                      percent(ratio) if ratio is not None else "-",
+                      (achievable.note if achievable else "not measured: `rooflinectl ceilings --measure`")])
+    header = (("compute", "left"), ("peak (roof)", "right"), ("SM clock", "right"), ("achievable", "right"),
+              ("its clock", "right"), ("of peak", "right"), ("achievable: how measured", "left"))
+    return _fitted_table("Compute: the peak each roof uses, and the achievable peak measured here", header, cells,
+                         width, ("of peak", "its clock", "SM clock"))
+
+
 def measurements_table(ceilings: Ceilings, width: int | None = None) -> Table | None:
     rows: list[dict[str, Any]] = ceilings.details.get("measurements") or []
     if not rows:
@@ -194,6 +219,9 @@ def device_text(ceilings: Ceilings) -> Text:
 def render_ceilings(ceilings: Ceilings, width: int | None = None) -> Group:
     """The roofs, measurements, ridge points and device facts, the tables fitted to `width` characters."""
     parts: list[Any] = [roofs_table(ceilings, width)]
+    compute = compute_table(ceilings, width)
+    if compute is not None:
+        parts.append(compute)
     measured = measurements_table(ceilings, width)
     if measured is not None:
         parts.append(measured)

@@ -38,12 +38,13 @@ def _launch_args(launch: Any, row: pd.Series, data: ProfileData) -> dict[str, An
     peak = roof.value if roof is not None else math.inf
     bandwidth = data.ceilings.dram().value
     known = math.isfinite(flops) and math.isfinite(nbytes)
-    roof_s = max(flops / peak, nbytes / bandwidth) if known else math.nan
+    bytes_only = math.isnan(flops) and math.isfinite(nbytes)  # FLOPs unknown: held to the memory roof
+    roof_s = max(flops / peak, nbytes / bandwidth) if known else nbytes / bandwidth if bytes_only else math.nan
     intensity = flops / nbytes if known and nbytes > 0 else math.nan
     return {f"{PREFIX}{k}": v for k, v in json_ready({
         "flops": flops, "bytes": nbytes, "intensity_flop_per_byte": intensity,
         "attainable_flops_per_s": min(peak, intensity * bandwidth) if known and nbytes > 0 else math.nan,
-        "roof_time_s": roof_s, "efficiency": roof_s / duration_s if known and duration_s > 0 else math.nan,
+        "roof_time_s": roof_s, "efficiency": roof_s / duration_s if (known or bytes_only) and duration_s > 0 else math.nan,
         "bound": row["bound"], "op": launch.op, "module": launch.module, "shapes": launch.shapes,
         "precision": f"{row['precision']}{'.tc' if row['unit'] == 'tensor' else ''}",
         "cost_source": launch.cost_source,

@@ -17,8 +17,10 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.units import si
 
-MEMORY_STYLES = {"dram": "-", "l2": "--", "l1": ":"}
-MEMORY_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
+MEMORY_STYLES = {"dram": "-", "l2": "--", "l1": ":", "cache": "--"}
+MEMORY_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1", "cache": "cache"}
+ACHIEVABLE_STYLE = (0, (5, 3))  # the measured achievable peak: dashed, under the roof it belongs to
+ACHIEVABLE_SHOWN_BELOW = 0.9  # closer to its roof than this, the dashed line would sit on it (log scale): not drawn
 ROOF_COLOR = "#333333"
 STRIP_DECADES = 1.0
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels  # the zero-FLOP strip sits this many decades left of the lowest intensity
@@ -28,8 +30,8 @@ Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels  # t
 class RoofLine:
     """One roof to draw: a memory level (slope) or a compute unit/precision (flat)."""
 
-    key: str  # "dram", "l2", "l1" or "tensor.bf16", "simt.fp32"
-    kind: str  # "memory" or "compute"
+    key: str  # "dram", "l2", "l1", "cache" or "tensor.bf16", "simt.fp32" ("tensor.bf16:achievable")
+    kind: str  # "memory", "compute" or "achievable" (the measured peak under a compute roof)
     value: float  # bytes/s or FLOP/s
     source: str
     label: str
@@ -67,6 +69,11 @@ def roof_lines(ceilings: Ceilings, kernels: pd.DataFrame, shifts: list[dict] | N
             at = f" at {moved[key]['kernel_clock_mhz']:,.0f} MHz"
         label = f"{names} {unit} {si(value, 'FLOP/s')}{at} ({roof.source})"
         lines.append(RoofLine(key, "compute", value, roof.source, label))
+        reached = ceilings.achievable_flops_per_s.get(key)
+        if reached is not None and reached.value < ACHIEVABLE_SHOWN_BELOW * roof.value:
+            clock = f" at {reached.clock_mhz:,.0f} MHz" if reached.clock_mhz else ""
+            lines.append(RoofLine(f"{key}:achievable", "achievable", reached.value, reached.source,
+                                  f"{names} {unit} achievable {si(reached.value, 'FLOP/s')}{clock} (measured)"))
     return lines
 
 
@@ -176,6 +183,11 @@ def draw_roofs(ax: Axes, lines: list[RoofLine], frame: Frame, avoid: list[Box] |
             texts.append(ax.text(x_start * 10**0.02, frame.y_lo * 10**0.06, f"ridge {x_start:.3g} FLOP/B",
                                  rotation=90, ha="left", va="bottom", fontsize=7, color="#666666",
                                  gid=f"ridge_label:{roof.key}"))
+    for roof in [r for r in lines if r.kind == "achievable"]:
+        x_start = roof.value / dram.value if dram else frame.x_lo
+        ax.plot([x_start, frame.x_hi], [roof.value, roof.value], color=ROOF_COLOR, linewidth=1.1,
+                linestyle=ACHIEVABLE_STYLE, gid=f"roof:{roof.key}", label=roof.label, zorder=2)
+        compute.append(roof)
     for roof in compute:
         x_start = roof.value / dram.value if dram else frame.x_lo
         texts.append(_flat_label(ax, roof, frame, x_start, avoid + _extents(ax, texts)))
@@ -212,8 +224,10 @@ def _slope_label(ax: Axes, roof: RoofLine, frame: Frame, x_end: float, avoid: li
 
 def _flat_label(ax: Axes, roof: RoofLine, frame: Frame, x_start: float, avoid: list[Box]):
     """A compute roof's label just above its line: at the right end unless points sit there."""
-    text = ax.annotate(roof.label, (frame.x_hi, roof.value), xytext=(-4, 2), textcoords="offset points",
-                       ha="right", va="bottom", fontsize=8.5, color=ROOF_COLOR, gid=f"roof_label:{roof.key}", zorder=3)
+    below = roof.kind == "achievable"  # under its dashed line: the roof's own label sits just above it
+    text = ax.annotate(roof.label, (frame.x_hi, roof.value), xytext=(-4, -2 if below else 2), textcoords="offset points",
+                       ha="right", va="top" if below else "bottom", fontsize=8.5, color=ROOF_COLOR,
+                       gid=f"roof_label:{roof.key}", zorder=3)
     renderer = ax.figure.canvas.get_renderer()
     log_lo, log_hi = math.log10(max(x_start, frame.x_lo)), math.log10(frame.x_hi)
     best: tuple[float, float] | None = None

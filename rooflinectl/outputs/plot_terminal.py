@@ -33,7 +33,7 @@ def render_terminal(data: ProfileData, width: int = 80, height: int = 22, top: i
     points = place_groups(kernels)
     points["rank_by_time"] = range(1, len(points) + 1)
     bw = data.ceilings.dram().value
-    lines = roof_lines(data.ceilings, kernels)
+    lines = [r for r in roof_lines(data.ceilings, kernels) if r.kind != "achievable"]  # one roof per row of text
     frame = compute_frame(points, lines, bw)
     cols, rows = max(width - _Y_LABEL_W - 1, 20), max(height, 8)
     lx0, lx1 = math.log10(frame.x_lo), math.log10(frame.x_hi)
@@ -98,7 +98,7 @@ def render_terminal(data: ProfileData, width: int = 80, height: int = 22, top: i
         key.add_row(Text(_SYMBOLS[r.rank_by_time - 1], style=style), f"{100 * r.time_share:.1f}%",
                     seconds(r.time_s, micro='µs'), where + (" ⚠ above roof" if r.above_roof else ""),
                     rich_text(group_label(r, 40)))
-    roofs = Text("  ".join(("/ " if r.kind == "memory" else "─ ") + r.label for r in lines if r.key != "l2" and r.key != "l1"),
+    roofs = Text("  ".join(("/ " if r.kind == "memory" else "─ ") + r.label for r in lines if r.key not in ("l2", "l1", "cache")),
                  style="grey50")
     overlaps = Text("".join(f"{first} also stands for {', '.join(rest[1:])} (same cell)\n"
                             for first, rest in shared.items()), style="grey50")

@@ -34,12 +34,14 @@ COLUMN_RANGES: dict[str, tuple[float, float | None, bool]] = {
     "time_s": (0.0, MAX_SECONDS, False),
     "flops": (0.0, None, True),
     "bytes": (0.0, None, True),
+    "min_bytes": (0.0, None, True),
     "intensity": (0.0, math.inf, True),
     "achieved_flops_per_s": (0.0, math.inf, True),
     "achieved_bytes_per_s": (0.0, math.inf, True),
     "attainable_flops_per_s": (0.0, math.inf, True),
     "roof_time_s": (0.0, MAX_SECONDS, True),
     "efficiency": (0.0, math.inf, True),
+    "efficiency_achievable": (0.0, math.inf, True),
     "headroom_s": (0.0, MAX_SECONDS, True),
     "time_share": (0.0, 1.0 + 1e-6, True),
     "blocks": (0.0, None, True),
@@ -48,7 +50,8 @@ COLUMN_RANGES: dict[str, tuple[float, float | None, bool]] = {
 COLUMN_VALUES: dict[str, tuple[str, ...]] = {"bound": BOUNDS, "cost_source": COST_SOURCES}
 # Columns a profile may lack: it was written before they existed (the readers take them as unknown:
 # NaN, no counters). Every other column of schema.KERNEL_COLUMNS must be there.
-OPTIONAL_COLUMNS = frozenset({"registers_per_thread", "shared_bytes_per_block", "sm_clock_mhz", *COUNTER_COLUMNS})
+OPTIONAL_COLUMNS = frozenset({"min_bytes", "registers_per_thread", "shared_bytes_per_block", "sm_clock_mhz",
+                              "memory_level", "efficiency_achievable", "suspect", *COUNTER_COLUMNS})
 REQUIRED_COLUMNS = tuple(c for c in KERNEL_COLUMNS if c not in OPTIONAL_COLUMNS)
 
 # summary keys: (low, high); a key may be absent or null
@@ -62,6 +65,8 @@ SUMMARY_RANGES: dict[str, tuple[float, float | None]] = {
     "device_idle_unprofiled_s": (0.0, MAX_SECONDS),
     "host_events": (0.0, None),
     "launches": (0.0, None),
+    "cache_time_share": (0.0, 1.0 + 1e-6),
+    "above_roof_rows": (0.0, None),
     "short_launches": (0.0, None),
     "iterations": (1.0, None),
     "region_runs": (0.0, None),
@@ -146,7 +151,7 @@ def check_ceilings(raw: dict[str, Any], where: str) -> None:
     for key in ("device_name", "device_kind"):
         if not isinstance(c.get(key), str):
             raise ProfileFileError(f"{where}: ceilings.{key} must be a string.")
-    for group in ("memory_bytes_per_s", "compute_flops_per_s"):
+    for group in ("memory_bytes_per_s", "compute_flops_per_s", "achievable_flops_per_s"):
         roofs = c.get(group, {})
         if not isinstance(roofs, dict):
             raise ProfileFileError(f"{where}: ceilings.{group} must be an object.")

@@ -46,16 +46,20 @@ def _number_cells(row: Any, n: float) -> dict[str, Text | str]:
     """A row's number cells; calls, time, FLOPs and bytes per iteration when n > 1 (and the
     fastest-slowest rank of a table merged across ranks)."""
     eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
+    if eff != "-" and math.isnan(row.flops) and not math.isnan(row.bytes):
+        eff = f">={eff}"  # bytes a minimum, FLOPs unknown: the efficiency is a lower bound
     spread = ({SPREAD: f"{seconds(row.time_min_s / n)}-{seconds(row.time_max_s / n)} r{row.slowest_rank}"}
               if hasattr(row, "time_max_s") else {})
     return {**spread,
         "share": percent(row.time_share), "calls": _calls_text(row.calls / n), "time": seconds(row.time_s / n),
         "FLOPs": si(row.flops / n, "FLOP"), "bytes": si(row.bytes / n, "B"),
-        "AI": "-" if row.cost_source == "none" else f"{row.intensity:.3g}",
+        "AI": "-" if row.cost_source == "none" or math.isnan(row.intensity) else f"{row.intensity:.3g}",
         "FLOP/s": si(row.achieved_flops_per_s, "FLOP/s"), "B/s": si(row.achieved_bytes_per_s, "B/s"),
         "attainable": si(row.attainable_flops_per_s, "FLOP/s"),
         "eff": Text(f"{eff}!", style="bold red") if row.above_roof else eff,
-        "bound": rich_text(row.bound, style=BOUND_STYLE.get(row.bound, "white")),
+        "bound": rich_text(row.bound + (f"·{getattr(row, 'memory_level', '')}" if row.bound == "memory"
+                                        and getattr(row, "memory_level", "") in ("l2", "cache") else ""),
+                           style=BOUND_STYLE.get(row.bound, "white")),
         "prec": rich_text(f"{row.precision}{'·tc' if row.unit == 'tensor' else ''}"),
     }
 
@@ -184,10 +188,15 @@ def summary_text(data: ProfileData) -> Text:
                      "was not measured")
     elif "estimate" in sources:
         lines.append("some roofs are estimates: `rooflinectl ceilings --measure` measures them once for this machine")
+    cached = data.summary.get("cache_time_share")
+    if isinstance(cached, (int, float)) and cached > 0:
+        level = "L2" if c.device_kind == "cuda" else "last-level cache"
+        lines.append(f"{percent(cached)} of kernel time is cache-resident, held to the {level} roof "
+                     "(memory_level; its footprint fits and its inputs were just written, or it repeats on them)")
     above = int(data.kernels["above_roof"].sum()) if len(data.kernels) else 0
     if above:
-        lines.append(f"{above} row(s) above their roof (marked !): counts or ceilings are wrong there"
-                     + (" (on a CPU, data served from cache also beats the DRAM roof)" if c.device_kind == "cpu" else ""))
+        lines.append(f"{above} row(s) above their roof (marked !): a count is wrong there (`advise` names it); "
+                     "left out of efficiency aggregates and gates")
     return Text("\n".join(lines))
 
 

@@ -1,12 +1,21 @@
-"""Rules about single kernels against their roof: library fallback, stop here, tiling/coalescing."""
+"""Rules about single kernels against their roof: library fallback, stop here, tiling/coalescing.
+
+A user kernel whose cost is its arguments' bytes (cost_source triton-args) or a custom op's
+inputs and outputs has a minimum for bytes and no FLOPs: its efficiency is a lower bound, and the
+evidence says so ("92% or more"). Far under its roof, it may move more than that minimum (strided,
+uncoalesced or repeated reads): the evidence adds what the launch shows (grid, block, registers,
+shared memory) and points to --counters ncu, which measures the traffic."""
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 
 from rooflinectl.analysis.advice.common import (
     FAR_EFFICIENCY,
     MATH_FAMILIES,
+    MIN_SHARE,
     TARGET_EFFICIENCY,
     TYPICAL_LIBRARY_EFFICIENCY,
     cell_float,
@@ -21,7 +30,33 @@ from rooflinectl.units import percent, seconds
 
 STOP_EFFICIENCY = 0.8  # at or above this share of the roof, a custom kernel cannot win much
 STOP_MIN_SHARE = 0.05
+STOP_ACHIEVABLE = 0.9  # a compute-bound kernel at this share of the measured achievable peak is as fast as the library
 LIBRARY_GAP = 0.5  # custom efficiency under this fraction of the library's: call the library
+
+
+def is_lower_bound(row: pd.Series) -> bool:
+    """Bytes a minimum and FLOPs unknown: the efficiency is a lower bound."""
+    return math.isnan(cell_float(row, "flops")) and not math.isnan(cell_float(row, "bytes"))
+
+
+def efficiency_text(row: pd.Series) -> str:
+    """'92%', or '92% or more' when the efficiency is a lower bound."""
+    eff = percent(cell_float(row, "efficiency", 0.0))
+    return f"{eff} or more" if is_lower_bound(row) else eff
+
+
+def launch_evidence(row: pd.Series) -> str:
+    """What the launch shows of the kernel's configuration: ' Launch: 65536 blocks x 128 threads, ...'."""
+    parts = []
+    blocks, threads = cell_float(row, "blocks"), cell_float(row, "threads_per_block")
+    if not math.isnan(blocks) and not math.isnan(threads):
+        parts.append(f"{blocks:.0f} blocks x {threads:.0f} threads")
+    registers, shared = cell_float(row, "registers_per_thread"), cell_float(row, "shared_bytes_per_block")
+    if not math.isnan(registers):
+        parts.append(f"{registers:.0f} registers/thread")
+    if not math.isnan(shared):
+        parts.append(f"{shared / 1024:.0f} KiB shared memory/block")
+    return f" Launch: {', '.join(parts)}." if parts else ""
 
 
 def library_efficiency(ctx: AdviceContext, row: pd.Series) -> tuple[float, str]:
@@ -82,8 +117,11 @@ def library_fallback(ctx: AdviceContext) -> list[Finding]:
 
 @rule(id="roof.stop-here", title="Stop here: this kernel is at its roof", severity="info")
 def stop_here(ctx: AdviceContext) -> list[Finding]:
-    """A kernel at 80% or more of its roof and at least 5% of kernel time: no custom kernel can win
-    more than its headroom (time - roof time); the next gain is less work (fusion, precision).
+    """A kernel at 80% or more of its roof, or a compute-bound one at 90% or more of the achievable
+    peak this GPU measured (the best cuBLAS reached: the theoretical roof is a ceiling no library
+    reaches), and at least 5% of kernel time (1% for a custom kernel: its author wants to know when
+    to stop): no custom kernel can win more than its headroom (time - roof time); the next gain is
+    less work (fusion, precision).
 
     Estimate: none (0 s); the evidence states the most any kernel could win.
     """
@@ -92,13 +130,20 @@ def stop_here(ctx: AdviceContext) -> list[Finding]:
     for i, row in ctx.kernels.iterrows():
         eff = cell_float(row, "efficiency", 0.0)
         time_s = cell_float(row, "time_s", 0.0)
-        if not usable(row) or eff < STOP_EFFICIENCY or not total_s or time_s / total_s < STOP_MIN_SHARE:
+        min_share = MIN_SHARE if is_custom(row) else STOP_MIN_SHARE
+        at_achievable = (cell_text(row, "bound") == "compute"
+                         and cell_float(row, "efficiency_achievable", 0.0) >= STOP_ACHIEVABLE)
+        if not usable(row) or (eff < STOP_EFFICIENCY and not at_achievable) or not total_s \
+                or time_s / total_s < min_share:
             continue
         headroom_s = max(0.0, cell_float(row, "headroom_s", time_s - cell_float(row, "roof_time_s", time_s)))
+        achievable = (f", {percent(cell_float(row, 'efficiency_achievable', 0.0))} of the achievable peak "
+                      "this GPU measured") if at_achievable and eff < STOP_EFFICIENCY else ""
         findings.append(make_finding(
             "roof.stop-here",
-            evidence=(f"{where(row)} runs at {percent(eff)} of its {cell_text(row, 'bound')} roof "
-                      f"({percent(time_s / total_s)} of kernel time)."),
+            evidence=(f"{where(row)} runs at {efficiency_text(row)} of its {cell_text(row, 'bound')} roof"
+                      f"{achievable} ({percent(time_s / total_s)} of kernel time)"
+                      + (", on the minimum bytes of its arguments." if is_lower_bound(row) else ".")),
             recommendation=(f"Stop here: a custom kernel can win at most {percent(headroom_s / time_s)} of "
                             f"this kernel ({seconds(headroom_s, decimals=2)}, {percent(headroom_s / total_s)} of kernel "
                             "time). To go faster, do less work: fuse it away, lower the precision, or "
@@ -126,10 +171,13 @@ def _tiling_findings(ctx: AdviceContext, rule_id: str, bound: str, fix: str) -> 
         eff = cell_float(row, "efficiency", 0.0)
         achieved = (f"{cell_float(row, 'achieved_bytes_per_s', 0.0) / 1e9:.0f} GB/s" if bound == "memory"
                     else f"{cell_float(row, 'achieved_flops_per_s', 0.0) / 1e12:.1f} TFLOP/s")
+        minimum = ("; on the minimum bytes of its arguments: strided or repeated reads move more, "
+                   "which --counters ncu measures" if is_lower_bound(row) else "")
         findings.append(make_finding(
             rule_id,
             evidence=(f"custom {bound}-bound kernel {cell_text(row, 'kernel')} ({where(row)}) reaches "
-                      f"{percent(eff)} of its roof ({achieved}) over {seconds(time_s, decimals=2)}."),
+                      f"{efficiency_text(row)} of its roof ({achieved}{minimum}) over "
+                      f"{seconds(time_s, decimals=2)}.{launch_evidence(row)}"),
             recommendation=fix,
             est_saving_s=time_s - roof_s / TARGET_EFFICIENCY,
             rows=(i,),
@@ -175,12 +223,18 @@ def above_roof(ctx: AdviceContext) -> list[Finding]:
         return []
     findings = []
     for i, row in ctx.kernels[ctx.kernels["above_roof"].astype(bool)].iterrows():
+        suspect = {"flops": "FLOPs", "bytes": "bytes"}.get(cell_text(row, "suspect"), "FLOPs or bytes")
+        level = cell_text(row, "memory_level") or "dram"
+        evidence = (f"{where(row)} shows {percent(cell_float(row, 'efficiency', 0.0))} of its roof ("
+                    + (f"held to the {level} roof; " if suspect == "bytes" else "")
+                    + f"suspect count: {suspect}, from {cell_text(row, 'cost_source')}: "
+                      f"{cell_text(row, 'cost_note') or 'no note'}).")
         findings.append(make_finding(
             "data.above-roof",
-            evidence=(f"{where(row)} shows {percent(cell_float(row, 'efficiency', 0.0))} of its roof "
-                      f"(cost from {cell_text(row, 'cost_source')}: {cell_text(row, 'cost_note') or 'no note'})."),
-            recommendation=("Check the cost formula for this op (FLOPs or bytes over-counted) and the "
-                            "ceilings (`rooflinectl ceilings --measure`); treat this row as unknown."),
+            evidence=evidence,
+            recommendation=(f"Check the {suspect} the cost formula gives this op (over-counted?) and the "
+                            "ceilings (`rooflinectl ceilings --measure`); the row is left out of efficiency "
+                            "figures and gates."),
             est_saving_s=0.0,
             rows=(int(i),),
             numbers={"efficiency": cell_float(row, "efficiency", 0.0)},
