@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from rooflinectl.capture.runner import profile_calls
-from rooflinectl.ceilings import resolve_device_kind
 from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.errors import RooflineError
 from rooflinectl.outputs.profile_file import load_profile, save_profile
-from rooflinectl.pipeline import profile_data
 from rooflinectl.profile_model import ProfileData
 
 
@@ -51,20 +50,49 @@ class Profile:
 
         return advise(self.data, **options)
 
+    def step_times(self) -> dict[str, float | None]:
+        """The step (a script's iteration, or one call of a function) under the profiler and
+        without it: "profiled_s" (median iteration, else window / iterations), "unprofiled_s"
+        (median of the steps or calls timed without the profiler; None when none were)."""
+        s = self.summary
+        profiled = s.get("iteration_time_s")
+        if profiled is None and s.get("window_s") is not None and s.get("iterations"):
+            profiled = float(s["window_s"]) / float(s["iterations"])
+        return {"profiled_s": profiled, "unprofiled_s": s.get("unprofiled_step_time_s")}
+
     def _repr_html_(self) -> str:
         return self.kernels.head(15).to_html()
 
 
-def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, iters: int = 10, device: str = "auto",
+def profile(fn: Callable[..., Any] | str, *args: Any, warmup: int = 3, iters: int = 10, device: str = "auto",
+            script_args: tuple[str, ...] | list[str] = (), profile_steps: str = "auto", iterations: str = "auto",
+            save_trace: str | None = None, save_capture: str | None = None, counters: str = "none",
             ceilings: Ceilings | None = None, **kwargs: Any) -> Profile:
-    """Call fn(*args, **kwargs) `warmup` times, then profile `iters` calls; held to `ceilings`
-    when given (the pytest plugin passes the roofs it measured once per session), else to this
-    device's current ones."""
-    device_kind = resolve_device_kind(device)
-    capture = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind)
-    name = getattr(fn, "__qualname__", repr(fn))
-    return Profile(profile_data(capture, command=[f"rooflinectl.profile({name})"], completed=True, exit_code=0,
-                                ceilings=ceilings))
+    """Profile fn(*args, **kwargs): `warmup` calls, then `iters` calls timed without the profiler
+    and `iters` profiled (Profile.step_times() gives both). fn may also be a target as
+    `rooflinectl profile` takes it: a script (run with script_args, sampled as --profile-steps
+    says) or "FILE.py:FUNCTION". The same pipeline as the CLI (rooflinectl/profiling.py):
+    iterations, save_trace (the annotated Chrome trace), save_capture and counters ("ncu",
+    "auto"; file targets only) mean what the CLI's options mean. Held to `ceilings` when given
+    (the pytest plugin passes the roofs it measured once per session), else to this device's
+    current ones."""
+    from rooflinectl.cli.profile_counters import CounterOptions
+    from rooflinectl.profiling import ProfilePipeline, ProfileRequest
+
+    is_target = isinstance(fn, str)
+    name = fn if is_target else getattr(fn, "__qualname__", repr(fn))
+    request = ProfileRequest(target=fn if is_target else None, script_args=tuple(script_args),
+                             fn=None if is_target else fn, fn_args=args, fn_kwargs=kwargs, device=device,
+                             warmup=warmup, iters=iters, iterations_mode=str(iterations), profile_steps=str(profile_steps),
+                             counters=CounterOptions(counters), keep_trace=save_trace is not None,
+                             command=(f"rooflinectl.profile({name})",), ceilings=ceilings)
+    result = ProfilePipeline(request).profile(save_trace=Path(save_trace) if save_trace else None,
+                                              save_capture_to=Path(save_capture) if save_capture else None)
+    if result.data is None:
+        raise RooflineError(f"Nothing was recorded: {name} did not run (exit code {result.outcome.exit_code}).")
+    if result.counters_problem is not None and counters == "ncu":
+        raise result.counters_problem
+    return Profile(result.data)
 
 
 def load(path: str) -> Profile:

@@ -32,7 +32,13 @@ from rooflinectl.attribution.iterations import LOOP_METHODS, Iterations, find_it
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
 from rooflinectl.attribution.records import PER_LAUNCH_COLUMNS
 from rooflinectl.attribution.spans import merge_spans, span_index
-from rooflinectl.attribution.steady import SteadyState, setup_figures, split_steady
+from rooflinectl.attribution.steady import (
+    SteadyState,
+    loop_share,
+    minority_loop,
+    setup_figures,
+    split_steady,
+)
 from rooflinectl.capture.chrome_json import gc_paused
 from rooflinectl.capture.ncu.sampling import LaunchKey
 from rooflinectl.capture.progress import report
@@ -91,16 +97,26 @@ def _counted_host_spans(trace: RawTrace, state: SteadyState, regions: list[str])
 
 
 def _steady_state(trace: RawTrace, launches: pd.DataFrame, window_s: float, regions: list[str],
-                  known_iterations: int | None, mode: str) -> tuple[SteadyState, Iterations, int | None]:
+                  known_iterations: int | None, mode: str) -> tuple[SteadyState, Iterations, int | None, dict[str, Any]]:
     """Which launches are counted: regions win, function mode counts all its calls, else the
-    steady state of the iterations found (the whole run when none are)."""
+    steady state of the iterations found (the whole run when none are); and the phase figures
+    (attribution/steady.loop_share): a repeated kernel sequence (no mark of the program's) that
+    holds less than 80% of the work is not the run's loop, so the whole run is counted (the same
+    choice every run, where a second loop could win or lose on timings); a marked loop holding
+    under half is kept, and the summary says how much of the work ran outside it."""
     if regions or known_iterations is not None:
         method = "regions" if regions else "function"
-        return SteadyState(launches, launches.iloc[0:0], window_s), Iterations(method), known_iterations
+        return SteadyState(launches, launches.iloc[0:0], window_s), Iterations(method), known_iterations, {}
     iterations = find_iterations(trace, launches, "none" if mode == "none" else "auto")
+    share = loop_share(launches, iterations)
+    phases: dict[str, Any] = {} if share is None else {"loop_kernel_share": share}
+    if minority_loop(share, iterations.method):
+        phases["loop_minority"] = iterations.method
+        if iterations.method == "kernel_sequence" and not mode.isdigit():
+            iterations = Iterations("none", compile_spans_ns=iterations.compile_spans_ns)
     wanted = int(mode) if mode.isdigit() else None
     state = split_steady(launches, iterations, wanted)
-    return state, iterations, len(state.iteration_times_s) or 1
+    return state, iterations, len(state.iteration_times_s) or 1, phases
 
 
 def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
@@ -126,8 +142,8 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
     report(f"analysing {len(attributed.launches):,} launches")
     samples = device_samples(metadata)
     launches = with_sm_clock(attributed.launches, samples).reset_index(drop=True)  # compute roofs follow the clock sampled
-    state, found, count = _steady_state(trace, launches, attributed.window_s, attributed.regions,
-                                        iterations, iterations_mode)
+    state, found, count, phases = _steady_state(trace, launches, attributed.window_s, attributed.regions,
+                                                iterations, iterations_mode)
     rank = int(metadata.get("rank") or 0)
     placed, sequence, rows = _placed_table(state.steady, ceilings, rank)
     setup_table, _, _ = _placed_table(state.setup, ceilings, rank)
@@ -150,8 +166,9 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
         "iteration_time_s": float(np.median(state.iteration_times_s)) if state.iteration_times_s else None,
         "iteration_times_s": state.iteration_times_s[:MAX_ITERATION_TIMES],
     })
-    summary.update(unprofiled_figures(metadata.get("profile_steps")))
+    summary.update(unprofiled_figures(metadata.get("profile_steps")) or unprofiled_calls(metadata.get("unprofiled_calls")))
     summary.update(setup_figures(state.setup, found, state.window_s, _run_wall_s(trace)))
+    summary.update(phases)
     summary.update(host_figures(trace, state.steady, host_spans_ns))
     summary.update(unprofiled_idle(summary, metadata.get("profiler_overhead_per_op_s")))
     row = pd.Series(-1, index=launches.index, dtype=int)
@@ -166,6 +183,7 @@ def unprofiled_figures(limit: Any) -> dict[str, Any]:
     times = [float(t) for t in limit.get("step_times_s") or []]
     return {
         "profile_steps": limit.get("steps"),
+        "profile_steps_rule": limit.get("rule", "fixed"),
         "profile_steps_stopped": bool(limit.get("stopped")),
         "profile_steps_marker": limit.get("marker"),
         "profile_steps_marker_name": limit.get("marker_name"),
@@ -174,14 +192,29 @@ def unprofiled_figures(limit: Any) -> dict[str, Any]:
         "unprofiled_steps": len(times),
         "unprofiled_step_time_s": float(np.median(times)) if times else None,
         "unprofiled_step_times_s": times[:MAX_ITERATION_TIMES],
+        "unprofiled_tail_s": limit.get("tail_s"),
         **({"profile_steps_error": str(limit["stop_error"])} if limit.get("stop_error") else {}),
+    }
+
+
+def unprofiled_calls(plain: Any) -> dict[str, Any]:
+    """Function mode: the calls timed without the profiler before the session (runner.time_calls)."""
+    if not isinstance(plain, dict):
+        return {}
+    times = [float(t) for t in plain.get("call_times_s") or []]
+    return {
+        "unprofiled_timed_by": plain.get("timed_by"),
+        "unprofiled_steps": len(times),
+        "unprofiled_step_time_s": float(np.median(times)) if times else None,
+        "unprofiled_step_times_s": times[:MAX_ITERATION_TIMES],
     }
 
 
 def unprofiled_idle(summary: dict[str, Any], overhead_per_op_s: float | None) -> dict[str, Any]:
     """The device idle time to expect without the profiler, and where it comes from.
 
-    measured: `--profile-steps` timed the un-profiled steps (the same loop, same boundaries), so
+    measured: `--profile-steps` timed the un-profiled steps (the same loop, same boundaries), or
+    function mode timed the calls without the profiler, so
     each step's idle is its un-profiled time less the kernels' busy time per steady-state
     iteration (the profiler barely changes kernel durations: "distortion" in docs/benchmarks/compile.md). Else
     calibration: the profiler's cost per recorded event (200 tiny ops timed with and without it)
@@ -189,7 +222,8 @@ def unprofiled_idle(summary: dict[str, Any], overhead_per_op_s: float | None) ->
     it left 19-42 ms of idle per step where the measured figure was 7.5-21 ms."""
     step_s = summary.get("unprofiled_step_time_s")
     iterations = summary.get("iterations") or 0
-    if isinstance(step_s, (int, float)) and iterations and summary.get("iterations_method") in LOOP_METHODS:
+    if isinstance(step_s, (int, float)) and iterations and summary.get("iterations_method") in (*LOOP_METHODS,
+                                                                                                 "function"):
         busy_per_step_s = float(summary.get("device_busy_s") or 0.0) / iterations
         return {"device_idle_unprofiled_s": max(step_s - busy_per_step_s, 0.0) * iterations,
                 "device_idle_unprofiled_source": "measured"}

@@ -28,7 +28,7 @@ def stage_of(module: str) -> str:
     if module in CORE:
         return "core"
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] in ("cli", "api", "pytest_plugin", "__main__", "__init__"):
+    if len(parts) == 1 or parts[1] in ("cli", "api", "profiling", "pytest_plugin", "__main__", "__init__"):
         return "top"
     if parts[1] not in STAGES:
         raise AssertionError(f"{module} belongs to no stage: add it to STAGES or CORE in tests/test_layering.py")

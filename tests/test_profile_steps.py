@@ -95,19 +95,55 @@ def test_run_shorter_than_the_limit_is_profiled_whole(tmp_path: Path) -> None:
     assert _annotations(trace, "after_step_") == [0, 1, 2]
     s = json.loads(out.read_text())["summary"]
     assert s["profile_steps_stopped"] is False and s["unprofiled_steps"] == 0
-    assert "the run ended after 3 optimizer steps (SGD); all of it was profiled" in result.output
+    assert ("the run ended after 3 optimizer steps (SGD), too few to stop after 5; all of it was profiled, "
+            "nothing timed without the profiler; idle and launch figures are estimates") in result.output
 
 
-def test_without_the_option_nothing_is_timed(tmp_path: Path) -> None:
+def test_profile_steps_all_profiles_the_whole_run(tmp_path: Path) -> None:
+    result, out, trace = _profile(tmp_path, TRAINING, 7, "--profile-steps", "all")
+    assert result.exit_code == 0, result.output
+    assert _annotations(trace, "after_step_") == list(range(7))
+    assert "profile_steps" not in json.loads(out.read_text())["summary"]
+
+
+def test_by_default_the_setup_and_five_optimizer_steps_are_profiled(tmp_path: Path) -> None:
+    from rooflinectl.capture.step_limit import AUTO_STEPS
+
+    result, out, trace = _profile(tmp_path, TRAINING, 10)
+    assert result.exit_code == 0, result.output
+    assert AUTO_STEPS == 5
+    assert _annotations(trace, "after_step_") == [0, 1, 2, 3]  # the fifth step's annotation follows the stop
+    s = json.loads(out.read_text())["summary"]
+    assert s["profile_steps_rule"] == "auto" and s["profile_steps"] == 5 and s["profile_steps_stopped"] is True
+    assert s["unprofiled_steps"] == 10 - 5 - 1
+    assert all(SLEEP_S <= t < SLEEP_S + 0.5 for t in s["unprofiled_step_times_s"])
+    assert "--profile-steps auto: profiled 5 optimizer steps (SGD), then the run went on" in result.output
+
+
+def test_by_default_repeated_module_calls_are_sampled_too(tmp_path: Path) -> None:
+    result, out, trace = _profile(tmp_path, FORWARD, 9)
+    assert result.exit_code == 0, result.output
+    assert _annotations(trace, "before_call_") == [0, 1, 2, 3, 4, 5]  # stopped as the sixth call starts
+    s = json.loads(out.read_text())["summary"]
+    assert s["profile_steps_rule"] == "auto" and s["profile_steps_marker"] == "module_forward"
+    assert s["unprofiled_steps"] == 9 - 5 - 1
+
+
+def test_by_default_a_loop_too_short_to_sample_says_so_in_one_line(tmp_path: Path) -> None:
     result, out, trace = _profile(tmp_path, TRAINING, 4)
     assert result.exit_code == 0, result.output
     assert _annotations(trace, "after_step_") == [0, 1, 2, 3]
-    assert "profile_steps" not in json.loads(out.read_text())["summary"]
+    s = json.loads(out.read_text())["summary"]
+    assert s["profile_steps_stopped"] is False and s["unprofiled_steps"] == 0
+    line = [x for x in result.output.splitlines() if x.startswith("--profile-steps auto")]
+    assert line == ["--profile-steps auto: the run ended after 4 optimizer steps (SGD), too few to stop after 5; "
+                    "all of it was profiled, nothing timed without the profiler; idle and launch figures are "
+                    "estimates"], result.output
 
 
 @pytest.mark.parametrize(("target", "extra", "words"), [
     ("script.py:main", (), "applies to scripts"),
-    ("script.py", ("--counters", "ncu"), "profile without --profile-steps to add counters"),
+    ("script.py", ("--counters", "ncu"), "profile without --profile-steps N (auto or all) to add counters"),
 ])
 def test_refused_where_it_cannot_apply(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
                                        extra: tuple[str, ...], words: str) -> None:
@@ -240,6 +276,11 @@ for _ in range(6):
     assert "--profile-steps 2: no iteration was seen as the run went" in result.output
     s = json.loads(out.read_text())["summary"]
     assert s["profile_steps_stopped"] is False and s["profile_steps_seen"] == 0
+    result, out, _ = _profile(tmp_path, source, 6)  # the default: the same, as an estimate
+    assert result.exit_code == 0, result.output
+    assert ("--profile-steps auto: no iteration was seen as the run went (no optimizer step, no eager call of an "
+            "nn.Module, no call of a torch.compile'd graph): all of the run was profiled; idle and launch figures "
+            "are estimates") in " ".join(result.output.split())
 
 
 def test_no_module_hook_is_left_after_the_stop_when_nothing_was_compiled(tmp_path: Path) -> None:

@@ -29,14 +29,15 @@ torch.cuda.synchronize()
 """
 
 
-def _profile_in_own_process(tmp_path: Path, source: str, steps: int) -> tuple[list[dict], dict]:
+def _profile_in_own_process(tmp_path: Path, source: str, steps: int | None) -> tuple[list[dict], dict]:
     """`rooflinectl profile --profile-steps STEPS` of the source in its own process, as users run
     it (the first session there detaches CUPTI when it stops): the trace's events and the summary."""
     script = tmp_path / "script.py"
     script.write_text(source)
     out, trace = tmp_path / "p.json", tmp_path / "t.json"
     done = subprocess.run([sys.executable, "-m", "rooflinectl", "profile", str(script), "-o", str(out), "-q",
-                           "--device", "cuda", "--save-trace", str(trace), "--profile-steps", str(steps)],
+                           "--device", "cuda", "--save-trace", str(trace),
+                           *(["--profile-steps", str(steps)] if steps is not None else [])],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads(trace.read_text())["traceEvents"], json.loads(out.read_text())["summary"]
@@ -52,6 +53,16 @@ def test_profiler_stops_after_n_steps_and_times_the_rest_with_events(tmp_path: P
     assert s["unprofiled_timed_by"] == "cuda_events" and s["unprofiled_steps"] == 12 - 5 - 1
     assert s["iterations_found"] == 5
     assert all(0 < t < 0.5 for t in s["unprofiled_step_times_s"])
+
+
+def test_by_default_setup_and_five_steps_are_profiled_and_the_rest_timed_with_events(tmp_path: Path) -> None:
+    events, s = _profile_in_own_process(tmp_path, SCRIPT, None)
+    # the profiler stopped inside step 5's optimizer step: steps 1-4 ran their cumsum under it
+    assert sum(e.get("cat") == "cpu_op" and e["name"] == "aten::cumsum" for e in events) == 4
+    assert s["profile_steps_rule"] == "auto" and s["profile_steps"] == 5 and s["profile_steps_stopped"] is True
+    assert s["unprofiled_timed_by"] == "cuda_events" and s["unprofiled_steps"] == 12 - 5 - 1
+    assert all(0 < t < 0.5 for t in s["unprofiled_step_times_s"])
+    assert s["device_idle_unprofiled_source"] == "measured"  # idle from the un-profiled steps
 
 
 def test_a_session_after_another_in_the_process_keeps_its_kernels(tmp_path: Path) -> None:
@@ -97,3 +108,16 @@ def test_a_loop_over_a_compiled_function_stops_at_a_graph_call(tmp_path: Path) -
     assert s["profile_steps_marker"] == "compiled_graph" and s["profile_steps_stopped"] is True
     assert s["unprofiled_timed_by"] == "cuda_events" and s["unprofiled_steps"] == 12 - 4 - 1
     assert all(0 < t < 0.5 for t in s["unprofiled_step_times_s"])
+
+
+def test_a_function_is_timed_with_cuda_events_without_the_profiler_too() -> None:
+    import torch
+
+    import rooflinectl
+
+    a = torch.randn(2048, 2048, device="cuda")
+    p = rooflinectl.profile(lambda: a @ a, warmup=2, iters=6, device="cuda")
+    assert p.summary["unprofiled_timed_by"] == "cuda_events" and p.summary["unprofiled_steps"] == 6
+    times = p.step_times()
+    assert 0 < times["unprofiled_s"] < 0.1 and 0 < times["profiled_s"] < 0.1
+    assert p.summary["device_idle_unprofiled_source"] == "measured"

@@ -22,6 +22,8 @@ from rooflinectl.attribution.spans import span_index
 from rooflinectl.attribution.transfers import crosses_link
 
 SLOW_WARMUP = 1.10
+MIN_LOOP_SHARE = 0.5  # below it, a marked loop is a minority of the run's work (another phase ran)
+MIN_SEQUENCE_SHARE = 0.8  # below it, an unmarked repeated sequence is not taken as the run's loop
 
 
 @dataclass
@@ -127,3 +129,29 @@ def setup_figures(setup: pd.DataFrame, iterations: Iterations, window_s: float, 
         "run_wall_s": run_wall_s,
         "setup_wall_s": max(run_wall_s - window_s, 0.0),
     }
+
+
+def loop_share(launches: pd.DataFrame, iterations: Iterations) -> float | None:
+    """Share of the run's kernel time outside setup-like work (host transfers, launches while
+    torch.compile compiled) that ran inside the iterations found, warm-up included; None when no
+    loop was found. Under MIN_LOOP_SHARE, another phase (a second loop) did most of the work; an
+    unmarked sequence (kernel_sequence) must hold MIN_SEQUENCE_SHARE: which of two unmarked loops
+    holds more kernel time can change from run to run, the whole run does not."""
+    if iterations.found == 0 or launches.empty:
+        return None
+    launch_ns = launches["launch_ns"].to_numpy(dtype=np.int64)
+    time_s = launches["time_s"].to_numpy(dtype=float)
+    work = ~np.asarray(crosses_link(launches["kernel"]), dtype=bool)
+    if iterations.compile_spans_ns:
+        work &= span_index(launch_ns, iterations.compile_spans_ns) < 0
+    total_s = float(time_s[work].sum())
+    if total_s <= 0:
+        return None
+    inside = span_index(launch_ns, iterations.spans_ns) >= 0
+    return float(time_s[work & inside].sum()) / total_s
+
+
+def minority_loop(share: float | None, method: str) -> bool:
+    """Whether the loop found holds too little of the work to stand for the run (loop_share)."""
+    bar = MIN_SEQUENCE_SHARE if method == "kernel_sequence" else MIN_LOOP_SHARE
+    return share is not None and share < bar

@@ -182,14 +182,18 @@ class NvmlSampler:
             except Exception:  # noqa: BLE001
                 unsupported.add("processes")
 
-    def stop(self) -> None:
-        """Stop the thread; read the other processes' utilisation NVML kept since start; close NVML."""
-        if self._handle is None:
-            return
+    def stop_thread(self) -> None:
+        """Stop sampling (the samples stay; stop() still reads and closes NVML)."""
         if self._thread is not None:
             self._stop.set()
             self._thread.join(timeout=5.0)
             self._thread = None
+
+    def stop(self) -> None:
+        """Stop the thread; read the other processes' utilisation NVML kept since start; close NVML."""
+        if self._handle is None:
+            return
+        self.stop_thread()
         try:
             util = self._nvml.nvmlDeviceGetProcessUtilization(self._handle, self.started_unix_us)
         except Exception:  # noqa: BLE001 - not supported, or no samples since start
@@ -264,31 +268,32 @@ def kernels_device(trace: RawTrace | None) -> int | None:
 
 
 @contextmanager
-def nvml_sampling(capture: _CaptureLike, nvml: Any = None) -> Iterator[None]:
+def nvml_sampling(capture: _CaptureLike, nvml: Any = None) -> Iterator[Callable[[], None]]:
     """Sample the current GPU while the block runs; on exit (after the session set capture.trace)
     put the samples, or the one-line reason there are none, in capture.metadata["nvml"].
-    CPU runs are not sampled: the GPU's clocks say nothing about them."""
+    CPU runs are not sampled: the GPU's clocks say nothing about them. The block gets a function
+    that stops the sampling thread early (the profiler stopped: later samples are cut anyway)."""
     if capture.device_kind != "cuda":
-        yield
+        yield lambda: None
         return
     period_s = period_from_env()
     if period_s is None:
         capture.metadata["nvml"] = {"status": "off", "message": f"switched off ({PERIOD_ENV}=0)"}
-        yield
+        yield lambda: None
         return
     index, uuid = _cuda_device()
     sampler = NvmlSampler(index, uuid, period_s, nvml=nvml)
     problem = sampler.start()
     if problem is not None:
         capture.metadata["nvml"] = {"status": "unavailable", "message": problem}
-        yield
+        yield lambda: None
         return
     try:
         sync = emit_sync_marker()
     except Exception:  # noqa: BLE001 - no profiler running: samples without alignment
         sync = (0, 0)
     try:
-        yield
+        yield sampler.stop_thread
     finally:
         sampler.stop()
         capture.metadata["nvml"] = on_trace_clock(sampler, sync, capture.trace)

@@ -13,6 +13,7 @@ import importlib.util
 import inspect
 import runpy
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -140,9 +141,10 @@ def _guarded(run: Callable[[], object]) -> tuple[int, bool]:
 
 
 def run_script(path: Path, argv: list[str], device_kind: str, on_hard_exit: SaveOnExit | None = None,
-               profile_steps: int | None = None) -> RunOutcome:
+               profile_steps: int | str | None = None) -> RunOutcome:
     """Run the script profiled; a script that does not compile runs nothing (trace None, exit 1).
-    profile_steps: profile that many iterations, then run on unprofiled (capture/step_limit.py)."""
+    profile_steps: profile that many iterations ("auto", N; None or "all": the whole run), then
+    run on unprofiled (capture/step_limit.py)."""
     if not _compiles(path):
         return RunOutcome(Capture(device_kind=device_kind), 1, False)
     with (_as_main_script(path, argv), saving_on_hard_exit(on_hard_exit),
@@ -202,9 +204,43 @@ def load_function(path: Path, name: str) -> tuple[Callable[..., Any], tuple[Any,
     return fn, args, kwargs
 
 
+def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int,
+                iters: int, device_kind: str) -> dict[str, Any]:
+    """The function as it runs without the profiler: `warmup` calls, then `iters` calls each
+    timed (CUDA events recorded on the current stream around the call, read after one sync at
+    the end; the host clock on CPU). Run after the session (its hooks removed): a function that
+    torch.compile compiles must compile under the session (Inductor's annotations, a CUDA graph
+    captured in the trace); the session detaches CUPTI at its stop when it is the process's
+    first (capture/session.py), else a later session's plain calls may pay for CUPTI left
+    attached. What idle and launch advice compare the profiled calls with."""
+    for _ in range(max(warmup, 0)):
+        fn(*args, **kwargs)
+    times_s: list[float] = []
+    if device_kind == "cuda":
+        torch.cuda.synchronize()
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+        for start, end in pairs:
+            start.record()
+            fn(*args, **kwargs)
+            end.record()
+        torch.cuda.synchronize()
+        times_s = [start.elapsed_time(end) / 1e3 for start, end in pairs]
+    else:
+        for _ in range(iters):
+            began = time.perf_counter()
+            fn(*args, **kwargs)
+            times_s.append(time.perf_counter() - began)
+    return {"warmup": max(warmup, 0), "timed_by": "cuda_events" if device_kind == "cuda" else "wall_clock",
+            "call_times_s": times_s}
+
+
 def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int,
-                  iters: int, device_kind: str) -> Capture:
-    """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate).
+                  iters: int, device_kind: str, plain_timing: bool = True, own_process: bool = False) -> Capture:
+    """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate);
+    then, with plain_timing, once more and `iters` times without it (time_calls: metadata
+    "unprofiled_calls"). own_process: the CLI's run, where this is the process's one session: it
+    then detaches CUPTI at its stop for the plain calls (not in a notebook or a test process,
+    where later sessions follow: capture/session._cupti_torn_down_after_stop).
 
     The warm-up runs profiled too, inside an annotation that is never counted: a function that
     torch.compile compiles there is compiled as it will run (module scopes and Inductor's
@@ -212,7 +248,7 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     is in the trace, so its replays get the ops of its capture."""
     if iters < 1:
         raise UsageError("--iters must be at least 1.")
-    with profiling(device_kind) as capture:
+    with profiling(device_kind, runs_on=plain_timing and own_process) as capture:
         with torch.profiler.record_function(WARMUP_NAME):
             for _ in range(max(warmup, 0)):
                 fn(*args, **kwargs)
@@ -221,6 +257,12 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
         for _ in range(iters):
             fn(*args, **kwargs)
     capture.metadata["iterations"] = iters  # known: no iteration search
+    if plain_timing:
+        try:
+            capture.metadata["unprofiled_calls"] = time_calls(fn, args, kwargs, warmup=1, iters=iters,
+                                                              device_kind=device_kind)
+        except Exception as exc:  # noqa: BLE001 - the profile of the calls that ran is kept
+            capture.metadata["unprofiled_calls"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     return capture
 
 
@@ -230,7 +272,8 @@ def run_function(path: Path, name: str, *, warmup: int, iters: int, device_kind:
 
     def run() -> None:
         fn, args, kwargs = load_function(path, name)
-        holder["capture"] = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind)
+        holder["capture"] = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind,
+                                          own_process=True)
 
     # the stand-in for the file's own profiler is in place before it is imported (see user_profiler)
     with _as_main_script(path, []), stand_ins_installed(), saving_on_hard_exit(on_hard_exit):

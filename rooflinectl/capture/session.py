@@ -8,7 +8,6 @@ about the run that later stages need (device, math modes, library versions).
 from __future__ import annotations
 
 import atexit
-import bisect
 import ctypes
 import json
 import os
@@ -39,11 +38,11 @@ from rooflinectl.capture.nvml_sampler import nvml_sampling
 from rooflinectl.capture.progress import mark, report
 from rooflinectl.capture.quiet import kineto_noise_filtered
 from rooflinectl.capture.region import CALIBRATION_NAME
-from rooflinectl.capture.step_limit import StepLimit
+from rooflinectl.capture.step_limit import StepLimit, resolve_steps
+from rooflinectl.capture.tensor_identities import _tensor_info, _tensor_info_at
 from rooflinectl.capture.trace import (
     RawTrace,
     add_tensor_info,
-    identity_candidates,
     read_chrome_trace,
 )
 from rooflinectl.capture.triton_hook import triton_launches
@@ -82,61 +81,6 @@ def run_metadata(device_kind: str) -> dict[str, Any]:
         meta["device_name"] = torch.cuda.get_device_name()
         meta["device_index"] = torch.cuda.current_device()
     return meta
-
-
-def _tensor_info(prof: torch.profiler.profile, trace: RawTrace) -> dict[tuple[str, int], dict[str, Any]]:
-    """_tensor_info_at the start times of the trace's identity_candidates."""
-    return _tensor_info_at(prof, [(trace.origin_ns + trace.ops[i].ts_ns) // 1000 for i in identity_candidates(trace)])
-
-
-def _tensor_info_at(prof: torch.profiler.profile, times_us: list[int]) -> dict[tuple[str, int], dict[str, Any]]:
-    """Tensor identities (TensorImpl pointers) and tensor-list dtypes from the profiler's event
-    tree (private API: when it is missing, a tensor passed twice is simply counted twice), read
-    only for the ops that need them (capture.trace.identity_candidates): walking the whole tree
-    costs more than the rest of the capture on a long run, and most ops cannot share an input.
-
-    We key on the TensorImpl, not the storage pointer: q, k and v split from one packed qkv
-    tensor share a storage but are disjoint reads; the same tensor passed twice (x * x, the
-    self of an in-place op) is one read. The profiler records no storage offset, so two
-    overlapping views of one storage (x @ x.t()) still count twice: an over-count we accept."""
-    info: dict[tuple[str, int], dict[str, Any]] = {}
-    wanted = sorted(set(times_us))  # whole microseconds of the profiler's clock
-    if not wanted:
-        return info
-    try:
-        roots = prof.profiler.kineto_results.experimental_event_tree()
-    except Exception:  # noqa: BLE001 - optional, private API
-        return info
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        start_us = node.start_time_ns / 1000
-        first = bisect.bisect_left(wanted, start_us - 1.5)  # times are matched within a microsecond or so
-        if first == len(wanted) or wanted[first] > node.end_time_ns / 1000 + 1.5:
-            continue  # no op that needs identities started inside this node: skip its subtree
-        stack.extend(node.children)
-        inputs = getattr(node.extra_fields, "inputs", None)
-        if inputs is None or wanted[first] > start_us + 1.5:
-            continue
-        storages: list[Any] = []
-        list_dtypes: list[Any] = []
-        list_dims: list[Any] = []  # the Chrome trace drops the shapes of lists longer than 30
-        for value in inputs:
-            if hasattr(value, "impl_ptr"):
-                storages.append(value.impl_ptr)
-                list_dtypes.append(None)
-                list_dims.append(None)
-            elif isinstance(value, list):
-                storages.append([getattr(t, "impl_ptr", None) for t in value])
-                list_dtypes.append([str(getattr(t, "dtype", "")).replace("torch.", "") for t in value])
-                list_dims.append([list(getattr(t, "sizes", None) or []) for t in value])
-            else:
-                storages.append(None)
-                list_dtypes.append(None)
-                list_dims.append(None)
-        info[(node.name, int(node.start_time_ns))] = {"storages": storages, "list_dtypes": list_dtypes,
-                                                      "list_dims": list_dims}
-    return info
 
 
 def export_trace_file(prof: torch.profiler.profile) -> str:
@@ -285,62 +229,63 @@ def _refuse_nested() -> None:
                          "inside it (stop that profiler, or profile without it).")
 
 
-@contextmanager
-def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Capture]:
-    """Profile the block; on exit (also on error) the capture holds what ran.
+class ProfilingSession:
+    """One torch.profiler session over a block of the user's program, in three steps:
+    start() installs our hooks (module scopes, the Triton launch hook, Inductor's annotations,
+    the step limit) and starts the profiler; stop() ends the recording (once: at the step
+    limit's iteration boundary, or at the end), and at the step limit also takes off what costs
+    host time in the un-profiled steps (module scopes, the Triton hook, the NVML thread);
+    finish() reads the trace into the capture (once: at the end, or first by a hard exit).
+    close() then removes every hook. The state is the session's own; what is process-wide
+    (sessions started, the one running, whether traces are kept) is in the three lists above."""
 
-    capture.finish() ends the session early (a hard exit saves what ran); it runs once.
-    profile_steps: stop recording after that many iterations and time the later ones without
-    the profiler (capture/step_limit.py); the trace is still read when the block ends.
-    """
-    _refuse_nested()
-    mark("session: run metadata")
-    capture = Capture(device_kind=device_kind, metadata=run_metadata(device_kind))
-    ranks = rank_info()
-    if ranks is not None:  # a rank of a distributed job: its place, in the metadata of its own profile
-        capture.metadata.update(ranks)
-    mark("session: device probe")
-    probe = _probe_device(device_kind)
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if device_kind == "cuda":
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    triton_sink: list[dict[str, Any]] = []
-    # One start/stop cycle, and no acc_events: with it, stop() builds the profiler's Python
-    # FunctionEvent list, which costs more time and memory than the whole run on a long trace;
-    # we read the exported trace instead.
-    prof = torch.profiler.profile(activities=activities, record_shapes=True)
-    recording = ExitStack()  # the Triton launch hook: removed when a step limit stops the profiler
-    stopped: list[bool] = []
-
-    def stop_recording() -> None:
-        """End the profiler's recording (once): GPU work finished first, so the trace has all of it."""
-        if stopped:
-            return
-        stopped.append(True)
-        report("stopping the profiler")
+    def __init__(self, device_kind: str, profile_steps: int | str | None = None, runs_on: bool = False) -> None:
+        self.device_kind = device_kind
+        self.runs_on = runs_on  # the program runs on, timed, after the session (function mode's plain calls)
+        mark("session: run metadata")
+        self.capture = Capture(device_kind=device_kind, metadata=run_metadata(device_kind))
+        self.ranks = rank_info()
+        if self.ranks is not None:  # a rank of a distributed job: its place, in the metadata of its own profile
+            self.capture.metadata.update(self.ranks)
+        activities = [torch.profiler.ProfilerActivity.CPU]
         if device_kind == "cuda":
-            with suppress(RuntimeError):  # a failed script may leave the device in an error state
-                torch.cuda.synchronize()
-        with kineto_noise_filtered():
-            prof.stop()
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        # One start/stop cycle, and no acc_events: with it, stop() builds the profiler's Python
+        # FunctionEvent list, which costs more time and memory than the whole run on a long trace;
+        # we read the exported trace instead.
+        self.prof = torch.profiler.profile(activities=activities, record_shapes=True)
+        self.triton_sink: list[dict[str, Any]] = []
+        self.hooks = ExitStack()  # everything installed, removed by close()
+        self.recording = ExitStack()  # the Triton launch hook: removed when a step limit stops the profiler
+        self.nvml = ExitStack()  # the NVML sampler: closed after the trace is set, to align the samples
+        self.scopes_off: Callable[[], None] = lambda: None
+        self.nvml_off: Callable[[], None] = lambda: None
+        self.stopped = False
+        steps, rule = resolve_steps(profile_steps)
+        self.limit = StepLimit(steps, device_kind, self.stop_at_limit, rule) if steps is not None else None
 
-    limit = None
-    if profile_steps is not None:
-        def stop_at_limit() -> None:
-            stop_recording()
-            scopes_off()  # module scopes and the Triton hook cost the un-profiled steps too
-            recording.close()
+    def start(self) -> Capture:
+        """Install the hooks, calibrate, start the profiler; on failure nothing stays installed."""
+        try:
+            self._install()
+        except BaseException:
+            self.close()
+            raise
+        _ACTIVE.append(self.capture)
+        self.capture.finish = self.finish
+        return self.capture
 
-        limit = StepLimit(profile_steps, device_kind, stop_at_limit)
-    with ExitStack() as stack:
+    def _install(self) -> None:
+        stack, capture, limit = self.hooks, self.capture, self.limit
+        probe = _probe_device(self.device_kind)
         _SESSIONS_STARTED[0] += 1
-        if limit is not None and device_kind == "cuda" and _SESSIONS_STARTED[0] == 1:
+        if (limit is not None or self.runs_on) and self.device_kind == "cuda" and _SESSIONS_STARTED[0] == 1:
             stack.callback(_cupti_torn_down_after_stop())  # the run goes on after the stop: detach CUPTI
         mark("session: hooks")
-        scopes_off = stack.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))
-        stack.enter_context(recording)
+        self.scopes_off = stack.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))
+        stack.enter_context(self.recording)
         stack.enter_context(inductor_annotations())
-        recording.enter_context(triton_launches(triton_sink))
+        self.recording.enter_context(triton_launches(self.triton_sink))
         if limit is not None:
             limit.install()
             stack.callback(limit.remove)
@@ -351,7 +296,8 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
         with kineto_noise_filtered(), warnings.catch_warnings():
             # torch >= 2.11 warns that events are not kept across cycles: we run one cycle, on purpose
             warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
-            prof.start()
+            self.prof.start()
+        stack.callback(self.stop)  # a failure below must not leave the profiler running
         stack.enter_context(cooperating())  # the script's own torch.profiler starts no second session
         stack.enter_context(counting_workers(capture.metadata))  # threads and children are not followed: count them
         mark("session: calibration under the profiler")
@@ -359,50 +305,90 @@ def profiling(device_kind: str, profile_steps: int | None = None) -> Iterator[Ca
             profiled_s = _tiny_op_loop_s(probe)
         capture.metadata["profiler_overhead_per_op_s"] = _overhead_per_op_s(profiled_s, plain_s)
         mark("session: NVML sampler")
-        nvml = stack.enter_context(ExitStack())
-        nvml.enter_context(nvml_sampling(capture))  # stopped after the trace is set, to align the samples with it
-
-        def finish() -> None:
-            if capture not in _ACTIVE:
-                return
-            _ACTIVE.remove(capture)
-            if limit is not None:
-                if limit.stopped and device_kind == "cuda":
-                    with suppress(RuntimeError):  # the timed steps' events must have completed
-                        torch.cuda.synchronize()
-                capture.metadata["profile_steps"] = limit.metadata()
-            stop_recording()
-            report("exporting the trace")
-            path = export_trace_file(prof)
-            kept = False
-            try:  # the temp trace (often gigabytes) goes on every path, errors included, unless kept
-                trace = read_trace(prof, path)
-                trace.triton_launches = triton_sink
-                trace.compiled_kernels = compiled_cpp_kernels()
-                capture.trace = trace
-                capture.metadata.update(run_metadata(device_kind))  # math modes as they were at the end
-                if ranks is not None and trace.distributed:
-                    capture.metadata["distributed"] = trace.distributed  # backend, process groups
-                capture.metadata["user_profiler_exports"] = deliver_exports(path)
-                if _KEEP_TRACE_FILES[0]:
-                    capture.chrome_trace_path = path
-                    atexit.register(lambda: Path(path).unlink(missing_ok=True))
-                    kept = True
-            finally:
-                if not kept:
-                    Path(path).unlink(missing_ok=True)
-            nvml.close()
-
-        capture.finish = finish
-        _ACTIVE.append(capture)
+        stack.enter_context(self.nvml)
+        self.nvml_off = self.nvml.enter_context(nvml_sampling(capture))
         mark("session: the program runs")
-        try:
-            yield capture
+
+    def stop(self) -> None:
+        """End the profiler's recording (once): GPU work finished first, so the trace has all of it."""
+        if self.stopped:
+            return
+        self.stopped = True
+        report("stopping the profiler")
+        if self.device_kind == "cuda":
+            with suppress(RuntimeError):  # a failed script may leave the device in an error state
+                torch.cuda.synchronize()
+        with kineto_noise_filtered():
+            self.prof.stop()
+
+    def stop_at_limit(self) -> None:
+        """The step limit's stop: the recording, and what would cost the un-profiled steps."""
+        self.stop()
+        self.scopes_off()  # module scopes and the Triton hook cost the un-profiled steps too
+        self.recording.close()
+        self.nvml_off()  # the sampler's thread takes the GIL a few hundred times a second
+
+    def finish(self) -> None:
+        """Read the trace into the capture (once; the temp trace file goes unless kept)."""
+        capture, limit = self.capture, self.limit
+        if capture not in _ACTIVE:
+            return
+        _ACTIVE.remove(capture)
+        if limit is not None:
+            if limit.stopped and self.device_kind == "cuda":
+                with suppress(RuntimeError):  # the timed steps' events must have completed
+                    torch.cuda.synchronize()
+            capture.metadata["profile_steps"] = limit.metadata()
+        self.stop()
+        report("exporting the trace")
+        path = export_trace_file(self.prof)
+        kept = False
+        try:  # the temp trace (often gigabytes) goes on every path, errors included, unless kept
+            trace = read_trace(self.prof, path)
+            trace.triton_launches = self.triton_sink
+            trace.compiled_kernels = compiled_cpp_kernels()
+            capture.trace = trace
+            capture.metadata.update(run_metadata(self.device_kind))  # math modes as they were at the end
+            if self.ranks is not None and trace.distributed:
+                capture.metadata["distributed"] = trace.distributed  # backend, process groups
+            capture.metadata["user_profiler_exports"] = deliver_exports(path)
+            if _KEEP_TRACE_FILES[0]:
+                capture.chrome_trace_path = path
+                atexit.register(lambda: Path(path).unlink(missing_ok=True))
+                kept = True
         finally:
-            finish()
-            # finish refers to the capture and the profiler: left on the capture, that cycle would
-            # keep both (millions of objects on a long run) for the cyclic collector at exit
-            capture.finish = None
+            if not kept:
+                Path(path).unlink(missing_ok=True)
+        self.nvml.close()
+
+    def close(self) -> None:
+        """Remove every hook (after finish); the capture no longer refers to the session (that
+        cycle would keep the profiler's events, millions of objects on a long run, until exit)."""
+        self.capture.finish = None
+        self.hooks.close()
+
+
+@contextmanager
+def profiling(device_kind: str, profile_steps: int | str | None = None, runs_on: bool = False) -> Iterator[Capture]:
+    """Profile the block (a ProfilingSession); on exit (also on error) the capture holds what ran.
+
+    capture.finish() ends the session early (a hard exit saves what ran); it runs once.
+    profile_steps: stop recording after that many iterations ("auto": step_limit.AUTO_STEPS;
+    None or "all": never) and time the later ones without the profiler (capture/step_limit.py);
+    the trace is still read when the block ends. At the stop, module scopes, the Triton hook and
+    the NVML sampling thread go: the un-profiled steps keep only the iteration marker.
+    runs_on: the program runs on after the block, timed (CUPTI is detached as at a step limit).
+    """
+    _refuse_nested()
+    session = ProfilingSession(device_kind, profile_steps, runs_on)
+    capture = session.start()
+    try:
+        yield capture
+    finally:
+        try:
+            session.finish()
+        finally:
+            session.close()
 
 
 def save_capture(capture: Capture, path: str) -> None:

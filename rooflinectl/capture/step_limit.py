@@ -18,6 +18,15 @@ N-th optimizer step, or when the top-level module or the graph is called for the
 an annotation open at that moment (the optimizer's own, a region, Dynamo's compiled region)
 simply ends there. A run of M iterations gives M - N - 1 timed steps: each is the time from one
 boundary to the next, none straddles the stop.
+
+The default (`--profile-steps auto`) profiles AUTO_STEPS iterations: the setup before the loop,
+the first iteration (the warm-up: allocation, algorithm choice, compilation), one more that may
+still warm up (cuDNN's benchmark, an autotuner, a second compile), and three steady ones, which
+the kernel table counts (attribution/steady.py sets the warm-up apart again from the trace).
+A fixed count, not one chosen from timings, so a script gets the same profile on every run.
+`--profile-steps all` profiles the whole run (the old default). At the stop, the marker that is
+not the iteration marker is removed: only the marker's own hook (one Python call and one CUDA
+event record a step) stays in the un-profiled steps.
 """
 
 from __future__ import annotations
@@ -32,18 +41,35 @@ import torch
 from rooflinectl.capture.compiled_calls import graph_name, watch_calls
 
 MAX_TIMED_STEPS = 100_000  # boundaries kept: a long run's timing stays a few MB
+AUTO_STEPS = 5  # --profile-steps auto: setup, 1-2 warm-up iterations and 3 steady ones profiled
+AUTO = "auto"
+ALL = "all"
 
 OPTIMIZER_STEP = "optimizer_step"
 MODULE_FORWARD = "module_forward"
 COMPILED_GRAPH = "compiled_graph"
 
 
+def resolve_steps(value: int | str | None) -> tuple[int | None, str]:
+    """(iterations to profile, rule) of a --profile-steps value: "auto" -> (AUTO_STEPS, "auto"),
+    N -> (N, "fixed"), "all" or None -> (None, "all"): the whole run profiled."""
+    if value is None or str(value).strip().lower() == ALL:
+        return None, ALL
+    text = str(value).strip().lower()
+    if text == AUTO:
+        return AUTO_STEPS, AUTO
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{value!r} is not auto, all or a positive number of iterations")
+    return int(text), "fixed"
+
+
 class StepLimit:
     """Counts iterations as they happen; calls `stop` once N have been profiled, then records a
     timestamp at each later boundary."""
 
-    def __init__(self, steps: int, device_kind: str, stop: Callable[[], None]) -> None:
+    def __init__(self, steps: int, device_kind: str, stop: Callable[[], None], rule: str = "fixed") -> None:
         self.steps = steps
+        self.rule = rule  # "auto" (the default: AUTO_STEPS) or "fixed" (--profile-steps N)
         self.cuda = device_kind == "cuda"
         self._stop = stop
         self.stopped = False
@@ -59,7 +85,8 @@ class StepLimit:
         self.marker = ""
         self.stop_error = ""  # why stopping failed, if it did (the run goes on either way)
         self.events: list[tuple[Any, float]] = []  # (CUDA event or None, perf_counter) per boundary
-        self._handles: list[Any] = []
+        self._handles: list[Any] = []  # the optimizer step hook
+        self._module_handles: list[Any] = []  # the watched module's pre-hook
         self._unwatch_graphs: Callable[[], None] = lambda: None
 
     def install(self) -> None:
@@ -69,10 +96,25 @@ class StepLimit:
         self._unwatch_graphs = watch_calls(self._before_graph_call)
 
     def remove(self) -> None:
-        for handle in self._handles:
+        for handle in [*self._handles, *self._module_handles]:
             handle.remove()
         self._handles.clear()
+        self._module_handles.clear()
         self._unwatch_graphs()
+
+    def _keep_only_the_marker(self, marker: str) -> None:
+        """At the stop: the hooks that do not mark iterations go (the un-profiled steps pay only
+        for the marker's own)."""
+        if marker != OPTIMIZER_STEP:
+            for handle in self._handles:
+                handle.remove()
+            self._handles.clear()
+        if marker != MODULE_FORWARD:
+            for handle in self._module_handles:
+                handle.remove()
+            self._module_handles.clear()
+        if marker != COMPILED_GRAPH:
+            self._unwatch_graphs()
 
     def at_top_level_call(self, module: torch.nn.Module) -> None:
         """Module scopes saw an outermost module call (before its hooks run): the first such
@@ -82,7 +124,7 @@ class StepLimit:
         if self.module is None:
             self.module = weakref.ref(module)
             self.module_name = type(getattr(module, "_orig_mod", module)).__name__
-            self._handles.append(module.register_forward_pre_hook(self._before_module_call))
+            self._module_handles.append(module.register_forward_pre_hook(self._before_module_call))
         if self.module() is module:
             self.module_calls += 1
 
@@ -133,8 +175,7 @@ class StepLimit:
             self._stop()
         except Exception as exc:  # noqa: BLE001 - runs inside the user's hook: never raise into their program
             self.stop_error = f"{type(exc).__name__}: {exc}"
-        if marker != COMPILED_GRAPH:
-            self._unwatch_graphs()  # not the marker: the un-profiled steps pay nothing for it
+        self._keep_only_the_marker(marker)  # the others: the un-profiled steps pay nothing for them
         if marker in (MODULE_FORWARD, COMPILED_GRAPH):
             self._mark()  # this call starts the first un-profiled iteration
 
@@ -173,13 +214,16 @@ class StepLimit:
                 MODULE_FORWARD: (self.module_name, self.module_calls),
                 COMPILED_GRAPH: (self.graph_name, self.graph_calls)}
         times = self.step_times_s()
+        tail_s = time.perf_counter() - self.events[-1][1] if self.stopped and self.events else None
         return {
             "steps": self.steps,
+            "rule": self.rule,
             "stopped": self.stopped,
             "marker": marker,
             "marker_name": seen[marker][0],
             "iterations_seen": seen[marker][1],
             "timed_by": "cuda_events" if self.cuda else "wall_clock",
             "step_times_s": times,
+            "tail_s": tail_s,  # host time from the last boundary to the end of the run (after a sync on CUDA)
             **({"stop_error": self.stop_error} if self.stop_error else {}),
         }

@@ -23,7 +23,7 @@ from rooflinectl.errors import UsageError
 
 
 def torchrun_command(nproc: int, target: str, output: str, script_args: list[str], *, device: str,
-                     save_trace: str | None, iterations_mode: str = "auto", profile_steps: int | None = None) -> list[str]:
+                     save_trace: str | None, iterations_mode: str = "auto", profile_steps: str | None = None) -> list[str]:
     """The torch.distributed.run command line that profiles each rank (quietly: the parent speaks)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "rooflinectl", "profile", target, "-o", output, "--device", device,
@@ -37,7 +37,7 @@ def torchrun_command(nproc: int, target: str, output: str, script_args: list[str
 
 def launch_ranks(nproc: int, target: str, output: str, script_args: list[str], *, device: str,
                  save_trace: str | None, iterations_mode: str = "auto",
-                 profile_steps: int | None = None) -> tuple[int, list[Path]]:
+                 profile_steps: str | None = None) -> tuple[int, list[Path]]:
     """Run the job; (torchrun's exit code, the rank profiles this run wrote, in rank order)."""
     env = dict(os.environ)
     keep_multicast_off(env)
@@ -52,7 +52,7 @@ def launch_ranks(nproc: int, target: str, output: str, script_args: list[str], *
 
 def launch_and_show(ctx: click.Context, nproc: int, target: str, function: str | None, script_args: list[str],
                     output: str, *, device: str, top: int, save_trace: str | None, quiet: bool,
-                    iterations_mode: str, profile_steps: int | None = None) -> None:
+                    iterations_mode: str, profile_steps: str | None = None) -> None:
     """`profile --nproc-per-node N`: torch.distributed.run starts the ranks; then their profiles are
     shown together, and the command exits with torchrun's code."""
     from rooflinectl.cli.common import console, terminal_width

@@ -7,11 +7,9 @@ ranks together when they are done."""
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -24,12 +22,6 @@ from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
 # What runs the profile (torch through capture, pandas) is imported in the functions below:
 # `rooflinectl --help`, `profile --help` and Tab completion must not pay seconds for it.
 COUNTER_MODES = ("none", "ncu", "auto")  # --counters
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from rooflinectl.capture.session import Capture
-    from rooflinectl.profile_model import ProfileData
 
 # a capture as json writes it, as orjson writes it (no spaces), and captures before the format key
 CAPTURE_MARKERS = ('"format": "rooflinectl-capture"', '"format":"rooflinectl-capture"', '{"device_kind": ')
@@ -46,19 +38,6 @@ def is_profile(path: Path) -> bool:
     return holds_marker(f'"format": "{FORMAT_NAME}"')(path)
 
 
-def _save_annotated_trace(capture: Capture, data: ProfileData, launches: pd.DataFrame, target: Path) -> None:
-    """torch.profiler's trace of the session with our numbers on each counted kernel; launches:
-    the build's attributed launches (pipeline.build_profile), not attributed a second time."""
-    from rooflinectl.outputs.chrome_trace import annotate, write_trace
-
-    if capture.chrome_trace_path is None or capture.trace is None:
-        return
-    with open(capture.chrome_trace_path, encoding="utf-8") as handle:
-        trace = json.load(handle)
-    annotate(trace, launches, data)
-    write_trace(trace, target)
-
-
 def _check_distributed(ranks: dict | None, nproc_per_node: int | None, output: str, counters: str) -> None:
     """What a distributed run cannot do, in one sentence before anything runs."""
     if (ranks is not None or nproc_per_node is not None) and counters != "none":
@@ -69,15 +48,16 @@ def _check_distributed(ranks: dict | None, nproc_per_node: int | None, output: s
                          "name (each rank writes its own).")
 
 
-def _check_profile_steps(profile_steps: int | None, function: str | None, counters: str) -> None:
-    """--profile-steps stops the profiler inside a script's loop: say where it cannot apply."""
-    if profile_steps is None:
-        return
-    if function is not None:
-        raise UsageError("--profile-steps applies to scripts: a FILE.py:FUNCTION target is profiled for --iters calls.")
-    if counters != "none":
-        raise UsageError("--counters measures the launches the whole profile recorded: profile without "
-                         "--profile-steps to add counters.")
+class ProfileSteps(click.ParamType):
+    """auto, all, or a positive whole number."""
+
+    name = "auto|all|N"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).strip().lower()
+        if text in ("auto", "all") or (text.isdigit() and int(text) >= 1):
+            return text
+        self.fail(f"{value!r} is not auto, all or a positive number of iterations", param, ctx)
 
 
 class IterationsMode(click.ParamType):
@@ -108,10 +88,11 @@ class IterationsMode(click.ParamType):
 @click.option("--iterations", "iterations_mode", type=IterationsMode(), default="auto", show_default=True,
               help="script mode without a region: auto (find the loop's iterations, count the steady state, "
                    "keep setup apart), none (count the whole run), or N (count the last N iterations found)")
-@click.option("--profile-steps", type=click.IntRange(min=1), default=None,
-              help="script mode: profile the first N iterations (optimizer steps, else calls of the top-level "
-                   "module, else calls of the first compiled graph), then let the script run on without the "
-                   "profiler and report the later iterations' un-profiled step time (CUDA events)")
+@click.option("--profile-steps", type=ProfileSteps(), default="auto", show_default=True,
+              help="script mode: profile the setup and the first N iterations (optimizer steps, else calls of the "
+                   "top-level module, else calls of the first compiled graph), then let the script run on without "
+                   "the profiler and report the later iterations' un-profiled step time (CUDA events); auto: 5 "
+                   "(1-2 warm-up, 3 steady); all: profile the whole run")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
 @click.option("--save-trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="also write the Chrome/Perfetto trace, each kernel annotated with its FLOPs, bytes, roof and "
@@ -143,7 +124,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
             iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
             ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None,
-            profile_steps: int | None) -> None:
+            profile_steps: str) -> None:
     """Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
     Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
@@ -152,27 +133,22 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     """
     from rooflinectl.analysis.regroup import regroup
     from rooflinectl.capture.progress import report
-    from rooflinectl.capture.runner import run_function, run_script, split_target
-    from rooflinectl.capture.session import keeping_chrome_traces, save_capture
+    from rooflinectl.capture.runner import split_target
     from rooflinectl.ceilings import resolve_device_kind
     from rooflinectl.cli.common import console, terminal_width
-    from rooflinectl.cli.profile_counters import (
-        CounterOptions,
-        Target,
-        counters_line,
-        counters_phase,
-    )
+    from rooflinectl.cli.profile_counters import CounterOptions, counters_line
     from rooflinectl.cli.profile_output import ProfileWriter
     from rooflinectl.cli.script_stdout import script_stdout_to_stderr
     from rooflinectl.cli.status import status_line
     from rooflinectl.outputs.table import render_profile
+    from rooflinectl.profiling import ProfilePipeline, ProfileRequest, ProfileResult, steps_for
 
     path, function = split_target(target)
     if function is not None and script_args:
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")
     ranks = rank_info()
     _check_distributed(ranks, nproc_per_node, output, counters)
-    _check_profile_steps(profile_steps, function, counters)
+    profile_steps = steps_for(profile_steps, function is not None, counters)
     if nproc_per_node is not None:
         from rooflinectl.cli.launch import launch_and_show
 
@@ -189,7 +165,6 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     to_stdout = output == STDOUT  # the profile JSON on standard output (and no table there)
     profile_target = None if to_stdout else checked_output(output, what="profile", script=path, force=force,
                                                            ours=is_profile)
-    writer = ProfileWriter(profile_target, output, ["rooflinectl", *sys.argv[1:]], iterations_mode)
     capture_target = checked_output(capture_path, what="capture", ours=is_capture, script=path,
                                     force=force, others=[profile_target]) if capture_path else None
     trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
@@ -200,45 +175,43 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
                              "(or auto) with it.")
         others = [t for t in (profile_target, capture_target, trace_target) if t is not None]
         ncu_report = str(checked_ncu_report(ncu_report, script=path, others=others, force=force))
-    device_kind = resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3
+    command_line = ("rooflinectl", *sys.argv[1:])
+    pipeline = ProfilePipeline(ProfileRequest(  # --device cuda without CUDA: one sentence, exit 3
+        target=target, script_args=tuple(script_args), device=device, warmup=warmup, iters=iters,
+        iterations_mode=iterations_mode, profile_steps=profile_steps, keep_trace=trace_target is not None,
+        counters=CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report),
+        command=command_line))
+    writer = ProfileWriter(profile_target, output, list(command_line), iterations_mode,
+                           builder=pipeline.build_capture)
     # a status line on this terminal (not for -q, -o -, or the ranks of a distributed job)
     with status_line(enabled=not quiet and not to_stdout and ranks is None) as line:
-        line.workload(f"profiling {target} ({device_kind}); the table follows when it ends")
-        with (keeping_chrome_traces() if trace_target is not None else nullcontext(),
-              script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout):
+        line.workload(f"profiling {target} ({pipeline.device_kind}); the table follows when it ends")
+        with script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout:
             writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output
-            if function is None:
-                outcome = run_script(path, list(script_args), device_kind, on_hard_exit=writer.save_on_hard_exit,
-                                     profile_steps=profile_steps)
-            else:
-                outcome = run_function(path, function, warmup=warmup, iters=iters, device_kind=device_kind,
-                                       on_hard_exit=writer.save_on_hard_exit)
+            outcome = pipeline.run(on_hard_exit=writer.save_on_hard_exit)
         writer.stdout = None
         built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
         if built is None:  # nothing recorded: said, and no profile written
             ctx.exit(outcome.exit_code)
             return
-        data, launches = built
+        result = ProfileResult(outcome, *built)
         status, message = 0, ""
         if not (to_stdout and counters != "none"):  # standard output gets one profile: the final one
             report(f"writing {output}")
-            status, message = writer.save(data, completed=outcome.completed)  # saved before anything can fail
+            status, message = writer.save(result.data, completed=outcome.completed)  # saved before anything can fail
         try:  # the profile is saved: a failure now still says where it is
             if capture_target is not None:
                 report(f"writing {capture_target}")
-                save_capture(outcome.capture, str(capture_target))
+                pipeline.save_capture(result, capture_target)
             if trace_target is not None:
                 report(f"writing {trace_target}")
-                _save_annotated_trace(outcome.capture, data, launches, trace_target)
+                pipeline.save_trace(result, trace_target)
         except OutputWriteError as exc:
             raise OutputWriteError(f"{exc} ({message or 'the profile was written'})") from None
-    problem = None
     if counters != "none":
-        options = CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report)
-        where = Target(path, function, tuple(script_args), warmup, iters)
-        data, problem = counters_phase(data, launches, outcome.capture, where, options,
-                                       completed=outcome.completed, quiet=quiet)
-        status, message = writer.save(data, completed=outcome.completed)
+        result = pipeline.add_counters(result, quiet=quiet)
+        status, message = writer.save(result.data, completed=outcome.completed)
+    data, problem = result.data, result.counters_problem
     speaks = ranks is None or ranks["rank"] == 0  # in a distributed job rank 0 speaks for the ranks
     if not quiet and not to_stdout and speaks:
         width = terminal_width()

@@ -10,6 +10,7 @@ Rules (README "Script mode"):
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -34,6 +35,8 @@ class ProfileWriter:
     command: list[str]
     iterations_mode: str = "auto"  # profile --iterations
     stdout: TextIO | None = None  # the real standard output while the script's goes to stderr (-o -)
+    # the pipeline's build step (profiling.ProfilePipeline.build_capture); unset: pipeline.build_profile
+    builder: Callable[..., tuple[ProfileData, pd.DataFrame]] | None = None
 
     def build(self, capture: Capture, *, completed: bool, exit_code: int) -> tuple[ProfileData, pd.DataFrame] | None:
         """The profile and its attributed launches (pipeline.build_profile), or None when the run
@@ -42,8 +45,11 @@ class ProfileWriter:
             self._nothing("the run ended before the profiler recorded anything: the script did not compile, "
                           "or the function or its file raised")
             return None
-        data, launches = build_profile(capture, command=self.command, completed=completed, exit_code=exit_code,
-                                       iterations_mode=self.iterations_mode)
+        if self.builder is not None:
+            data, launches = self.builder(capture, completed=completed, exit_code=exit_code)
+        else:
+            data, launches = build_profile(capture, command=self.command, completed=completed, exit_code=exit_code,
+                                           iterations_mode=self.iterations_mode)
         if not data.summary.get("launches"):  # a sys.exit(0) before any op too: never an empty profile
             self._nothing("the script failed before any kernel ran" if not completed else "the script ran no op")
             return None

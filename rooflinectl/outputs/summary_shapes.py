@@ -65,7 +65,8 @@ SUMMARY_SHAPES: dict[str, Any] = {
     "clocks": CLOCKS, "communication": COMMUNICATION, "counters": COUNTERS, "distributed": DISTRIBUTED,
     "regions": ListOf(TEXT), "iteration_times_s": ListOf(NUMBER), "host_sync_ops": ListOf(ListOf(ANY)),
     "iterations_method": TEXT, "iterations_marker": TEXT,
-    "profile_steps": NUMBER, "profile_steps_stopped": FLAG, "profile_steps_marker": TEXT,
+    "profile_steps": NUMBER, "profile_steps_stopped": FLAG, "profile_steps_rule": TEXT, "unprofiled_tail_s": NUMBER, "loop_kernel_share": NUMBER,
+    "loop_minority": TEXT, "profile_steps_marker": TEXT,
     "profile_steps_marker_name": TEXT, "profile_steps_seen": NUMBER, "profile_steps_error": TEXT, "device_idle_unprofiled_source": TEXT, "unprofiled_timed_by": TEXT,
     "unprofiled_steps": NUMBER, "unprofiled_step_time_s": NUMBER, "unprofiled_step_times_s": ListOf(NUMBER),
 }
