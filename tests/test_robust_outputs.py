@@ -245,14 +245,14 @@ def test_ulimit_f_is_one_sentence_and_no_temp_file(profile: Path, tmp_path: Path
 
 def test_a_full_disk_on_the_trace_still_says_where_the_profile_is(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from rooflinectl.cli import profile_cmd
     from rooflinectl.errors import no_room_error
+    from rooflinectl.profiling import ProfilePipeline
 
     def full(*_: object) -> None:
         raise no_room_error(OSError(errno.ENOSPC, "No space left on device"), tmp_path / "t.json")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(profile_cmd, "_save_annotated_trace", full)
+    monkeypatch.setattr(ProfilePipeline, "save_trace", full)
     script = tmp_path / "s.py"
     script.write_text("import torch\nx = torch.randn(32, 32)\ny = x @ x\n")
     result = _invoke("profile", str(script), "--save-trace", "t.json", "-q", "--device", "cpu")

@@ -31,12 +31,16 @@ PREFIX = "rooflinectl."
 MARKER_KEY = "rooflinectl"
 
 
-def _launch_args(launch: Any, row: pd.Series, data: ProfileData) -> dict[str, Any]:
-    """The args one kernel event gets: this launch's cost, placed against its row's roof."""
-    flops, nbytes, duration_s = float(launch.flops), float(launch.bytes), float(launch.time_s)
+def _launch_args(launch: Any, row: pd.Series, data: ProfileData, duration_s: float) -> dict[str, Any]:
+    """The args one kernel event gets: this launch's cost, placed against its row's roof (the
+    memory level its row is held to), over the event's own duration (a CPU row's time also carries
+    its share of the wrappers' overhead: attribution/cpu_work.py)."""
+    flops, nbytes = float(launch.flops), float(launch.bytes)
     roof = data.ceilings.compute_roof(str(row["unit"]), str(row["precision"]))
     peak = roof.value if roof is not None else math.inf
-    bandwidth = data.ceilings.dram().value
+    level = row.get("memory_level") if isinstance(row.get("memory_level"), str) else "dram"
+    memory = data.ceilings.memory_roof(level, fall_back=True) or data.ceilings.dram()
+    bandwidth = memory.value
     known = math.isfinite(flops) and math.isfinite(nbytes)
     bytes_only = math.isnan(flops) and math.isfinite(nbytes)  # FLOPs unknown: held to the memory roof
     roof_s = max(flops / peak, nbytes / bandwidth) if known else nbytes / bandwidth if bytes_only else math.nan
@@ -82,7 +86,9 @@ def annotate(trace: dict[str, Any], launches: pd.DataFrame, data: ProfileData) -
         row = rows.get(tuple(getattr(launch, k) for k in GROUP_KEY))
         if not matches or row is None:
             continue
-        matches.popleft().setdefault("args", {}).update(_launch_args(launch, row, data))
+        event = matches.popleft()
+        duration_s = float(event.get("dur", 0.0) or 0.0) / 1e6
+        event.setdefault("args", {}).update(_launch_args(launch, row, data, duration_s))
         done += 1
     summary = json_ready({k: v for k, v in data.summary.items() if k != "launch_sequence"})
     marker = {"tool": "rooflinectl", "tool_version": data.metadata.get("tool_version"),
