@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
 @click.option("-q", "--quiet", is_flag=True, help="write the profile, print no table")
 def command(trace: Path, output: str, force: bool, iterations_mode: str, top: int, quiet: bool) -> None:
-    """Build the profile of a saved trace (torch.profiler's Chrome trace, or a --save-capture file) without running it.
+    """Build a profile from a saved torch.profiler trace, not run again.
+
+    Build the profile of a saved trace (torch.profiler's Chrome trace, or a --save-capture file) without running it.
 
     The roofs are the spec roofs of the GPU the trace names, not this machine's. The profile then
     works with show, plot, advise and diff like one from `profile`.

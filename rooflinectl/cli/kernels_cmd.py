@@ -91,7 +91,9 @@ def _failed_kernels(entries: list[dict[str, Any]]) -> list[str]:
 @click.option("--list", "list_only", is_flag=True, help="List the lessons and exit.")
 def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt: str, output: str,
             interpret: bool, wide: bool, list_only: bool) -> None:
-    """Run the reference kernels: check each against its torch reference, time it, and place it
+    """Run the reference kernels and place them on the roofline.
+
+    Run the reference kernels: check each against its torch reference, time it, and place it
     on the roofline beside the library equivalent on the same shapes.
 
     The table fits the terminal as `show` does (--wide: every column). Exit codes: 0 every

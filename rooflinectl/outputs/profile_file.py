@@ -12,8 +12,10 @@ Loading never runs code: json.load and a DataFrame built from lists.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +72,12 @@ def load_profile(path: str | os.PathLike[str]) -> ProfileData:
     if not p.exists():
         raise ProfileFileError(f"No profile file at {p}; run `rooflinectl profile SCRIPT` first.")
     try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        packed = p.read_bytes()
+        raw = json.loads(gzip.decompress(packed) if packed[:2] == b"\x1f\x8b" else packed.decode("utf-8"))
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProfileFileError(f"{p} is not a readable rooflinectl profile ({exc.__class__.__name__}).") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
-        raise ProfileFileError(f"{p} is not a rooflinectl profile file.")
+        raise ProfileFileError(_not_a_profile(p, raw))
     version = raw.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ProfileFileError(
@@ -99,6 +102,19 @@ def load_profile(path: str | os.PathLike[str]) -> ProfileData:
     return ProfileData(kernels=_coerce_types(kernels), ceilings=ceilings, metadata=raw.get("metadata") or {},
                        summary=summary,
                        setup_kernels=_coerce_types(setup_kernels) if setup_kernels is not None else None)
+
+
+def _not_a_profile(p: Path, raw: Any) -> str:
+    """The sentence for a JSON file that is not a profile; a trace or a capture file, which users
+    hand to show/plot/advise by mistake, is named with the command that reads it."""
+    kind = None
+    if isinstance(raw, dict) and "traceEvents" in raw:
+        kind = "a torch.profiler trace"
+    elif isinstance(raw, dict) and (raw.get("format") == "rooflinectl-capture" or "device_kind" in raw):
+        kind = "a --save-capture file"
+    if kind is None:
+        return f"{p} is not a rooflinectl profile file."
+    return f"{p} is {kind}, not a profile: build one with `rooflinectl analyse {shlex.quote(str(p))}`."
 
 
 def _coerce_types(kernels: pd.DataFrame) -> pd.DataFrame:
