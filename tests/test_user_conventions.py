@@ -68,3 +68,28 @@ def test_a_missing_function_lists_the_files_functions(tmp_path) -> None:
     message = str(caught.value)
     assert "'nope'" in message and message.endswith("it defines: step, train_loop."), message
     assert "join" not in message and "make_inputs" not in message
+
+
+def test_kernels_help_names_its_own_default_file() -> None:
+    from rooflinectl.cli.kernels_cmd import KERNELS_PROFILE_PATH, command
+    from rooflinectl.schema import DEFAULT_PROFILE_PATH
+
+    output = next(p for p in command.params if p.name == "output")
+    assert output.default == KERNELS_PROFILE_PATH != DEFAULT_PROFILE_PATH
+    text = " ".join(CliRunner().invoke(main, ["kernels", "--help"]).output.split())
+    assert f"[default: {KERNELS_PROFILE_PATH}]" in text and f"never over `profile`'s {DEFAULT_PROFILE_PATH}" in text
+
+
+@pytest.mark.triton
+def test_kernels_leaves_the_users_profile_alone(interpreted_lessons, tmp_path, monkeypatch) -> None:
+    from rooflinectl.cli.kernels_cmd import KERNELS_PROFILE_PATH
+    from rooflinectl.outputs.profile_file import load_profile
+    from rooflinectl.schema import DEFAULT_PROFILE_PATH
+
+    monkeypatch.chdir(tmp_path)
+    mine = (DATA / "h200_mlp.profile.json").read_bytes()
+    (tmp_path / DEFAULT_PROFILE_PATH).write_bytes(mine)
+    result = CliRunner().invoke(main, ["kernels", "--interpret", "--only", "vector_add", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / DEFAULT_PROFILE_PATH).read_bytes() == mine
+    assert "vector_add" in set(load_profile(tmp_path / KERNELS_PROFILE_PATH).kernels["module"].str.split("/").str[0])
