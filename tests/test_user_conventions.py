@@ -93,3 +93,43 @@ def test_kernels_leaves_the_users_profile_alone(interpreted_lessons, tmp_path, m
     assert result.exit_code == 0, result.output
     assert (tmp_path / DEFAULT_PROFILE_PATH).read_bytes() == mine
     assert "vector_add" in set(load_profile(tmp_path / KERNELS_PROFILE_PATH).kernels["module"].str.split("/").str[0])
+
+
+MLP = DATA / "h200_mlp.profile.json"  # four findings, two of them warnings
+
+
+@pytest.mark.parametrize("fail_on", [None, "info", "warning", "error"])
+def test_advise_junit_failures_agree_with_the_exit_code(fail_on) -> None:
+    import xml.etree.ElementTree as ET
+
+    args = ["advise", str(MLP), "--format", "junit"] + (["--fail-on", fail_on] if fail_on else [])
+    result = CliRunner().invoke(main, args)
+    failures = int(ET.fromstring(result.stdout).get("failures"))
+    assert (failures > 0) == (result.exit_code != 0), (fail_on, failures, result.exit_code)
+    assert result.exit_code == (1 if fail_on in ("info", "warning") else 0)
+
+
+def test_diff_junit_counts_a_regression_past_top() -> None:
+    import xml.etree.ElementTree as ET
+
+    from test_plot_helpers import GPU_ROWS, make_profile
+
+    from rooflinectl.analysis.diff import diff_profiles
+    from rooflinectl.outputs.diff import render_diff_junit
+
+    faster_gemm = [(*r[:7], r[7] * 0.5, *r[8:]) if r[1] == "aten::mm" and r[3] == "model.mlp.fc1" else r for r in GPU_ROWS]
+    new_rows = [(*r[:7], r[7] * 1.6, *r[8:]) if r[1] == "aten::_softmax" else r for r in faster_gemm]
+    report = diff_profiles(make_profile(GPU_ROWS), make_profile(new_rows))
+    regressed = [g for g in report.changed if report.group_regressed(g, 10)]
+    assert not report.total_regressed(10) and regressed and report.changed.index(regressed[0]) >= 1
+    root = ET.fromstring(render_diff_junit(report, 10, top=1))
+    assert int(root.get("failures")) == len(report.regressions(10)) == 1
+    assert root.find(f".//testcase[@name='{regressed[0].label}']/failure") is not None
+
+
+def test_markdown_for_a_pr_comment_has_no_cli_chatter() -> None:
+    for args, verdict in (([], None), (["--fail-on", "warning"], "check at warning: failed")):
+        result = CliRunner().invoke(main, ["advise", str(MLP), "--format", "markdown", *args])
+        head = result.stdout.split("\n\n")[1]
+        assert "exit" not in head and "--fail-on" not in head and "rooflinectl:" not in result.stdout, head
+        assert head.endswith("Amdahl-capped\\)." if verdict is None else verdict + "."), head
