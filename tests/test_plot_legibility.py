@@ -81,3 +81,20 @@ def test_side_table_keeps_its_rows_apart() -> None:
                     if gid.startswith(("table:row:", "table:kernel:"))), key=lambda b: -b.y1)
     for upper, lower in zip(boxes, boxes[1:]):
         assert lower.y1 <= upper.y0 + 1, (upper, lower)
+
+
+def test_side_panel_and_terminal_give_time_per_iteration_as_show_does() -> None:
+    from rooflinectl.outputs.plain_text import plain_text
+    from rooflinectl.outputs.plot_terminal import render_terminal
+    from rooflinectl.units import seconds
+
+    data = make_profile()
+    data.summary["iterations"] = 4
+    top = data.kernels.sort_values("time_s", ascending=False).iloc[0]
+    per_it = seconds(top["time_s"] / 4, micro="µs")
+    fig = plot_profile(data, top=5)
+    table = _texts(fig, "table:")
+    assert "time/it" in table["table:header"].get_text() and per_it in table["table:row:1"].get_text()
+    assert "per iteration (4 iterations)" in _texts(fig, "subtitle")["subtitle"].get_text()
+    text = plain_text(render_terminal(data, width=100, top=5), 100)
+    assert "time/it" in text and per_it in text

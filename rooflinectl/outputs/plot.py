@@ -43,7 +43,7 @@ from rooflinectl.outputs.plot_roofs import (
     roof_lines,
     setup_axes,
 )
-from rooflinectl.profile_model import ProfileData
+from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import seconds
 
 SUPPORTED_EXTENSIONS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -176,13 +176,16 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     renderer = fig.canvas.get_renderer()
     place_labels(ax, renderer, label_specs(drawn[drawn["rank_by_time"] <= top]), roof_texts, boxes)
 
-    draw_table(fig.add_axes(TABLE_RECT), points, top, total_time_s)
+    iterations = iterations_of(data)
+    draw_table(fig.add_axes(TABLE_RECT), points, top, iterations)
     draw_legend(fig, drawn, color_by, families)
     draw_notes(fig, points, table, all_rows, filter_regex, total_time_s)
     device = data.ceilings.device_name or data.metadata.get("device", "")
     heading = plain(title) if title else f"Roofline: {plain(device)}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
-    fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s, micro='µs')} of kernel time in {len(all_rows)} groups"
+    per_it = f" per iteration ({iterations:g} iterations)" if iterations > 1 else ""
+    fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s / iterations, micro='µs')} of kernel time{per_it} "
+             f"in {len(all_rows)} groups"
              + (f" · {plain(command_text(data.metadata.get('command')))}" if data.metadata.get("command") else ""),
              fontsize=9.5, color="#444444", gid="subtitle")
     return root
@@ -227,14 +230,16 @@ def draw_points(ax: Axes, drawn: pd.DataFrame) -> None:
                    edgecolors=edge, linewidths=width, alpha=0.85, zorder=4, gid=f"points:{precision}")
 
 
-def draw_table(ax: Axes, points: pd.DataFrame, top: int, total_time_s: float) -> None:
-    """The legend table: rank, time share, time, bound, op · module and the shortened kernel."""
+def draw_table(ax: Axes, points: pd.DataFrame, top: int, iterations: float = 1.0) -> None:
+    """The legend table: rank, time share, time, bound, op · module and the shortened kernel; the
+    time per iteration (`time/it`) when the profile has several, as `show` gives it."""
     ax.set_axis_off()
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     rows = points.head(min(max(top, 0), TABLE_ROWS))
     ax.text(0, 1.0, "Top groups by time", fontsize=10.5, fontweight="bold", va="top", gid="table:title")
-    ax.text(0, 0.965, f"{'#':>2} {'share':>6} {'time':>9}  {'bound':<8} op · module / kernel", family="monospace",
+    time_head = "time/it" if iterations > 1 else "time"
+    ax.text(0, 0.965, f"{'#':>2} {'share':>6} {time_head:>9}  {'bound':<8} op · module / kernel", family="monospace",
             fontsize=8, color="#555555", va="top", gid="table:header")
     line_h = min(0.062, 0.93 / max(len(rows), 1))
     for i, r in enumerate(rows.itertuples()):
@@ -242,7 +247,8 @@ def draw_table(ax: Axes, points: pd.DataFrame, top: int, total_time_s: float) ->
         where = {"unknown": "no cost", "no_flops": "0 FLOP", "link": "link ↓"}.get(r.where, "")
         bound = where or str(r.bound)
         color = WARN_COLOR if r.above_roof else ("#8c8c8c" if r.where == "unknown" else "#111111")
-        head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {seconds(r.time_s, micro='µs'):>9}  {bound:<8} "
+        time_s = seconds(r.time_s / iterations, micro="µs")
+        head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {time_s:>9}  {bound:<8} "
         head += ellipsize(f"{r.op or '?'}" + (f" · {r.module}" if r.module else ""), 34)
         ax.text(0, y, head, family="monospace", fontsize=8, color=color, va="top", gid=f"table:row:{r.rank_by_time}")
         ax.text(0.045, y - line_h * 0.42, shorten_kernel_name(str(r.kernel), 62), family="monospace", fontsize=7,
