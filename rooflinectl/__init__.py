@@ -10,9 +10,9 @@ from rooflinectl._version import __version__
 # The public names, imported on first use: `rooflinectl --version` and Tab completion must not
 # pay for importing torch and pandas (seconds) just because the package was imported.
 _PUBLIC = {"Profile": "rooflinectl.api", "load": "rooflinectl.api", "profile": "rooflinectl.api",
-           "region": "rooflinectl.capture.region"}
+           "region": "rooflinectl.capture.region", "trace_handler": "rooflinectl.api"}
 
-__all__ = ["Profile", "__version__", "load", "profile", "region"]
+__all__ = ["Profile", "__version__", "load", "profile", "region", "trace_handler"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,4 +24,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC])
+    """The public names only (what tab completion in a notebook offers), not our imports."""
+    return sorted(__all__)

@@ -171,6 +171,16 @@ def _check_inputs_fit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
                          "that returns them (a tuple: positional, a dict: keyword, anything else: one argument).") from None
 
 
+def _no_such_function(path: Path, name: str, module: Any) -> str:
+    """The sentence for FILE.py:NAME when NAME is missing: the functions the file itself defines
+    (not those it imports), so the user picks one instead of opening the file."""
+    defined = [n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__
+               and n != "make_inputs"]
+    if not defined:
+        return f"{path} has no function named '{name}', and defines none to profile."
+    return f"{path} has no function named '{name}'; it defines: {', '.join(defined)}."
+
+
 def load_function(path: Path, name: str) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
     """Import the file (not as __main__) and return the function and its inputs."""
     spec = importlib.util.spec_from_file_location(f"rooflinectl_target_{path.stem}", path)
@@ -188,7 +198,7 @@ def load_function(path: Path, name: str) -> tuple[Callable[..., Any], tuple[Any,
         raise
     fn = getattr(module, name, None)
     if not callable(fn):
-        raise UsageError(f"{path} has no function named '{name}'.")
+        raise UsageError(_no_such_function(path, name, module))
     make_inputs = getattr(module, "make_inputs", None)
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = {}

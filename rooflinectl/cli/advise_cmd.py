@@ -95,7 +95,9 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
             max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
             select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None, output: str | None,
             force: bool, show_all: bool, list_rules: bool, verify: bool) -> None:
-    """Recommendations from a profile: each finding with evidence, the fix and the time it saves.
+    """Recommend fixes: each finding with evidence and the time it saves.
+
+    Recommendations from a profile: each finding with evidence, the fix and the time it saves.
 
     PROFILE defaults to rooflinectl.profile.json (else this folder's rank profiles); the rank
     profiles of one job (a folder, a glob, a list) are advised together, with the rules about

@@ -13,6 +13,7 @@ the reason in its note) and the math modes (TF32) the run had; the metadata name
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from rooflinectl.schema import DEFAULT_PROFILE_PATH
 if TYPE_CHECKING:
     from rooflinectl.capture.session import Capture
     from rooflinectl.ceilings.model import Ceilings
+    from rooflinectl.profile_model import ProfileData
 
 
 @click.command("analyse")
@@ -37,7 +39,9 @@ if TYPE_CHECKING:
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
 @click.option("-q", "--quiet", is_flag=True, help="write the profile, print no table")
 def command(trace: Path, output: str, force: bool, iterations_mode: str, top: int, quiet: bool) -> None:
-    """Build the profile of a saved trace (torch.profiler's Chrome trace, or a --save-capture file) without running it.
+    """Build a profile from a saved torch.profiler trace, not run again.
+
+    TRACE is torch.profiler's Chrome trace (.json, .json.gz) or a --save-capture file.
 
     The roofs are the spec roofs of the GPU the trace names, not this machine's. The profile then
     works with show, plot, advise and diff like one from `profile`.
@@ -50,15 +54,11 @@ def command(trace: Path, output: str, force: bool, iterations_mode: str, top: in
     target = checked_output(output, what="profile", force=force, ours=is_profile, inputs=[trace])
     with status_line(enabled=not quiet) as line:
         line.workload(f"reading {trace}")
-        capture = _load(trace)
-        ceilings, roofs_from = _ceilings(capture)
         from rooflinectl.cli.profile_output import ProfileWriter
-        from rooflinectl.pipeline import build_profile
 
         writer = ProfileWriter(target, output, ["rooflinectl", "analyse", str(trace)], iterations_mode)
-        report(f"analysing {trace}")
-        data, _ = build_profile(capture, command=writer.command, completed=True, exit_code=None, ceilings=ceilings,
-                                iterations_mode=iterations_mode)
+        data, roofs_from = profile_of_trace(trace, command=writer.command, iterations_mode=iterations_mode,
+                                            before_analysis=lambda: report(f"analysing {trace}"))
         status, message = writer.save(data, completed=True)
     if not quiet:
         from rooflinectl.analysis.regroup import regroup
@@ -70,6 +70,21 @@ def command(trace: Path, output: str, force: bool, iterations_mode: str, top: in
     click.echo(f"roofs: {printable(roofs_from)}", err=True)
     click.echo(message, err=True)
     click.get_current_context().exit(status)
+
+
+def profile_of_trace(trace: Path, *, command: list[str], iterations_mode: str = "auto",
+                     before_analysis: Callable[[], None] | None = None) -> tuple[ProfileData, str]:
+    """The profile of a saved trace and where its roofs come from: what `analyse` writes, and what
+    `rooflinectl.trace_handler` gives inside a user's own torch.profiler schedule (one path)."""
+    from rooflinectl.pipeline import build_profile
+
+    capture = _load(trace)
+    ceilings, roofs_from = _ceilings(capture)
+    if before_analysis is not None:
+        before_analysis()
+    data, _ = build_profile(capture, command=command, completed=True, exit_code=None, ceilings=ceilings,
+                            iterations_mode=iterations_mode)
+    return data, roofs_from
 
 
 def _analysis_imports() -> None:

@@ -36,7 +36,9 @@ def _measure_with_bar(device: str, refresh: bool, budget_s: float):
 @click.pass_context
 def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: str,
             budget_s: float) -> None:
-    """Detected, spec and measured ceilings, ridge points, and what could not be read.
+    """What this GPU or CPU can do: spec, detected and measured roofs.
+
+    Detected, spec and measured ceilings, ridge points, and what could not be read.
 
     Without --measure: spec figures (clock-scaled) plus any measurement cached earlier.
     """

@@ -49,7 +49,9 @@ FORMATS = ("table", "markdown", "json", "github", "junit")
 @click.pass_context
 def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None, top: int,
             config_path: Path | None, output: str | None, force: bool) -> None:
-    """Per kernel group: the change in time and the move on the roofline; new and vanished kernels.
+    """Compare two profiles: per group, time change and roofline move.
+
+    Per kernel group: the change in time and the move on the roofline; new and vanished kernels.
 
     BASE and NEW are profile files, or each the rank profiles of one job (a folder or a quoted
     glob): their kernel tables averaged over the ranks are compared.

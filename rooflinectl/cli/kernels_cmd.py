@@ -14,7 +14,6 @@ import click
 from rooflinectl._version import __version__
 from rooflinectl.cli.common import WIDE_WIDTH, console, terminal_width
 from rooflinectl.errors import EXIT_FINDINGS, EnvironmentProblem, UsageError
-from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
 CHART_SUFFIXES = (".png", ".svg", ".pdf")
 RESTART_ENV = "ROOFLINECTL_KERNELS_RESTARTED"
@@ -77,22 +76,30 @@ def _failed_kernels(entries: list[dict[str, Any]]) -> list[str]:
             if r["kind"] == "triton" and (r.get("error") or not (r.get("check") or {}).get("ok", False))]
 
 
+# Its own default file: a run of the reference kernels never replaces the profile of the user's
+# own program (`profile`'s rooflinectl.profile.json), which show/plot/advise read by default.
+KERNELS_PROFILE_PATH = "rooflinectl.kernels.profile.json"
+
+
 @click.command("kernels")
 @click.option("--only", multiple=True, metavar="NAME", help="Run these lessons only (repeat or comma-separate).")
 @click.option("--size", type=click.Choice(["small", "large"]), default=None,
               help="Input sizes: large (the default on a GPU: inputs beyond L2, the targets' sizes) or small.")
 @click.option("--plot", "plot_path", default=None, metavar="FILE", help="Also write the roofline chart (.png, .svg, .pdf).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True,
-              help="The profile file of the run (for show, plot, advise).")
+@click.option("-o", "--output", default=KERNELS_PROFILE_PATH, show_default=True,
+              help="The profile file of the run (for show, plot, advise); not `profile`'s default file.")
 @click.option("--interpret", is_flag=True,
               help="No GPU: run the small sizes on the CPU through Triton's interpreter (to learn, not to time).")
 @click.option("--wide", is_flag=True, help="Every column of the table, whatever the terminal's width.")
 @click.option("--list", "list_only", is_flag=True, help="List the lessons and exit.")
 def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt: str, output: str,
             interpret: bool, wide: bool, list_only: bool) -> None:
-    """Run the reference kernels: check each against its torch reference, time it, and place it
-    on the roofline beside the library equivalent on the same shapes.
+    """Run the reference kernels and place them on the roofline.
+
+    Each is checked against its torch reference, timed, and placed on the roofline beside the
+    library equivalent on the same shapes. The profile goes to its own file,
+    rooflinectl.kernels.profile.json (-o), never over `profile`'s rooflinectl.profile.json.
 
     The table fits the terminal as `show` does (--wide: every column). Exit codes: 0 every
     Triton kernel matched its reference; 1 one failed or did not match (a torch variant that

@@ -23,16 +23,27 @@ from rooflinectl.errors import (
 # `--help`, `--version` and Tab completion list the commands from here without importing torch
 # or pandas (seconds). tests/test_cli_startup.py keeps each line equal to the command's own help.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "profile": ("profile_cmd", "Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels."),
-    "analyse": ("analyse_cmd", "Build the profile of a saved trace (torch.profiler's Chrome trace, or a --save-capture file) without running it."),
-    "show": ("show_cmd", "Print the kernel table of PROFILE (default: rooflinectl.profile.json here, else this folder's"),
-    "ceilings": ("ceilings_cmd", "Detected, spec and measured ceilings, ridge points, and what could not be read."),
-    "plot": ("plot_cmd", "Roofline chart of PROFILE (default: ./rooflinectl.profile.json); with two, BEFORE -> AFTER arrows."),
-    "advise": ("advise_cmd", "Recommendations from a profile: each finding with evidence, the fix and the time it saves."),
-    "diff": ("diff_cmd", "Per kernel group: the change in time and the move on the roofline; new and vanished kernels."),
-    "kernels": ("kernels_cmd", "Run the reference kernels: check each against its torch reference, time it, and place it"),
-    "validate": ("validate_cmd", "Analytic FLOPs and bytes against measured ones, per kernel group and per op family, with ratios"),
+    "profile": ("profile_cmd", "Run a script or FILE.py:FUNCTION under the profiler; top kernels."),
+    "analyse": ("analyse_cmd", "Build a profile from a saved torch.profiler trace, not run again."),
+    "show": ("show_cmd", "Print the kernel table of a profile, as text, CSV or JSON."),
+    "ceilings": ("ceilings_cmd", "What this GPU or CPU can do: spec, detected and measured roofs."),
+    "plot": ("plot_cmd", "Draw the roofline chart of a profile, or BEFORE -> AFTER of two."),
+    "advise": ("advise_cmd", "Recommend fixes: each finding with evidence and the time it saves."),
+    "diff": ("diff_cmd", "Compare two profiles: per group, time change and roofline move."),
+    "kernels": ("kernels_cmd", "Run the reference kernels and place them on the roofline."),
+    "validate": ("validate_cmd", "Check analytic FLOPs and bytes against measured counters."),
 }
+
+# The order `--help` lists them in: the order of a first session. A registered command this list
+# does not name (added later) follows, alphabetically, so the list never hides one.
+WORKFLOW_ORDER = ("profile", "analyse", "show", "plot", "advise", "diff", "report", "ceilings", "kernels",
+                  "validate")
+
+
+def workflow_order() -> list[str]:
+    """The registered commands in workflow order, then any the order does not name."""
+    named = [name for name in WORKFLOW_ORDER if name in COMMANDS]
+    return named + sorted(set(COMMANDS) - set(named))
 
 
 def _short_help(name: str, limit: int = 45) -> str:
@@ -45,7 +56,7 @@ class _Group(click.Group):
     stderr and its exit code (never a traceback)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return workflow_order()
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
@@ -53,8 +64,9 @@ class _Group(click.Group):
         return importlib.import_module(f"rooflinectl.cli.{COMMANDS[cmd_name][0]}").command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        rows = [(name, _short_help(name, limit)) for name in self.list_commands(ctx)]
+        # Each line is a whole sentence that fits 80 columns (tests/test_cli_conventions.py): shown
+        # as written, never cut with "...".
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

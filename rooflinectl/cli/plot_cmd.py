@@ -127,7 +127,9 @@ def _short_name(path: str) -> str:
               help="Hierarchical roofline from counters: one point per memory level (DRAM, L2, L1) per group.")
 def command(profiles: tuple[str, ...], output: str | None, top: int, color_by: str, filter_regex: str | None,
             title: str | None, dpi: float, terminal: bool, clocks: bool, levels: bool) -> None:
-    """Roofline chart of PROFILE (default: ./rooflinectl.profile.json); with two, BEFORE -> AFTER arrows.
+    """Draw the roofline chart of a profile, or BEFORE -> AFTER of two.
+
+    Roofline chart of PROFILE (default: ./rooflinectl.profile.json); with two, BEFORE -> AFTER arrows.
 
     Point area is the group's share of kernel time, colour what bounds it, marker its precision;
     groups of unknown cost are listed on the chart, never dropped.

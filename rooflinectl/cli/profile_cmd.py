@@ -125,7 +125,9 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
             ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None,
             profile_steps: str) -> None:
-    """Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
+    """Run a script or FILE.py:FUNCTION under the profiler; top kernels.
+
+    Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
     Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
     partial profile written, and rooflinectl exits with the script's own exit code. With --counters the program runs a

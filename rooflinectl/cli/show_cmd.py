@@ -42,7 +42,9 @@ def _show(renderable: object, output: str | None, wide: bool, **check: Any) -> N
 @click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
 def command(profiles: tuple[str, ...], by: str, top: int, fmt: str, wide: bool, unknown: bool, include_setup: bool,
             output: str | None, force: bool) -> None:
-    """Print the kernel table of PROFILE (default: rooflinectl.profile.json here, else this folder's
+    """Print the kernel table of a profile, as text, CSV or JSON.
+
+    Print the kernel table of PROFILE (default: rooflinectl.profile.json here, else this folder's
     rooflinectl.profile.rank*.json).
 
     The table fits the terminal: at 80 columns the rates and byte counts give way to the names;

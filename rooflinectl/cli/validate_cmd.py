@@ -18,7 +18,9 @@ from rooflinectl.outputs.validate_render import render_validate, validate_json, 
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
               show_default=True)
 def command(profile: str | None, top: int, fmt: str) -> None:
-    """Analytic FLOPs and bytes against measured ones, per kernel group and per op family, with ratios
+    """Check analytic FLOPs and bytes against measured counters.
+
+    Analytic FLOPs and bytes against measured ones, per kernel group and per op family, with ratios
     (analytic / measured) and whether both place the kernel on the same side of the ridge.
 
     PROFILE (default: rooflinectl.profile.json here) must hold counters: `rooflinectl profile

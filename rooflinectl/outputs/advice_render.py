@@ -31,24 +31,30 @@ def _share(report: AdviceReport, seconds: float) -> str:
     return f"{seconds / report.run_time_s * 100:.1f}%" if report.run_time_s > 0 else "-"
 
 
-def _headline(report: AdviceReport, fail_on: str | None) -> str:
+def _headline(report: AdviceReport, fail_on: str | None, cli: bool = True) -> str:
+    """The one-line summary. cli=False (markdown for a PR comment or step summary): the verdict in
+    the reader's terms, with no exit codes or options of the command that wrote it."""
     code = exit_code(report, fail_on)
-    verdict = f"fail on {fail_on}: exit {code}" if fail_on else "no --fail-on: exit 0"
+    if cli:
+        verdict = f" fail on {fail_on}: exit {code}" if fail_on else " no --fail-on: exit 0"
+    else:
+        verdict = f" check at {fail_on}: {'failed' if code else 'passed'}" if fail_on else ""
     measured = [f for f in report.findings if f.verification is not None and f.verification.status != "not-run"]
     gained_s = sum(f.measured_saving_s or 0.0 for f in measured if f.verification and f.verification.status == "gain")
     verified = (f" --verify measured {len(measured)} fix(es) on this GPU: {seconds(gained_s, decimals=2)} saved "
                 "(findings ranked by it);" if measured else "")
     warning = (f"INCOMPLETE PROFILE: {report.incomplete}; no gate passes on it. " if report.incomplete else "")
-    return (f"{warning}{_counts(report)} on {plain(report.device_name)}; estimated saving "
+    return (f"{warning}{_counts(report, cli)} on {plain(report.device_name)}; estimated saving "
             f"{seconds(report.total_saving_s, decimals=2)} of {seconds(report.run_time_s, decimals=2)} "
-            f"({_share(report, report.total_saving_s)}, Amdahl-capped);{verified} {verdict}.")
+            f"({_share(report, report.total_saving_s)}, Amdahl-capped)" + (";" if verified or verdict else "")
+            + f"{verified}{verdict}.")
 
 
-def _counts(report: AdviceReport) -> str:
+def _counts(report: AdviceReport, cli: bool = True) -> str:
     """'14 finding(s) (38 instances), 10 shown': the true counts, before any was left out."""
     total = len(report.findings) + len(report.left_out)
     instances = f" ({report.instances} instances)" if report.instances != total else ""
-    shown = f", {len(report.findings)} shown (--all shows every one)" if report.left_out else ""
+    shown = f", {len(report.findings)} shown" + (" (--all shows every one)" if cli else "") if report.left_out else ""
     return f"{total} finding(s){instances}{shown}"
 
 
@@ -229,7 +235,8 @@ def rich_renderable(report: AdviceReport, fail_on: str | None = None, width: int
 
 
 def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
-    lines = [f"## rooflinectl advice: {markdown(report.device_name)}", "", markdown(_headline(report, fail_on)), ""]
+    lines = [f"## rooflinectl advice: {markdown(report.device_name)}", "", markdown(_headline(report, fail_on, cli=False)),
+             ""]
     actions, notes = report.actions, report.notes
     if actions:
         verified = _verified(report)
@@ -289,15 +296,20 @@ def _junit_text(f: Finding) -> str:
 
 
 def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
-    """One test case per rule that ran: failed when it has findings at or above fail_on
-    (warning when no --fail-on is given), skipped for gates without a threshold."""
-    level = severity_rank(fail_on or "warning")
+    """One test case per rule that ran: failed when it has findings at or above fail_on, skipped
+    for gates without a threshold. Its failures agree with the exit code (engine.exit_code):
+    none without fail_on (the findings go to system-out), and an incomplete profile fails only a gate."""
+    level = severity_rank(fail_on) if fail_on else None
     suite = JUnitSuite("rooflinectl.advise")
     if report.incomplete:
-        suite.case("profile.complete", failure=("incomplete", f"incomplete profile: {report.incomplete}"))
+        message = f"incomplete profile: {report.incomplete}"
+        if fail_on:
+            suite.case("profile.complete", failure=("incomplete", message))
+        else:
+            suite.case("profile.complete", output=plain(message + " (no gate asked)"))
     for entry in report.rules:
         found: list[Finding] = [f for f in [*report.findings, *report.left_out] if f.rule_id == entry.id]
-        bad = [f for f in found if severity_rank(f.severity) >= level]
+        bad = [f for f in found if level is not None and severity_rank(f.severity) >= level]
         output = "\n".join(plain(_junit_text(f)) for f in found) if found and not bad else None
         if bad:
             instances = sum(f.count for f in bad)

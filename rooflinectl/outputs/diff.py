@@ -130,7 +130,8 @@ def render_diff_junit(report: DiffReport, pct: float | None = None, top: int = 2
         case("profiles.complete", pct is not None, "incomplete profile: " + "; ".join(report.incomplete))
     case(f"total {report.measure}", pct is not None and report.total_regressed(pct),
          f"{_ms(report.base_total_s)} -> {_ms(report.new_total_s)} ({_pct(report.total_delta_pct)})")
-    for g in report.changed if top == 0 else report.changed[:top]:
-        case(g.label, pct is not None and report.group_regressed(g, pct),
-             f"{_ms(g.base_time_s)} -> {_ms(g.new_time_s)} ({_pct(g.delta_pct)}); {movement(g)}")
+    for n, g in enumerate(report.changed):
+        failed = pct is not None and report.group_regressed(g, pct)
+        if failed or top == 0 or n < top:  # a regression past `top` is a failure too: failures match the exit code
+            case(g.label, failed, f"{_ms(g.base_time_s)} -> {_ms(g.new_time_s)} ({_pct(g.delta_pct)}); {movement(g)}")
     return suite.xml()

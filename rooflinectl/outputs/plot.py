@@ -21,12 +21,19 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
 
 from rooflinectl.atomic import atomic_file
 from rooflinectl.errors import UsageError
 from rooflinectl.outputs.escape import plain
 from rooflinectl.outputs.plot_clocks import draw_clock_strip, strip_samples
-from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
+from rooflinectl.outputs.plot_layout import (
+    LabelSpec,
+    coincident_groups,
+    fitted_list,
+    marker_boxes,
+    place_labels,
+)
 from rooflinectl.outputs.plot_link import draw_link_panel, link_rows
 from rooflinectl.outputs.plot_names import ellipsize, group_label, shorten_kernel_name
 from rooflinectl.outputs.plot_roofs import (
@@ -36,7 +43,7 @@ from rooflinectl.outputs.plot_roofs import (
     roof_lines,
     setup_axes,
 )
-from rooflinectl.profile_model import ProfileData
+from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import seconds
 
 SUPPORTED_EXTENSIONS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -53,6 +60,9 @@ MAIN_RECT = (0.09, 0.27, 0.52, 0.65)  # left margin fits "100 GFLOP/s" ticks and
 TABLE_RECT = (0.635, 0.27, 0.355, 0.65)
 CLOCK_STRIP_IN = 3.2  # height of the `--clocks` strip under the chart
 LINK_STRIP_IN = 3.6  # height of the link panel (collectives) under the chart
+MAX_LABELS = 6  # labels on the chart, largest groups first: the side table names the rest
+NOTE_FONTSIZE = 8.8
+TABLE_ROWS = 15  # rows the side table holds at two lines each; the rest are counted under it
 
 
 def marker_area_pt2(time_share: float) -> float:
@@ -163,25 +173,51 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     boxes = marker_boxes(ax, list(drawn["px"]), list(drawn["py"]), list(drawn["area_pt2"]))
     roof_texts = draw_roofs(ax, lines, frame, boxes)
 
-    labelled = drawn[(drawn["rank_by_time"] <= top) | drawn["above_roof"].astype(bool)]
     renderer = fig.canvas.get_renderer()
-    specs = [
-        LabelSpec(r.px, r.py, f"{r.rank_by_time}. {group_label(r, 22)}" + (" ⚠" if r.above_roof else ""),
-                  math.sqrt(r.area_pt2) / 2, WARN_COLOR if r.above_roof else "#111111", f"label:{r.rank_by_time}")
-        for r in labelled.itertuples()
-    ]
-    place_labels(ax, renderer, specs, roof_texts, boxes)
+    place_labels(ax, renderer, label_specs(drawn[drawn["rank_by_time"] <= top]), roof_texts, boxes)
 
-    draw_table(fig.add_axes(TABLE_RECT), points, top, total_time_s)
+    iterations = iterations_of(data)
+    draw_table(fig.add_axes(TABLE_RECT), points, top, iterations)
     draw_legend(fig, drawn, color_by, families)
     draw_notes(fig, points, table, all_rows, filter_regex, total_time_s)
     device = data.ceilings.device_name or data.metadata.get("device", "")
     heading = plain(title) if title else f"Roofline: {plain(device)}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
-    fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s, micro='µs')} of kernel time in {len(all_rows)} groups"
+    per_it = f" per iteration ({iterations:g} iterations)" if iterations > 1 else ""
+    fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s / iterations, micro='µs')} of kernel time{per_it} "
+             f"in {len(all_rows)} groups"
              + (f" · {plain(command_text(data.metadata.get('command')))}" if data.metadata.get("command") else ""),
              fontsize=9.5, color="#444444", gid="subtitle")
     return root
+
+
+def rank_ranges(ranks: list[int]) -> str:
+    """[1, 2, 3, 6] -> '1-3,6'."""
+    runs: list[list[int]] = []
+    for rank in ranks:
+        if runs and rank == runs[-1][-1] + 1:
+            runs[-1].append(rank)
+        else:
+            runs.append([rank])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r)) for r in runs)
+
+
+def label_specs(candidates: pd.DataFrame) -> list[LabelSpec]:
+    """At most MAX_LABELS labels, one per spot, the spots holding the largest groups first: groups
+    drawn on one spot (the same GEMM shape in several layers) share a label, `1-3. mm`; the side
+    table names every group. A label over a group above its roof is red with a ⚠ (the note says why)."""
+    specs = []
+    rows = list(candidates.itertuples())
+    for members in coincident_groups([r.px for r in rows], [r.py for r in rows])[:MAX_LABELS]:
+        pile = [rows[i] for i in members]
+        names = list(dict.fromkeys(group_label(r, 22) for r in pile))
+        above = any(r.above_roof for r in pile)
+        text = f"{rank_ranges([r.rank_by_time for r in pile])}. {names[0]}"
+        text += f" +{len(names) - 1} other" if len(names) > 1 else ""
+        first = pile[0]
+        specs.append(LabelSpec(first.px, first.py, text + (" ⚠" if above else ""), math.sqrt(first.area_pt2) / 2,
+                               WARN_COLOR if above else "#111111", f"label:{first.rank_by_time}"))
+    return specs
 
 
 def draw_points(ax: Axes, drawn: pd.DataFrame) -> None:
@@ -194,14 +230,16 @@ def draw_points(ax: Axes, drawn: pd.DataFrame) -> None:
                    edgecolors=edge, linewidths=width, alpha=0.85, zorder=4, gid=f"points:{precision}")
 
 
-def draw_table(ax: Axes, points: pd.DataFrame, top: int, total_time_s: float) -> None:
-    """The legend table: rank, time share, time, bound, op · module and the shortened kernel."""
+def draw_table(ax: Axes, points: pd.DataFrame, top: int, iterations: float = 1.0) -> None:
+    """The legend table: rank, time share, time, bound, op · module and the shortened kernel; the
+    time per iteration (`time/it`) when the profile has several, as `show` gives it."""
     ax.set_axis_off()
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    rows = points.head(max(top, 0))
+    rows = points.head(min(max(top, 0), TABLE_ROWS))
     ax.text(0, 1.0, "Top groups by time", fontsize=10.5, fontweight="bold", va="top", gid="table:title")
-    ax.text(0, 0.965, f"{'#':>2} {'share':>6} {'time':>9}  {'bound':<8} op · module / kernel", family="monospace",
+    time_head = "time/it" if iterations > 1 else "time"
+    ax.text(0, 0.965, f"{'#':>2} {'share':>6} {time_head:>9}  {'bound':<8} op · module / kernel", family="monospace",
             fontsize=8, color="#555555", va="top", gid="table:header")
     line_h = min(0.062, 0.93 / max(len(rows), 1))
     for i, r in enumerate(rows.itertuples()):
@@ -209,7 +247,8 @@ def draw_table(ax: Axes, points: pd.DataFrame, top: int, total_time_s: float) ->
         where = {"unknown": "no cost", "no_flops": "0 FLOP", "link": "link ↓"}.get(r.where, "")
         bound = where or str(r.bound)
         color = WARN_COLOR if r.above_roof else ("#8c8c8c" if r.where == "unknown" else "#111111")
-        head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {seconds(r.time_s, micro='µs'):>9}  {bound:<8} "
+        time_s = seconds(r.time_s / iterations, micro="µs")
+        head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {time_s:>9}  {bound:<8} "
         head += ellipsize(f"{r.op or '?'}" + (f" · {r.module}" if r.module else ""), 34)
         ax.text(0, y, head, family="monospace", fontsize=8, color=color, va="top", gid=f"table:row:{r.rank_by_time}")
         ax.text(0.045, y - line_h * 0.42, shorten_kernel_name(str(r.kernel), 62), family="monospace", fontsize=7,
@@ -244,22 +283,40 @@ def draw_notes(fig: Figure | SubFigure, points: pd.DataFrame, table: pd.DataFram
                filter_regex: str | None, total_time_s: float) -> None:
     """Say what is not on the chart, and what is on it but suspect: nothing dropped silently."""
     notes: list[tuple[str, str, str]] = []
+    fit = _note_fitter(fig)
     unknown = points[points["where"] == "unknown"]
     if len(unknown):
-        items = ", ".join(f"{group_label(r, 28)} {100 * r.time_share:.1f}%" for _, r in unknown.head(6).iterrows())
-        more = f", +{len(unknown) - 6} more" if len(unknown) > 6 else ""
-        notes.append((f"Not on the chart, cost unknown ({100 * unknown['time_share'].sum():.1f}% of time): {items}{more}",
-                      "#444444", "note:unknown"))
+        head = f"Not on the chart, cost unknown ({100 * unknown['time_share'].sum():.1f}% of time): "
+        items = [f"{group_label(r, 28)} {100 * r.time_share:.1f}%" for _, r in unknown.iterrows()]
+        notes.append((fit(head, items), "#444444", "note:unknown"))
     above = points[points["above_roof"].astype(bool)]
     if len(above):
-        items = ", ".join(f"{r.rank_by_time}. {group_label(r, 28)}" for r in above.itertuples())
-        notes.append((f"⚠ Above its roof, check the counts (not a success): {items}", WARN_COLOR, "note:above_roof"))
+        head = (f"⚠ {len(above)} group above its roof" if len(above) == 1 else
+                f"⚠ {len(above)} groups above their roof") + ", check the counts (not a success): "
+        notes.append((fit(head, [f"{r.rank_by_time}. {group_label(r, 28)}" for r in above.itertuples()]),
+                       WARN_COLOR, "note:above_roof"))
     if filter_regex:
         share = table["time_s"].sum() / total_time_s if total_time_s > 0 else 0.0
         notes.append((f"--filter {filter_regex!r}: {len(table)} of {len(all_rows)} groups shown, {100 * share:.1f}% of kernel time",
                       "#444444", "note:filter"))
     for i, (text, color, gid) in enumerate(notes):
-        fig.text(MAIN_RECT[0], 0.075 - i * 0.027, text, fontsize=8.8, color=color, gid=gid)
+        fig.text(MAIN_RECT[0], 0.075 - i * 0.027, text, fontsize=NOTE_FONTSIZE, color=color, gid=gid)
+
+
+def _note_fitter(fig: Figure | SubFigure) -> Callable[[str, list[str]], str]:
+    """fitted_list measuring footer text on this figure: a note ends inside the figure's width."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    width_px = fig.bbox.width * (1 - MAIN_RECT[0] - 0.01)
+    probe = Text(0, 0, "", fontsize=NOTE_FONTSIZE, figure=fig.figure if isinstance(fig, SubFigure) else fig)
+
+    def measure(text: str) -> float:
+        probe.set_text(text)
+        return probe.get_window_extent(renderer).width
+
+    def fit(head: str, items: list[str]) -> str:
+        return fitted_list(measure, width_px, head, items)
+
+    return fit
 
 
 def command_text(command: object) -> str:

@@ -8,6 +8,7 @@ labels, ridge labels) and the point markers themselves.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from matplotlib.axes import Axes
@@ -145,3 +146,29 @@ def text_boxes(text: Text, renderer: RendererBase, pieces: int = 16) -> list[Box
         w = (x1 - x0) / pieces + half
         boxes.append((cx - w / 2, cy - half, cx + w / 2, cy + half))
     return boxes
+
+
+def coincident_groups(xs: list[float], ys: list[float], decades: float = 0.03) -> list[list[int]]:
+    """Indices of points drawn on one spot (log-log distance under `decades`), in input order:
+    one label for such a pile (`1,2,3. mm`) instead of labels fighting over one marker."""
+    groups: list[list[int]] = []
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        for group in groups:
+            j = group[0]
+            if (abs(math.log10(x / xs[j])) < decades and abs(math.log10(y / ys[j])) < decades):
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    return groups
+
+
+def fitted_list(measure: Callable[[str], float], width_px: float, head: str, items: list[str]) -> str:
+    """`head` and as many of `items` as fit `width_px` (measured by `measure`), then "+N more":
+    a footer line never runs off the figure, and what it leaves out is counted."""
+    for shown in range(len(items), -1, -1):
+        rest = len(items) - shown
+        text = head + ", ".join(items[:shown]) + (f"{', ' if shown else ''}+{rest} more" if rest else "")
+        if measure(text) <= width_px:
+            return text
+    return head

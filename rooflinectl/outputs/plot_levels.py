@@ -40,7 +40,7 @@ from rooflinectl.outputs.plot_roofs import (
     draw_roofs,
     setup_axes,
 )
-from rooflinectl.profile_model import ProfileData
+from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import seconds, si
 
 LEVELS = ("dram", "l2", "l1")
@@ -128,7 +128,7 @@ def plot_levels(data: ProfileData, *, top: int = 10, filter_regex: str | None = 
              for g, r in anchors.iterrows() if g < top]
     place_labels(ax, fig.canvas.get_renderer(), specs, roof_texts, boxes)
 
-    draw_table(fig.add_axes(TABLE_RECT), table, top, total_time_s)
+    draw_table(fig.add_axes(TABLE_RECT), table, top, iterations_of(data))  # time per iteration, as `show`
     handles = [Line2D([], [], marker=LEVEL_MARKERS[lv], linestyle="", color="#555555", markerfacecolor="none",
                       markersize=8, label=MEMORY_NAMES[lv]) for lv in LEVELS]
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(MAIN_RECT[0] - 0.01, 0.205), ncol=3,

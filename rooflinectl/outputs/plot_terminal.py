@@ -19,7 +19,7 @@ from rooflinectl.outputs.plot_roofs import (
     place_groups,
     roof_lines,
 )
-from rooflinectl.profile_model import ProfileData
+from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import seconds, si
 
 BOUND_STYLES = {"memory": "bold blue", "compute": "bold dark_orange", "latency": "bold magenta", "unknown": "dim"}
@@ -90,13 +90,14 @@ def render_terminal(data: ProfileData, width: int = 80, height: int = 22, top: i
     body.append(f"{'FLOP/byte':>{_Y_LABEL_W}} " + "".join(ticks) + "\n", style="grey50")
 
     key = Table(box=None, padding=(0, 1), show_header=True, header_style="bold")
-    for name in ("", "share", "time", "bound", "group"):
+    iterations = iterations_of(data)  # times per iteration when there are several, as `show` gives them
+    for name in ("", "share", "time/it" if iterations > 1 else "time", "bound", "group"):
         key.add_column(name)
     for r in points.head(min(top, len(_SYMBOLS))).itertuples():
         where = {"unknown": "no cost (not drawn)", "no_flops": "0 FLOP (not drawn)"}.get(r.where, str(r.bound))
         style = "bold red" if r.above_roof else BOUND_STYLES.get(str(r.bound), "")
         key.add_row(Text(_SYMBOLS[r.rank_by_time - 1], style=style), f"{100 * r.time_share:.1f}%",
-                    seconds(r.time_s, micro='µs'), where + (" ⚠ above roof" if r.above_roof else ""),
+                    seconds(r.time_s / iterations, micro='µs'), where + (" ⚠ above roof" if r.above_roof else ""),
                     rich_text(group_label(r, 40)))
     roofs = Text("  ".join(("/ " if r.kind == "memory" else "─ ") + r.label for r in lines if r.key not in ("l2", "l1", "cache")),
                  style="grey50")

@@ -12,8 +12,11 @@ Loading never runs code: json.load and a DataFrame built from lists.
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +78,9 @@ def _read_bounded(p: Path) -> str:
         raise ProfileFileError(f"{p} is a device, not a profile file.")
     with p.open("rb") as handle:
         raw = handle.read(MAX_PROFILE_BYTES + 1)
+    if raw[:2] == b"\x1f\x8b":  # a gzipped profile (or trace): its text, bounded the same way
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as unpacked:
+            raw = unpacked.read(MAX_PROFILE_BYTES + 1)
     if len(raw) > MAX_PROFILE_BYTES:
         raise ProfileFileError(f"{p} is larger than {MAX_PROFILE_BYTES >> 20} MiB: not a rooflinectl profile.")
     return raw.decode("utf-8")
@@ -85,7 +91,7 @@ def _parse(p: Path) -> Any:
     digits than Python converts (4300), or nesting deeper than the parser's recursion."""
     try:
         return json.loads(_read_bounded(p))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProfileFileError(f"{p} is not a readable rooflinectl profile ({exc.__class__.__name__}).") from None
     except ValueError as exc:  # int('9' * 5000): the digit limit
         raise ProfileFileError(f"{p} is not a rooflinectl profile: it holds a number too long to read ({exc}).") from None
@@ -109,7 +115,7 @@ def load_profile(path: str | os.PathLike[str]) -> ProfileData:
         raise ProfileFileError(f"No profile file at {p}; run `rooflinectl profile SCRIPT` first.")
     raw = _parse(p)
     if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
-        raise ProfileFileError(f"{p} is not a rooflinectl profile file.")
+        raise ProfileFileError(_not_a_profile(p, raw))
     problem = _version_problem(raw.get("schema_version"))
     if problem is not None:
         raise ProfileFileError(f"{p}: {problem}.")
@@ -132,6 +138,19 @@ def load_profile(path: str | os.PathLike[str]) -> ProfileData:
     return ProfileData(kernels=_coerce_types(kernels), ceilings=ceilings, metadata=raw.get("metadata") or {},
                        summary=summary,
                        setup_kernels=_coerce_types(setup_kernels) if setup_kernels is not None else None)
+
+
+def _not_a_profile(p: Path, raw: Any) -> str:
+    """The sentence for a JSON file that is not a profile; a trace or a capture file, which users
+    hand to show/plot/advise by mistake, is named with the command that reads it."""
+    kind = None
+    if isinstance(raw, dict) and "traceEvents" in raw:
+        kind = "a torch.profiler trace"
+    elif isinstance(raw, dict) and (raw.get("format") == "rooflinectl-capture" or "device_kind" in raw):
+        kind = "a --save-capture file"
+    if kind is None:
+        return f"{p} is not a rooflinectl profile file."
+    return f"{p} is {kind}, not a profile: build one with `rooflinectl analyse {shlex.quote(str(p))}`."
 
 
 def _coerce_types(kernels: pd.DataFrame) -> pd.DataFrame:

@@ -71,6 +71,31 @@ class AdviceReport:
             return None
         return max((f.severity for f in every), key=severity_rank)
 
+    def __repr__(self) -> str:
+        """One line for a notebook: findings by severity, the saving, the top finding (the whole
+        report is `str`-rendered by `rooflinectl advise`, or tabled by to_frame())."""
+        every = [*self.findings, *self.left_out]
+        counts = ", ".join(f"{sum(f.severity == s for f in every)} {s}" for s in reversed(SEVERITIES)
+                           if any(f.severity == s for f in every))
+        text = (f"<AdviceReport {self.device_name}: {len(every)} finding{'s' if len(every) != 1 else ''}"
+                f"{f' ({counts})' if counts else ''}, {self.total_saving_s * 1e3:.3g} ms to save of "
+                f"{self.total_kernel_time_s * 1e3:.3g} ms kernel time")
+        if self.findings:
+            top = self.findings[0]
+            text += f"; top: {top.rule_id} on {(top.subject or top.title)[:40]} ({top.est_saving_s * 1e3:.3g} ms)"
+        return text + ">"
+
+    def to_frame(self) -> pd.DataFrame:
+        """The findings as a DataFrame, one row each in ranked order, shown ones first and those
+        left out beyond the limits after them (`shown` False): nothing hidden."""
+        columns = ["rule_id", "severity", "title", "subject", "est_saving_s", "measured_saving_s", "count",
+                   "shown", "evidence", "recommendation", "docs"]
+        rows = [[f.rule_id, f.severity, f.title, f.subject, float(f.est_saving_s),
+                 math.nan if f.measured_saving_s is None else float(f.measured_saving_s), int(f.count), shown,
+                 f.evidence, f.recommendation, f.docs]
+                for shown, group in ((True, self.findings), (False, self.left_out)) for f in group]
+        return pd.DataFrame(rows, columns=columns)
+
     def to_dict(self, fail_on: str | None = None) -> dict[str, Any]:
         return {
             "profile": self.profile_path,
