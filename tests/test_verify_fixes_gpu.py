@@ -41,14 +41,25 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return 0.5 * x * (1.0 + torch.tanh(0.79788456 * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+class Block(torch.nn.Module):
+    """A linear layer and its activation chain: the chain runs in this block's own module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(1024, 1024)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return gelu_tanh(self.fc(x))
+
+
 class Blocks(torch.nn.Module):
     def __init__(self, n: int) -> None:
         super().__init__()
-        self.h = torch.nn.ModuleList(torch.nn.Linear(1024, 1024) for _ in range(n))
+        self.h = torch.nn.ModuleList(Block() for _ in range(n))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.h:
-            x = gelu_tanh(layer(x))
+        for block in self.h:
+            x = block(x)
         return x
 
 

@@ -127,7 +127,15 @@ def replayed(call: Callable[[], Any]) -> Callable[[], Any]:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         call()
-    return graph.replay
+
+    def replay() -> None:
+        # the call (and so the inputs its closure holds) lives as long as the replay: a graph reads
+        # its inputs' addresses, and a freed input's memory may be given back to the driver
+        # (empty_cache) and read after, an illegal memory access (seen on the H200)
+        keep = (call, graph)
+        keep[1].replay()
+
+    return replay
 
 
 def _first(finding: Finding) -> Finding:
