@@ -10,6 +10,7 @@ import pandas as pd
 
 from rooflinectl.capture.runner import profile_calls
 from rooflinectl.ceilings import resolve_device_kind
+from rooflinectl.errors import RooflineError
 from rooflinectl.outputs.profile_file import load_profile, save_profile
 from rooflinectl.pipeline import profile_data
 from rooflinectl.profile_model import ProfileData
@@ -50,8 +51,27 @@ class Profile:
 
         return advise(self.data, **options)
 
+    def report(self, path: str) -> str:
+        """Write the interactive HTML report (one self-contained file: `rooflinectl report`)."""
+        from rooflinectl.cli.report_cmd import write_profile_report
+
+        return write_profile_report(self.data, path)
+
     def _repr_html_(self) -> str:
-        return self.kernels.head(15).to_html()
+        """Jupyter's view: the summary, the top rows and the roofline as an inline PNG (no script,
+        so an untrusted notebook shows it too; every name escaped)."""
+        from rooflinectl.outputs.plot import plain_names
+        from rooflinectl.outputs.report_html import notebook_html
+        from rooflinectl.outputs.table import summary_text
+
+        columns = [c for c in ("kernel", "op", "module", "calls", "time_s", "flops", "bytes", "intensity", "efficiency",
+                               "bound", "precision", "time_share") if c in self.kernels.columns]
+        table = plain_names(self.kernels[columns].head(15)).to_html(escape=True, index=False, float_format=lambda v: f"{v:.4g}")
+        try:
+            figure = self.plot()
+        except RooflineError:  # no roofline to draw (no DRAM roof): the summary and table still show
+            figure = None
+        return notebook_html(summary_text(self.data).plain.splitlines(), table, figure)
 
 
 def profile(fn: Callable[..., Any], *args: Any, warmup: int = 3, iters: int = 10, device: str = "auto",

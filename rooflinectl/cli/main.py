@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "advise": ("advise_cmd", "Recommendations from a profile: each finding with evidence, the fix and the time it saves."),
     "diff": ("diff_cmd", "Per kernel group: the change in time and the move on the roofline; new and vanished kernels."),
     "kernels": ("kernels_cmd", "Run the reference kernels: check each against its torch reference, time it, and place it"),
+    "report": ("report_cmd", "One self-contained, interactive HTML report: summary, roofline, kernel table, advice, clocks."),
     "validate": ("validate_cmd", "Analytic FLOPs and bytes against measured ones, per kernel group and per op family, with ratios"),
 }
 

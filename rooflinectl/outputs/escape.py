@@ -15,19 +15,22 @@ import re
 
 from rich.text import Text
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")  # and lone surrogates: no encoding can write them
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>$])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
 def _visible(match: re.Match[str]) -> str:
     char = match.group(0)
+    if ord(char) > 0xFF:  # a lone surrogate (a JSON file may hold "\ud800"): shown, never written raw
+        return f"\\u{ord(char):04x}"
     return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(char, f"\\x{ord(char):02x}")
 
 
 def plain(value: object) -> str:
     """Control characters (escape sequences, newlines, bells, C1 codes) made visible as \\x1b,
-    \\n, ...: safe for a terminal, a log line, XML and one line of a GitHub log."""
+    \\n, ...: safe for a terminal, a log line, XML and one line of a GitHub log; a lone
+    surrogate as \\ud800 (UTF-8 cannot encode it: printing or drawing it would fail)."""
     return _CONTROL.sub(_visible, str(value))
 
 
