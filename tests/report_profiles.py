@@ -19,14 +19,16 @@ HOSTILE = (
     'lone \ud800 surrogate',
 )
 
+HOSTILE_ROWS = (6, 10, 16, 19, 23)
+
 
 def hostile_profile() -> ProfileData:
-    """The H200 MLP profile (26 groups, every one on the chart) with HOSTILE as the names of its
-    first kernels and a hostile module name; the rest keep their recorded names."""
+    """The H200 MLP profile (26 groups, every one on the chart) with HOSTILE as the kernel names of
+    HOSTILE_ROWS (points apart on the chart, so each can be hovered) and a hostile module name."""
     data = load_profile(MLP)
     kernels = data.kernels.copy()
-    for i, name in enumerate(HOSTILE):
-        kernels.at[i, "kernel"] = name
-    kernels.at[5, "module"] = '<svg onload="window.__pwned = 3">'
+    for row, name in zip(HOSTILE_ROWS, HOSTILE):
+        kernels.at[row, "kernel"] = name
+    kernels.at[9, "module"] = '<svg onload="window.__pwned = 3">'
     data.kernels = kernels
     return data

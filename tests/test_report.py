@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from nvml_samples import SW_POWER_CAP, steady_then_capped
-from report_profiles import DATA, HOSTILE, MLP, hostile_profile
+from report_profiles import DATA, HOSTILE, HOSTILE_ROWS, MLP, hostile_profile
 
 from rooflinectl.api import Profile
 from rooflinectl.cli.main import main
@@ -46,7 +46,7 @@ def test_hostile_names_travel_as_data_only() -> None:
     assert "__pwned" in data_text and "<" not in data_text  # the payloads sit escaped inside the JSON only
     assert "__pwned" not in page.replace(data_text, "")
     data = page_data(page)
-    assert data["views"][0]["rows"]["kernel"][: len(HOSTILE)] == list(HOSTILE)  # the very text, unchanged
+    assert [data["views"][0]["rows"]["kernel"][r] for r in HOSTILE_ROWS] == list(HOSTILE)  # the very text, unchanged
     assert page.encode("utf-8")  # a lone surrogate would not encode
 
 
@@ -104,7 +104,7 @@ def test_two_profiles_make_a_comparison_with_arrows_and_the_diff(tmp_path: Path)
 def test_profile_report_and_notebook_view(tmp_path: Path) -> None:
     profile = Profile(hostile_profile())
     profile.report(str(tmp_path / "api.html"))
-    assert page_data((tmp_path / "api.html").read_text(encoding="utf-8"))["views"][0]["rows"]["kernel"][0] == HOSTILE[0]
+    assert page_data((tmp_path / "api.html").read_text(encoding="utf-8"))["views"][0]["rows"]["kernel"][HOSTILE_ROWS[0]] == HOSTILE[0]
     shown = profile._repr_html_()
     assert "device: NVIDIA H200" in shown and 'src="data:image/png;base64,' in shown  # summary and chart inline
     assert "&lt;/script&gt;&lt;script&gt;window.__pwned" in shown and "<script" not in shown  # names as text

@@ -214,6 +214,7 @@
   }
   function showHover(i, ev) {
     var rows = view().rows;
+    state.hovered = i;
     hoverBox.textContent = '';
     add(hoverBox, el('div', 'k', rows.kernel[i]));
     var per = view().iterations > 1 ? ' per iteration' : '';
