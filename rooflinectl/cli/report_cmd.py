@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rooflinectl._version import __version__
 from rooflinectl.cli.output_paths import check_writable
-from rooflinectl.cli.profiles import (
-    default_paths,
-    expand,
-    load_profile,
-    merge_loaded,
-    rank_set_problem,
-)
 from rooflinectl.errors import RooflineError, UsageError
-from rooflinectl.profile_model import ProfileData
+
+if TYPE_CHECKING:  # pandas is imported when a report is written, not by `profile --help`
+    from rooflinectl.profile_model import ProfileData
 
 REPORT_SUFFIXES = (".html", ".htm")
 DEFAULT_REPORT_PATH = "report.html"
@@ -38,6 +33,12 @@ def checked_report_path(path: str) -> Path:
     return target
 
 
+def report_path_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`profile --report FILE`: checked before the script runs (a wrong suffix, a folder that is
+    not there), made absolute (the script may chdir)."""
+    return None if value is None else str(checked_report_path(value))
+
+
 def _name(path: Path | str) -> str:
     """'runs/naive.profile.json' -> 'naive'."""
     p = Path(path)
@@ -47,6 +48,14 @@ def _name(path: Path | str) -> str:
 def load_report_profiles(arguments: tuple[str, ...]) -> tuple[str, list[ProfileData], list[str], list[str]]:
     """(mode, profiles, names, notes): one profile ("single"); a job's rank files ("ranks": the
     merged profile, then each rank's); or two profiles or rank sets to compare ("compare": base, new)."""
+    from rooflinectl.cli.profiles import (
+        default_paths,
+        expand,
+        load_profile,
+        merge_loaded,
+        rank_set_problem,
+    )
+
     per_argument = [expand([a]) for a in arguments] if arguments else [default_paths()]
     loaded = {p: load_profile(p) for paths in per_argument for p in paths}
     expanded = [p for paths in per_argument for p in paths]
