@@ -139,3 +139,25 @@ def test_profile_writes_the_report_beside_the_profile(tmp_path: Path) -> None:
     assert data["views"][0]["rows"]["kernel"] == load_profile(out).kernels["kernel"].tolist()
     refused = CliRunner().invoke(main, ["profile", str(script), "-o", str(out), "--report", str(tmp_path / "r.pdf")])
     assert refused.exit_code == 2 and "HTML file" in refused.output  # said before the script runs
+
+
+def test_a_jobs_rank_files_make_a_per_rank_report(tmp_path: Path) -> None:
+    """The recorded 2-rank DDP GPT-2 run: the merged view first, then each rank's own table, and
+    the ranks side by side as `show` prints them."""
+    from test_ranks import _rank_profile
+
+    from rooflinectl.outputs.profile_file import save_profile
+
+    for rank in (0, 1):
+        save_profile(_rank_profile(rank), tmp_path / f"p.rank{rank}.json")
+    out = tmp_path / "ranks.html"
+    result = CliRunner().invoke(main, ["report", str(tmp_path), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = page_data(out.read_text(encoding="utf-8"))
+    assert data["mode"] == "ranks" and [v["name"] for v in data["views"]] == ["all ranks (mean)", "rank 0", "rank 1"]
+    for rank in (0, 1):
+        assert data["views"][rank + 1]["rows"]["kernel"] == _rank_profile(rank).kernels["kernel"].tolist()
+    ranks = data["views"][0]["ranks"]
+    assert [row[0].rstrip(" *") for row in ranks["ranks"]["rows"]] == ["0", "1"]
+    assert any(line.startswith("straggler: rank 1") for line in ranks["lines"])
+    assert ranks["collectives"]["rows"]  # the all-reduces, matched across the ranks

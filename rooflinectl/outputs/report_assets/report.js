@@ -289,13 +289,17 @@
       add(tr, el('td', '', String(i + 1)));
       rows.cells[i].forEach(function (text, k) {
         var n = v.columns[k].name;
-        add(tr, el('td', n === 'kernel' || n === 'op · shapes' ? 'name' : (n === 'bound' || n === 'prec' ? 'text' : ''), text));
+        if (n === 'kernel' || n === 'op · shapes') {  /* two lines at most; the whole name on hover */
+          var td = add(tr, el('td', 'name'));
+          add(td, el('div', 'clamp', text));
+          td.title = text;
+        } else add(tr, el('td', n === 'bound' || n === 'prec' ? 'text' : '', text));
       });
       tr.addEventListener('click', function () { select(i, false); });
     });
     tableNote.textContent = ids.length + ' of ' + rows.kernel.length + ' group(s)' + (ids.length > MAX_ROWS ? ', the first ' + MAX_ROWS + ' shown' : '') +
       (v.iterations > 1 ? '; calls, time, FLOPs and bytes per iteration (' + v.iterations + ' iterations)' : '') +
-      '. # is the group\'s rank by time. Click a header to sort, a row to find it on the chart.';
+      '. # is the group\'s row in the profile (largest time first). Click a header to sort, a row to find it on the chart.';
   }
 
   /* ---- selection, shared by chart, table and advice ---- */
