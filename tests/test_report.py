@@ -161,3 +161,14 @@ def test_a_jobs_rank_files_make_a_per_rank_report(tmp_path: Path) -> None:
     assert [row[0].rstrip(" *") for row in ranks["ranks"]["rows"]] == ["0", "1"]
     assert any(line.startswith("straggler: rank 1") for line in ranks["lines"])
     assert ranks["collectives"]["rows"]  # the all-reduces, matched across the ranks
+
+
+def test_markdown_advice_links_to_the_report(tmp_path: Path) -> None:
+    link = "reports/run 1 (new).html"
+    result = CliRunner().invoke(main, ["advise", str(MLP), "--format", "markdown", "--report-link", link])
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("**Interactive report**") and last.endswith("(reports/run%201%20%28new%29.html)")
+    assert "[reports/run 1 \\(new\\).html]" in last  # the text escaped for Markdown
+    wrong = CliRunner().invoke(main, ["advise", str(MLP), "--format", "json", "--report-link", link])
+    assert wrong.exit_code == 2 and "--format markdown" in wrong.output

@@ -22,7 +22,12 @@ from rooflinectl.cli.config import load_config
 from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import load_arguments_paths
 from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
-from rooflinectl.outputs.advice_render import FORMATS, render_text, rich_renderable
+from rooflinectl.outputs.advice_render import (
+    FORMATS,
+    render_text,
+    report_link_markdown,
+    rich_renderable,
+)
 
 _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
 
@@ -82,6 +87,8 @@ def rules_help() -> str:
               help="Leave out fixes saving less than this share of the run [default: 0.001; 0 shows all].")
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="Write the report to FILE instead of stdout ('-': stdout).")
+@click.option("--report-link", default=None, metavar="PATH_OR_URL",
+              help="With --format markdown: end with a link to the HTML report (`rooflinectl report`), e.g. the CI artifact.")
 @click.option("--list-rules", is_flag=True, help="Print every rule, its estimate and exit.")
 @click.option("--verify", is_flag=True,
               help="GPU only: rebuild each mechanical fix's op with the profiled shapes, time it as profiled and "
@@ -90,7 +97,7 @@ def rules_help() -> str:
 def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: str | None, min_efficiency: float | None,
             max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
             select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None, output: str | None,
-            list_rules: bool, verify: bool) -> None:
+            list_rules: bool, verify: bool, report_link: str | None) -> None:
     """Recommendations from a profile: each finding with evidence, the fix and the time it saves.
 
     PROFILE defaults to rooflinectl.profile.json (else this folder's rank profiles); the rank
@@ -105,6 +112,8 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
         click.echo(rules_help())
         return
     try:
+        if report_link is not None and fmt != "markdown":
+            raise UsageError("--report-link goes with --format markdown (a step summary or PR comment).")
         config = load_config(config_path)
         if config.message:
             click.echo(f"rooflinectl: {config.message}", err=True)
@@ -135,7 +144,8 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
     if fmt == "table":
         show_or_write(rich_renderable(report, level, width), output, width)
     else:
-        write_text_output(render_text(report, fmt, level, width=width), output)
+        text = render_text(report, fmt, level, width=width)
+        write_text_output(text + ("\n" + report_link_markdown(report_link) if report_link else ""), output)
     code = exit_code(report, level)
     if code == EXIT_INCOMPLETE:
         click.echo(f"rooflinectl: {report.profile_path} is an incomplete profile ({report.incomplete}): the gate fails.",
