@@ -132,9 +132,14 @@ class Browser:
         self.mouse("mousePressed", x, y)
         self.mouse("mouseReleased", x, y)
 
-    def screenshot(self, path: Path, full_page: bool = False) -> None:
+    def screenshot(self, path: Path, full_page: bool = False, selector: str | None = None) -> None:
+        """The viewport, the whole page, or one element (a CSS selector) as a PNG."""
         params: dict[str, Any] = {"format": "png"}
-        if full_page:
+        if selector is not None:
+            box = self.evaluate(f"(function () {{ var r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
+                                " return [r.left + scrollX, r.top + scrollY, r.width, r.height]; })()")
+            params.update(captureBeyondViewport=True, clip={"x": box[0], "y": box[1], "width": box[2], "height": box[3], "scale": 1})
+        elif full_page:
             size = self.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
             params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": size[0], "height": size[1], "scale": 1})
         path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", params, session=True)["data"]))

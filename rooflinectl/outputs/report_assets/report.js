@@ -424,7 +424,7 @@
     comparison();
     ranks();
     drawSummary();
-    window.rooflineReport = { readyMs: performance.now(), state: state, select: select, pointsOnChart: function () { return chartDiv.querySelectorAll('.scatterlayer .trace path.point').length; } };
+    window.rooflineReport = { readyMs: performance.now(), state: state, view: view, select: select, pointsOnChart: function () { return chartDiv.querySelectorAll('.scatterlayer .trace path.point').length; } };
     document.body.dataset.ready = '1';
   }
   main();
