@@ -38,6 +38,18 @@ def _table_rows(b: Browser) -> int:
     return b.evaluate("document.querySelectorAll('#kernel-table tbody tr').length")
 
 
+def _settled(read, timeout_s: float = 3.0):
+    """A value read again until it stops changing (the filter redraws once typing pauses)."""
+    deadline, last = time.monotonic() + timeout_s, read()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = read()
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 def _on_screen(b: Browser, row: int) -> tuple[float, float]:
     b.evaluate(f"document.getElementById('roofline-chart').scrollIntoView({{block: 'center'}}); {row}")
     centre = b.evaluate(POINT_CENTRE % row)
@@ -89,12 +101,12 @@ def test_report_in_a_browser(tmp_path: Path, browser: Browser) -> None:
     browser.call("Input.insertText", {"text": "gelu"}, session=True)
     text = data.kernels[["kernel", "op", "module", "op_family"]].astype(str).agg(" ".join, axis=1)
     expected = int(text.str.contains("gelu", case=False).sum())
-    assert 0 < expected < groups and _table_rows(browser) == expected
+    assert 0 < expected < groups and _settled(lambda: _table_rows(browser)) == expected
     assert browser.evaluate("window.rooflineReport.pointsOnChart()") == expected
     browser.evaluate("var f = document.getElementById('filter-text'); f.value = '';"
                      " f.dispatchEvent(new Event('input')); var m = document.getElementById('filter-module');"
                      " m.value = 'Sequential'; m.dispatchEvent(new Event('change')); 1")
-    assert _table_rows(browser) == int((data.kernels["module"] == "Sequential").sum()) > 0
+    assert _settled(lambda: _table_rows(browser)) == int((data.kernels["module"] == "Sequential").sum()) > 0
 
     # nothing in a name ran or became markup: it is the text of its cell
     assert browser.evaluate("window.__pwned") is None

@@ -7,7 +7,7 @@
   var BOUND_COLORS = { memory: '#1f77b4', compute: '#ff7f0e', latency: '#9467bd', link: '#2ca02c', unknown: '#8c8c8c' };
   var SYMBOLS = { bf16: 'circle', fp16: 'square', fp32: 'triangle-up', tf32: 'diamond', fp8: 'cross', fp64: 'triangle-down', int8: 'x' };
   var MEMORY_DASH = { dram: 'solid', l2: 'dash', l1: 'dot' };
-  var state = { view: 0, text: '', module: '', family: '', precision: '', selected: null, linked: [], sortKey: 'time_s', sortAsc: false, finding: null };
+  var state = { view: 0, text: '', module: '', family: '', precision: '', selected: null, linked: [], sortKey: 'time_s', sortAsc: false, finding: null, allRows: false };
   var app = document.getElementById('app');
 
   /* An element whose text is set as text (never parsed as HTML). */
@@ -94,7 +94,11 @@
     add(bar, el('label', '', 'filter'));
     var input = add(bar, el('input'));
     input.type = 'search'; input.id = 'filter-text'; input.placeholder = 'kernel, op, module or family (regex)';
-    input.addEventListener('input', function () { state.text = input.value; redraw(); });
+    var typing = null;  /* redraw once the user pauses, not on every key */
+    input.addEventListener('input', function () {
+      clearTimeout(typing);
+      typing = setTimeout(function () { state.text = input.value; redraw(); }, 120);
+    });
     [['module', 'every module'], ['family', 'every op family'], ['precision', 'every precision']].forEach(function (p) {
       var s = add(bar, el('select'));
       s.id = 'filter-' + p[0];
@@ -249,10 +253,15 @@
   }
 
   /* ---- kernel table ---- */
-  var tableBody, tableHead, tableNote, MAX_ROWS = 2000;
+  /* The first FIRST_ROWS rows in the current order are drawn at once (a page with thousands of rows
+   * would take seconds to lay out); the rest on request, or when a selection needs them. */
+  var tableBody, tableHead, tableNote, moreButton, FIRST_ROWS = 200;
   function kernels() {
     var s = section('kernels', 'Kernels');
     tableNote = add(s, el('p', 'note'));
+    moreButton = add(s, el('button', 'hidden', ''));
+    moreButton.id = 'table-more';
+    moreButton.addEventListener('click', function () { state.allRows = true; drawTable(); });
     var box = add(s, el('div', 'tablebox'));
     var t = add(box, el('table', 'grid'));
     t.id = 'kernel-table';
@@ -283,7 +292,11 @@
     });
     tableBody.textContent = '';
     var linked = new Set(state.linked);
-    ids.slice(0, MAX_ROWS).forEach(function (i) {
+    var shown = state.allRows ? ids.length : FIRST_ROWS;
+    var wanted = ids.indexOf(state.selected);
+    state.linked.forEach(function (r) { wanted = Math.max(wanted, ids.indexOf(r)); });
+    if (wanted >= shown) shown = wanted + 1;
+    ids.slice(0, shown).forEach(function (i) {
       var tr = add(tableBody, el('tr', (i === state.selected ? 'selected ' : '') + (linked.has(i) ? 'linked ' : '') + (rows.above_roof[i] ? 'above' : '')));
       tr.dataset.row = String(i);
       add(tr, el('td', '', String(i + 1)));
@@ -297,7 +310,9 @@
       });
       tr.addEventListener('click', function () { select(i, false); });
     });
-    tableNote.textContent = ids.length + ' of ' + rows.kernel.length + ' group(s)' + (ids.length > MAX_ROWS ? ', the first ' + MAX_ROWS + ' shown' : '') +
+    moreButton.className = ids.length > shown ? '' : 'hidden';
+    moreButton.textContent = 'show all ' + ids.length + ' rows';
+    tableNote.textContent = ids.length + ' of ' + rows.kernel.length + ' group(s)' + (ids.length > shown ? ', the first ' + shown + ' drawn' : '') +
       (v.iterations > 1 ? '; calls, time, FLOPs and bytes per iteration (' + v.iterations + ' iterations)' : '') +
       '. # is the group\'s row in the profile (largest time first). Click a header to sort, a row to find it on the chart.';
   }
@@ -424,7 +439,8 @@
     comparison();
     ranks();
     drawSummary();
-    window.rooflineReport = { readyMs: performance.now(), state: state, view: view, select: select, pointsOnChart: function () { return chartDiv.querySelectorAll('.scatterlayer .trace path.point').length; } };
+    void document.body.offsetHeight;  /* layout done: the time below is the page's drawn, not just built */
+    window.rooflineReport = { readyMs: performance.now(), state: state, view: view, drawChart: drawChart, drawTable: drawTable, select: select, pointsOnChart: function () { return chartDiv.querySelectorAll('.scatterlayer .trace path.point').length; } };
     document.body.dataset.ready = '1';
   }
   main();
