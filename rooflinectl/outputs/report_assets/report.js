@@ -211,21 +211,23 @@
     ids.forEach(function (i) { t += rows.time_s[i] || 0; });
     return (100 * t / (view().total_kernel_time_s || 1)).toFixed(1) + '%';
   }
-  function cellOf(i, name) {
-    var v = view(), at = -1;
+  function cellOf(v, i, name) {
+    var at = -1;
     v.columns.forEach(function (c, k) { if (c.name.replace('/it', '') === name) at = k; });
     return at >= 0 ? v.rows.cells[i][at] : '';
   }
-  function showHover(i, ev) {
-    var rows = view().rows;
+  /* The hover box of row i of view v (the shown one by default), near the mouse. */
+  function showHover(i, ev, v) {
+    v = v || view();
+    var rows = v.rows, cell = function (name) { return cellOf(v, i, name); };
     state.hovered = i;
     hoverBox.textContent = '';
     add(hoverBox, el('div', 'k', rows.kernel[i]));
-    var per = view().iterations > 1 ? ' per iteration' : '';
+    var per = v.iterations > 1 ? ' per iteration' : '';
     [['op', rows.op[i]], ['module', rows.module[i] || '(none)'], ['shapes', rows.shapes[i]],
-      ['time' + per, cellOf(i, 'time') + ' (' + cellOf(i, 'share') + ')'], ['FLOPs' + per, cellOf(i, 'FLOPs')], ['bytes' + per, cellOf(i, 'bytes')],
-      ['intensity', cellOf(i, 'AI') + ' FLOP/B'], ['achieved', cellOf(i, 'FLOP/s') + ', ' + cellOf(i, 'B/s')], ['attainable', cellOf(i, 'attainable')],
-      ['efficiency', cellOf(i, 'eff')], ['bound', rows.bound[i]], ['precision', cellOf(i, 'prec')], ['cost', rows.cost_source[i]]
+      ['time' + per, cell('time') + ' (' + cell('share') + ')'], ['FLOPs' + per, cell('FLOPs')], ['bytes' + per, cell('bytes')],
+      ['intensity', cell('AI') + ' FLOP/B'], ['achieved', cell('FLOP/s') + ', ' + cell('B/s')], ['attainable', cell('attainable')],
+      ['efficiency', cell('eff')], ['bound', rows.bound[i]], ['precision', cell('prec')], ['cost', rows.cost_source[i]]
     ].forEach(function (p) { add(hoverBox, el('div', '', p[0] + ': ' + p[1])); });
     hoverBox.style.display = 'block';
     var x = (ev && ev.clientX) || 40, y = (ev && ev.clientY) || 40;
@@ -426,7 +428,25 @@
     plainTable(s, r.ranks.header, r.ranks.rows, [1]).id = 'rank-table';
     r.lines.forEach(function (l) { add(s, el('p', '', l)); });
     if (r.collectives) { add(s, el('p', 'note', r.collectives.title)); plainTable(s, r.collectives.header, r.collectives.rows, [0]); }
-    add(s, el('p', 'note', 'Pick a rank in the roofline\'s profile menu to see its own kernels.'));
+    if (DOC.mode === 'ranks') rankCharts(s);
+    add(s, el('p', 'note', 'Pick a rank in the roofline\'s profile menu to see its own kernels in the table.'));
+  }
+  /* One small roofline per rank, on the axes of the merged one: the ranks side by side. */
+  function rankCharts(parent) {
+    var grid = add(parent, el('div', 'rank-grid'));
+    var merged = DOC.views[0], f = frame(merged, merged.rows.kernel.map(function (_, i) { return i; }));
+    DOC.views.slice(1).forEach(function (v) {
+      var cell = add(grid, el('div'));
+      add(cell, el('div', 'note', v.name + ': ' + (1e3 * v.total_kernel_time_s / (v.iterations || 1)).toPrecision(3) + ' ms of kernel time per iteration'));
+      var d = add(cell, el('div', 'chart small rank-chart'));
+      var all = v.rows.kernel.map(function (_, i) { return i; });
+      Plotly.newPlot(d, roofTraces(v, f).concat(pointTraces(v, all, f)), {
+        margin: { l: 50, r: 10, t: 5, b: 35 }, showlegend: false, hovermode: 'closest',
+        xaxis: { type: 'log', range: [Math.log10(f.xlo), Math.log10(f.xhi)], exponentformat: 'SI' },
+        yaxis: { type: 'log', range: [Math.log10(f.ylo), Math.log10(f.yhi)], exponentformat: 'SI' } }, { displaylogo: false, responsive: true });
+      d.on('plotly_hover', function (e) { var p = e.points && e.points[0]; if (p && p.data.meta === 'group') showHover(p.customdata, e.event, v); });
+      d.on('plotly_unhover', function () { hoverBox.style.display = 'none'; });
+    });
   }
 
   function main() {
