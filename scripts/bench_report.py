@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -60,7 +61,8 @@ def measure(paths: list[Path], opens: int, screenshots: Path | None) -> None:
     if executable is None:
         sys.exit("no chromium on PATH (apt-get install chromium)")
     print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, Python {platform.python_version()}")
-    print("| profile | groups | build+write s | size MB | open s (wall, median) | page ready ms (median) |")
+    print(f"load average before: {' '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} CPUs")
+    print("| profile | groups | build+write s | size MB | open s (wall): median (min-max) | page ready ms: median (min-max) |")
     print("|---|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp, Browser(executable) as browser:
         for path in paths:
@@ -78,8 +80,10 @@ def measure(paths: list[Path], opens: int, screenshots: Path | None) -> None:
                 browser.screenshot(screenshots / f"{path.stem}.png")
             groups = len(profiles[0].kernels)
             print(f"| {path.name} | {groups} | {build_s:.2f} | {page.stat().st_size / 1e6:.2f} | "
-                  f"{statistics.median(walls):.2f} | {statistics.median(ready):.0f} |"
+                  f"{statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}) | "
+                  f"{statistics.median(ready):.0f} ({min(ready):.0f}-{max(ready):.0f}) |"
                   + (f" console errors: {json.dumps(errors)[:200]}" if errors else ""))
+    print(f"load average after: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 
 def screenshots(paths: list[Path], out_dir: Path) -> None:
