@@ -76,7 +76,8 @@ def _hover(b: Browser, row: int) -> list:
 def test_report_in_a_browser(tmp_path: Path, browser: Browser) -> None:
     data = hostile_profile()
     data.metadata = {**data.metadata, "nvml": steady_then_capped(0, 400_000_000, 300_000_000)}
-    page = write_report(report_document("single", [data], ["mlp"]), tmp_path / "report.html")
+    document = report_document("single", [data], ["mlp"])
+    page = write_report(document, tmp_path / "report.html")
     browser.open(page)
     assert browser.errors() == []
     groups = len(data.kernels)
@@ -91,10 +92,15 @@ def test_report_in_a_browser(tmp_path: Path, browser: Browser) -> None:
         hovered.add(shown[0])
     assert hovered == set(HOSTILE_ROWS)
 
-    # a click selects the point's table row
-    browser.click(*_on_screen(browser, 13))
+    # a click selects the point's table row and marks the findings about it
+    findings = document["advice"]["findings"]
+    browser.click(*_on_screen(browser, next(r for f in findings for r in f["rows"] if r >= 6)))
     selected = browser.evaluate("window.rooflineReport.state.selected")
     assert browser.evaluate("document.querySelector('#kernel-table tr.selected').dataset.row") == str(selected)
+    about = [n for n, f in enumerate(findings) if selected in f["rows"]]
+    assert browser.evaluate("Array.from(document.querySelectorAll('.finding.active')).map("
+                            "function (c) { return Number(c.dataset.index); })") == about
+    assert data.kernels.at[selected, "kernel"] in browser.evaluate("document.getElementById('selection').textContent")
 
     # the text filter and the module menu reduce the table to the rows they match
     browser.evaluate("document.getElementById('filter-text').focus()")

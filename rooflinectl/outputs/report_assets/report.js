@@ -115,7 +115,7 @@
   }
 
   /* ---- roofline ---- */
-  var chartDiv, chartNote, hoverBox;
+  var chartDiv, chartNote, selectionNote, hoverBox;
   function frame(v, shown) {
     var rows = v.rows, xs = [], ys = [];
     shown.forEach(function (i) { if (rows.where[i] === 'roofline') { xs.push(rows.x[i]); ys.push(rows.y[i]); } });
@@ -240,6 +240,8 @@
     chartDiv = add(s, el('div', 'chart'));
     chartDiv.id = 'roofline-chart';
     chartNote = add(s, el('p', 'note'));
+    selectionNote = add(s, el('p', ''));
+    selectionNote.id = 'selection';
     hoverBox = add(document.body, el('div'));
     hoverBox.id = 'hover';
     drawChart();
@@ -326,15 +328,24 @@
     state.finding = null;
     redraw();
     var tr = tableBody.querySelector('tr[data-row="' + i + '"]');
-    if (tr && fromChart) tr.scrollIntoView({ block: 'nearest' });
-    markFindings(i);
+    if (tr && fromChart) {  /* the row comes into the table's own view; the page stays where it is */
+      var box = tr.closest('.tablebox');
+      box.scrollTop = Math.max(0, tr.offsetTop - box.clientHeight / 2);
+    }
+    var about = markFindings(i);
+    selectionNote.textContent = 'selected: #' + (i + 1) + ' ' + view().rows.kernel[i] + ' (' + cellOf(view(), i, 'time') + ', ' +
+      cellOf(view(), i, 'share') + ' of kernel time); ' + (about.length ? about.length + ' finding(s) about it: ' + about.join('; ') : 'no finding names it');
   }
+  /* Mark the findings about row i (or the one clicked); returns the titles of those about row i. */
   function markFindings(i) {
-    var cards = document.querySelectorAll('.finding');
+    var cards = document.querySelectorAll('.finding'), about = [];
     cards.forEach(function (c) {
       var rows = JSON.parse(c.dataset.rows || '[]');
-      c.classList.toggle('active', state.finding === Number(c.dataset.index) || (i !== null && rows.indexOf(i) >= 0 && state.view === 0));
+      var on = state.finding === Number(c.dataset.index) || (i !== null && rows.indexOf(i) >= 0 && state.view === 0);
+      c.classList.toggle('active', on);
+      if (on && i !== null) about.push(c.dataset.title);
     });
+    return about;
   }
   function redraw() { drawSummary(); drawChart(); drawTable(); }
 
@@ -349,6 +360,7 @@
       var card = add(s, el('div', 'finding ' + f.severity));
       card.dataset.rows = JSON.stringify(f.rows);
       card.dataset.index = String(n);
+      card.dataset.title = (n + 1) + '. ' + f.title;
       var head = add(card, el('div'));
       add(head, el('span', 'title', (n + 1) + '. ' + f.title + (f.subject ? ': ' + f.subject : '')));
       add(head, el('span', 'meta', '[' + f.rule + ', ' + f.severity + ']'));
