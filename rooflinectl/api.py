@@ -51,11 +51,12 @@ class Profile:
 
         return advise(self.data, **options)
 
-    def report(self, path: str) -> str:
-        """Write the interactive HTML report (one self-contained file: `rooflinectl report`)."""
+    def report(self, path: str, force: bool = False) -> str:
+        """Write the interactive HTML report (one self-contained file: `rooflinectl report`);
+        an existing HTML file rooflinectl did not write is replaced only with force=True."""
         from rooflinectl.cli.report_cmd import write_profile_report
 
-        return write_profile_report(self.data, path)
+        return write_profile_report(self.data, path, force=force)
 
     def _repr_html_(self) -> str:
         """Jupyter's view: the summary, the top rows and the roofline as an inline PNG (no script,

@@ -83,6 +83,13 @@ def test_report_command_writes_one_file_and_refuses_other_suffixes(tmp_path: Pat
     assert page.startswith("<!DOCTYPE html>") and "Plotly" in page and "http://" not in page.split("<script>")[0]
     bad = CliRunner().invoke(main, ["report", str(MLP), "-o", str(tmp_path / "r.json")])
     assert bad.exit_code == 2 and "HTML file" in bad.output and not (tmp_path / "r.json").exists()
+    again = CliRunner().invoke(main, ["report", str(MLP), "-o", str(out)])
+    assert again.exit_code == 0, again.output  # its own report it replaces
+    theirs = tmp_path / "index.html"
+    theirs.write_text("<html><body>someone's page</body></html>")
+    refused = CliRunner().invoke(main, ["report", str(MLP), "-o", str(theirs)])
+    assert refused.exit_code == 2 and "--force" in refused.output and "someone's" in theirs.read_text()
+    assert CliRunner().invoke(main, ["report", str(MLP), "-o", str(theirs), "--force"]).exit_code == 0
     missing = CliRunner().invoke(main, ["report", str(tmp_path / "nope.json"), "-o", str(out)])
     assert missing.exit_code == 2 and "No profile file" in missing.output and "Traceback" not in missing.output
 

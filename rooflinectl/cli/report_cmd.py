@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rooflinectl._version import __version__
-from rooflinectl.cli.output_paths import check_writable
+from rooflinectl.cli.output_paths import checked_output, holds_marker
 from rooflinectl.errors import RooflineError, UsageError
 
 if TYPE_CHECKING:  # pandas is imported when a report is written, not by `profile --help`
@@ -24,13 +24,14 @@ REPORT_SUFFIXES = (".html", ".htm")
 DEFAULT_REPORT_PATH = "report.html"
 
 
-def checked_report_path(path: str) -> Path:
-    """The report's path made absolute, once it is known to be writable and to end in .html."""
+def checked_report_path(path: str, force: bool = False) -> Path:
+    """The report's path made absolute, once it is known to end in .html, to be writable, and not
+    to be an HTML file of someone else's (one rooflinectl wrote says so in its head; force replaces any)."""
+    from rooflinectl.outputs.report_html import GENERATOR_MARKER
+
     if Path(path).suffix.lower() not in REPORT_SUFFIXES:
         raise UsageError(f"Cannot write {path}: the report is an HTML file (.html or .htm).")
-    target = Path(os.path.abspath(path))
-    check_writable(target, path)
-    return target
+    return checked_output(path, what="report", ours=holds_marker(GENERATOR_MARKER), force=force)
 
 
 def report_path_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -95,20 +96,21 @@ def report_document(mode: str, profiles: list[ProfileData], names: list[str]) ->
                                        comparison=comparison)
 
 
-def write_profile_report(data: ProfileData, path: str | os.PathLike[str], name: str = "profile") -> str:
+def write_profile_report(data: ProfileData, path: str | os.PathLike[str], name: str = "profile",
+                         force: bool = False) -> str:
     """Write the report of one profile in memory (`profile --report`, Profile.report); returns what to tell the user."""
     from rooflinectl.outputs.report_html import write_report
 
-    target = checked_report_path(str(path))
+    target = checked_report_path(str(path), force)
     write_report(report_document("single", [data], [name]), target)
     return f"report written to {path}"
 
 
-def report_files(arguments: tuple[str, ...], output: str) -> list[str]:
+def report_files(arguments: tuple[str, ...], output: str, force: bool = False) -> list[str]:
     """Load, analyse and write; returns the lines to tell the user."""
     from rooflinectl.outputs.report_html import write_report
 
-    target = checked_report_path(output)  # said before the work
+    target = checked_report_path(output, force)  # said before the work
     mode, profiles, names, notes = load_report_profiles(arguments)
     write_report(report_document(mode, profiles, names), target)
     what = (f" ({names[0]} → {names[1]})" if mode == "compare"
@@ -120,17 +122,19 @@ def report_files(arguments: tuple[str, ...], output: str) -> list[str]:
 @click.argument("profiles", nargs=-1)
 @click.option("-o", "--output", default=DEFAULT_REPORT_PATH, show_default=True, metavar="FILE",
               help="The HTML file to write (one file: data, scripts and styles inside; opens from disk, offline).")
-def command(profiles: tuple[str, ...], output: str) -> None:
+@click.option("--force", is_flag=True, help="Replace an -o file that is not a report rooflinectl wrote.")
+def command(profiles: tuple[str, ...], output: str, force: bool) -> None:
     """One self-contained, interactive HTML report: summary, roofline, kernel table, advice, clocks.
 
     PROFILE defaults to ./rooflinectl.profile.json (else this folder's rank profiles). Two profiles
     (each a file or a job's rank files): a comparison, BEFORE -> AFTER arrows and the diff. The
     rank files of one job (a folder, a glob or a list): the ranks side by side.
 
-    Exit codes: 0 written; 2 usage or input error (unreadable or invalid profile, output not .html).
+    Exit codes: 0 written; 2 usage or input error (unreadable or invalid profile, output not .html,
+    an existing HTML file rooflinectl did not write, without --force).
     """
     try:
-        for line in report_files(profiles, output):
+        for line in report_files(profiles, output, force):
             click.echo(line, err=line.startswith("rooflinectl: "))
     except RooflineError as exc:
         click.echo(f"rooflinectl: {exc}", err=True)

@@ -23,6 +23,8 @@ from rooflinectl.errors import UsageError
 
 ASSETS = "report_assets"
 CHART_LIBRARY = "plotly-basic.min.js"
+# In the first bytes of every report: `report -o` replaces a file holding it, and no other without --force
+GENERATOR_MARKER = '<meta name="generator" content="rooflinectl report">'
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
@@ -54,6 +56,7 @@ def render_report(document: dict[str, Any]) -> str:
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        GENERATOR_MARKER,
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         # nothing leaves the page: no request of any kind, scripts only the inline ones
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
