@@ -204,7 +204,11 @@
     var drawn = shown.length - unknown.length;
     chartNote.textContent = drawn + ' of ' + rows.kernel.length + ' group(s) on the chart' +
       (unknown.length ? '; not drawn (no cost, or a collective on the link): ' + unknown.length + ' group(s), ' + share(unknown) + ' of kernel time' : '') +
-      '. Colour: bound; marker: precision; area: time. Drag to zoom, double-click to reset, click a point to select its row and findings.';
+      '. Colour: bound; area: time; marker: precision (' + precisionKey(shown) + '). Drag to zoom, double-click to reset, click a point to select its row and findings.';
+  }
+  function precisionKey(shown) {
+    var rows = view().rows, seen = distinct(shown.map(function (i) { return rows.precision[i]; }));
+    return seen.map(function (p) { return (SYMBOLS[p] || 'star') + ' ' + (p || 'none'); }).join(', ');
   }
   function share(ids) {
     var rows = view().rows, t = 0;
