@@ -108,6 +108,8 @@ def screenshots(paths: list[Path], out_dir: Path) -> None:
             b.screenshot(out_dir / f"{stem}-advice.png")
             b.evaluate("document.getElementById('summary').scrollIntoView(); window.scrollBy(0, -60); 1")
             b.screenshot(out_dir / f"{stem}-summary.png")
+            if b.evaluate("!!document.getElementById('clock-chart')"):
+                b.screenshot(out_dir / f"{stem}-clocks.png", selector="#clocks")
         print(f"wrote {stem}-*.png to {out_dir}; console errors: {b.errors()}")
 
 
