@@ -376,11 +376,12 @@
       if (f.rows.length) {
         var ks = add(card, el('div', 'line'));
         add(ks, el('b', '', 'kernels: '));
-        f.rows.forEach(function (r) {
+        f.rows.slice(0, 12).forEach(function (r) {
           var b = add(ks, el('button', 'kernel', '#' + (r + 1) + ' ' + DOC.views[0].rows.kernel[r]));
           b.title = DOC.views[0].rows.kernel[r];
           b.addEventListener('click', function (ev) { ev.stopPropagation(); state.view = 0; select(r, true); });
         });
+        if (f.rows.length > 12) add(ks, el('span', 'note', '+ ' + (f.rows.length - 12) + ' more: click the finding to mark all ' + f.rows.length + ' on the chart and in the table'));
       }
       card.addEventListener('click', function () {
         state.view = 0; state.selected = null; state.linked = f.rows.slice(); state.finding = n;
@@ -395,7 +396,10 @@
     var s = section('clocks', 'Run over time');
     var c = view().clocks;
     if (!c || c.why !== undefined) { add(s, el('p', 'note', 'No clock samples: ' + (c ? c.why : 'none') + '.')); return; }
-    add(s, el('p', 'note', 'NVML every ' + (1000 * c.period_s).toFixed(0) + ' ms: ' + c.t_s.length + ' samples. Shaded: the counted kernels (grey), a power or thermal cap (red).'));
+    var span = c.counted_s[1] - c.counted_s[0];
+    add(s, el('p', 'note', 'NVML every ' + (1000 * c.period_s).toFixed(0) + ' ms: ' + c.t_s.length + ' samples over ' +
+      (c.t_s[c.t_s.length - 1] - c.t_s[0]).toFixed(2) + ' s. Shaded: the counted kernels (grey, ' + (1000 * span).toFixed(1) +
+      ' ms), a power or thermal cap (red). The chart opens on the counted kernels; double-click for the whole run.'));
     var d = add(s, el('div', 'chart small'));
     d.id = 'clock-chart';
     var shapes = [{ type: 'rect', xref: 'x', yref: 'paper', x0: c.counted_s[0], x1: c.counted_s[1], y0: 0, y1: 1, fillcolor: '#eee', line: { width: 0 }, layer: 'below' }];
@@ -409,7 +413,7 @@
       { x: c.t_s, y: c.power_w, name: 'power (W)', mode: 'lines', yaxis: 'y2', line: { color: '#ff7f0e' }, hovertemplate: '%{y:.0f} W<extra></extra>' }];
     if (c.power_limit_w) traces.push({ x: [c.t_s[0], c.t_s[c.t_s.length - 1]], y: [c.power_limit_w, c.power_limit_w], name: 'power limit', mode: 'lines', yaxis: 'y2', line: { color: '#ff7f0e', dash: 'dash' }, hoverinfo: 'skip' });
     Plotly.newPlot(d, traces, { margin: { l: 60, r: 60, t: 10, b: 40 }, shapes: shapes, legend: { orientation: 'h', y: 1.15 },
-      xaxis: { title: { text: 'seconds since the first counted kernel' } }, yaxis: { title: { text: 'SM clock (MHz)' }, rangemode: 'tozero' },
+      xaxis: { title: { text: 'seconds since the first counted kernel' }, range: [c.counted_s[0] - Math.max(span, 5 * c.period_s), c.counted_s[1] + Math.max(span, 5 * c.period_s)] }, yaxis: { title: { text: 'SM clock (MHz)' }, rangemode: 'tozero' },
       yaxis2: { title: { text: 'power (W)' }, overlaying: 'y', side: 'right', rangemode: 'tozero' } }, { displaylogo: false, responsive: true });
   }
 
