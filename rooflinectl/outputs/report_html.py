@@ -60,7 +60,7 @@ def render_report(document: dict[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         # nothing leaves the page: no request of any kind, scripts only the inline ones
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:\">",
+        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:\">",
         f"<title>{title}</title>",
         f"<style>{asset_text('report.css')}</style>",
         "</head><body>",
