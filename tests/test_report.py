@@ -179,3 +179,13 @@ def test_markdown_advice_links_to_the_report(tmp_path: Path) -> None:
     assert "[reports/run 1 \\(new\\).html]" in last  # the text escaped for Markdown
     wrong = CliRunner().invoke(main, ["advise", str(MLP), "--format", "json", "--report-link", link])
     assert wrong.exit_code == 2 and "--format markdown" in wrong.output
+
+
+def test_report_without_arguments_reads_this_folders_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = CliRunner().invoke(main, ["report"])
+    assert missing.exit_code == 2 and "No profile file at rooflinectl.profile.json" in missing.output
+    (tmp_path / "rooflinectl.profile.json").write_bytes(MLP.read_bytes())
+    result = CliRunner().invoke(main, ["report"])
+    assert result.exit_code == 0 and "report written to report.html" in result.output, result.output
+    assert page_data((tmp_path / "report.html").read_text(encoding="utf-8"))["mode"] == "single"
