@@ -15,7 +15,7 @@ from report_profiles import DATA, HOSTILE, HOSTILE_ROWS, MLP, hostile_profile
 
 from rooflinectl.api import Profile
 from rooflinectl.cli.main import main
-from rooflinectl.cli.report_cmd import report_document
+from rooflinectl.cli.report_cmd import load_report_profiles, report_document
 from rooflinectl.outputs.escape import plain
 from rooflinectl.outputs.profile_file import load_profile
 from rooflinectl.outputs.report_data import clock_view
@@ -189,3 +189,12 @@ def test_report_without_arguments_reads_this_folders_profile(tmp_path: Path, mon
     result = CliRunner().invoke(main, ["report"])
     assert result.exit_code == 0 and "report written to report.html" in result.output, result.output
     assert page_data((tmp_path / "report.html").read_text(encoding="utf-8"))["mode"] == "single"
+
+
+def test_two_profiles_of_the_same_name_are_told_apart(tmp_path: Path) -> None:
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "rooflinectl.profile.json").write_bytes(MLP.read_bytes())
+    mode, _, names, _ = load_report_profiles((str(tmp_path / "a" / "rooflinectl.profile.json"),
+                                              str(tmp_path / "b" / "rooflinectl.profile.json")))
+    assert mode == "compare" and names[0] != names[1] and names[0].endswith("a/rooflinectl.profile.json")

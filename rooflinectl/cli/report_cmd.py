@@ -62,7 +62,10 @@ def load_report_profiles(arguments: tuple[str, ...]) -> tuple[str, list[ProfileD
     expanded = [p for paths in per_argument for p in paths]
     if len(per_argument) == 2 and (len(expanded) < 2 or rank_set_problem([loaded[p] for p in expanded]) is not None):
         (base, notes_b), (new, notes_n) = (merge_loaded([loaded[p] for p in paths], paths) for paths in per_argument)
-        return "compare", [base, new], [_name(arguments[0]), _name(arguments[1])], notes_b + notes_n
+        names = [_name(arguments[0]), _name(arguments[1])]
+        if names[0] == names[1]:  # a/rooflinectl.profile.json against b/rooflinectl.profile.json
+            names = list(arguments)
+        return "compare", [base, new], names, notes_b + notes_n
     merged, notes = merge_loaded([loaded[p] for p in expanded], expanded)
     if len(expanded) == 1:
         return "single", [merged], [_name(expanded[0])], notes

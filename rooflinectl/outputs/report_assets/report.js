@@ -174,7 +174,7 @@
     });
   }
   function arrowTraces() {
-    if (!DOC.comparison || view().name !== DOC.comparison.new_name) return [];
+    if (!DOC.comparison || state.view !== 0) return [];  /* view 0 is AFTER: the arrows end there */
     var groups = { faster: [], slower: [], same: [] };
     DOC.comparison.arrows.forEach(function (a) {
       if (a.x0 === null || a.y0 === null || a.x1 === null || a.y1 === null) return;
