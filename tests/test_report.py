@@ -63,6 +63,7 @@ def test_the_page_holds_every_group_with_shows_columns_and_the_advice() -> None:
     assert {r["key"] for r in view["roofs"]} >= {"dram", "tensor.bf16"}
     findings = document["advice"]["findings"]
     assert findings and all(0 <= r < len(data.kernels) for f in findings for r in f["rows"])
+    assert document["advice"]["headline"].startswith(f"{len(findings)} finding(s); estimated saving ")
     assert view["clocks"] == {"why": "the profile holds no NVML samples"}
 
 

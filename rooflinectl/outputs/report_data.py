@@ -21,7 +21,6 @@ from rooflinectl.analysis.diff import DiffReport
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.analysis.matching import GroupMatch
 from rooflinectl.ceilings.detect import THROTTLE_REASONS
-from rooflinectl.outputs.advice_render import _headline as advice_headline
 from rooflinectl.outputs.advice_render import _measured
 from rooflinectl.outputs.diff import movement
 from rooflinectl.outputs.plot_roofs import place_groups, roof_lines
@@ -125,7 +124,16 @@ def advice_view(report: AdviceReport) -> dict[str, Any]:
                  "measured": _measured(f) if f.verification is not None else "", "rows": list(f.rows),
                  "docs": f.docs} for f in report.findings]
     notes = [f"{count} more {rule} finding(s) not shown" for rule, count in sorted(report.omitted.items())]
-    return {"headline": advice_headline(report, None), "findings": findings, "notes": notes}
+    return {"headline": _advice_headline(report), "findings": findings, "notes": notes}
+
+
+def _advice_headline(report: AdviceReport) -> str:
+    """What `advise` says first, less its exit-code verdict (a page has none)."""
+    share = f" ({report.total_saving_s / report.run_time_s:.1%})" if report.run_time_s > 0 else ""
+    warning = f"INCOMPLETE PROFILE: {report.incomplete}. " if report.incomplete else ""
+    return (f"{warning}{len(report.findings)} finding(s); estimated saving {seconds(report.total_saving_s, decimals=2)} "
+            f"of {seconds(report.run_time_s, decimals=2)}{share}, Amdahl-capped"
+            + (f"; {report.hidden} small one(s) left out" if report.hidden else "") + ".")
 
 
 def clock_view(data: ProfileData) -> dict[str, Any]:
