@@ -80,8 +80,28 @@ class Profile:
             profiled = float(s["window_s"]) / float(s["iterations"])
         return {"profiled_s": profiled, "unprofiled_s": s.get("unprofiled_step_time_s")}
 
+    def report(self, path: str, force: bool = False) -> str:
+        """Write the interactive HTML report (one self-contained file: `rooflinectl report`);
+        an existing HTML file rooflinectl did not write is replaced only with force=True."""
+        from rooflinectl.cli.report_cmd import write_profile_report
+
+        return write_profile_report(self.data, path, force=force)
+
     def _repr_html_(self) -> str:
-        return self.kernels.head(15).to_html()
+        """Jupyter's view: the summary, the top rows and the roofline as an inline PNG (no script,
+        so an untrusted notebook shows it too; every name escaped)."""
+        from rooflinectl.outputs.plot import plain_names
+        from rooflinectl.outputs.report_html import notebook_html
+        from rooflinectl.outputs.table import summary_text
+
+        columns = [c for c in ("kernel", "op", "module", "calls", "time_s", "flops", "bytes", "intensity", "efficiency",
+                               "bound", "precision", "time_share") if c in self.kernels.columns]
+        table = plain_names(self.kernels[columns].head(15)).to_html(escape=True, index=False, float_format=lambda v: f"{v:.4g}")
+        try:
+            figure = self.plot()
+        except RooflineError:  # no roofline to draw (no DRAM roof): the summary and table still show
+            figure = None
+        return notebook_html(summary_text(self.data).plain.splitlines(), table, figure)
 
 
 def profile(fn: Callable[..., Any] | str, *args: Any, warmup: int = 3, iters: int = 10, device: str = "auto",

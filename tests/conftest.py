@@ -1,4 +1,4 @@
-"""Capability markers in one place: `gpu`, `multigpu`, `triton` and `ncu` tests skip, with the reason,
+"""Capability markers in one place: `gpu`, `multigpu`, `triton`, `ncu` and `browser` tests skip, with the reason,
 where the machine lacks what they need (markers are declared in pyproject.toml).
 
 Triton's interpreter: on a machine without a GPU, Triton kernels run on the CPU through
@@ -48,6 +48,13 @@ def _ncu_found() -> bool:
     return True
 
 
+def _chromium_found() -> bool:
+    """A headless browser for the report's browser test (tests/cdp_pipe.py looks it up the same way)."""
+    from cdp_pipe import find_chromium
+
+    return find_chromium() is not None
+
+
 def _missing(marker: str) -> str | None:
     """Why tests with this marker cannot run here, or None when they can."""
     if marker == "gpu" and not _cuda_available():
@@ -58,6 +65,8 @@ def _missing(marker: str) -> str | None:
         return "needs triton (pip install triton)"
     if marker == "ncu" and not _ncu_found():
         return "needs Nsight Compute: no `ncu` on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin"
+    if marker == "browser" and not _chromium_found():
+        return "needs Chromium (apt-get install chromium): no chromium or google-chrome on PATH"
     return None
 
 
@@ -118,7 +127,7 @@ def gpu_lessons():
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        for marker in ("gpu", "multigpu", "triton", "ncu"):
+        for marker in ("gpu", "multigpu", "triton", "ncu", "browser"):
             if item.get_closest_marker(marker) is not None:
                 reason = _missing(marker)
                 if reason:

@@ -23,7 +23,12 @@ from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import load_arguments_paths
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
-from rooflinectl.outputs.advice_render import FORMATS, render_text, rich_renderable
+from rooflinectl.outputs.advice_render import (
+    FORMATS,
+    render_text,
+    report_link_markdown,
+    rich_renderable,
+)
 
 _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
 
@@ -86,6 +91,8 @@ def rules_help() -> str:
 @click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
 @click.option("--all", "show_all", is_flag=True,
               help="Show every finding: no limit of 10 in all or 5 per rule, and the small ones too.")
+@click.option("--report-link", default=None, metavar="PATH_OR_URL",
+              help="With --format markdown: end with a link to the HTML report (`rooflinectl report`), e.g. the CI artifact.")
 @click.option("--list-rules", is_flag=True, help="Print every rule, its estimate and exit.")
 @click.option("--verify", is_flag=True,
               help="GPU only: rebuild each mechanical fix's op with the profiled shapes, time it as profiled and "
@@ -94,7 +101,8 @@ def rules_help() -> str:
 def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: str | None, min_efficiency: float | None,
             max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
             select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None, output: str | None,
-            force: bool, show_all: bool, list_rules: bool, verify: bool) -> None:
+            force: bool, show_all: bool, list_rules: bool, verify: bool,
+            report_link: str | None) -> None:
     """Recommend fixes: each finding with evidence and the time it saves.
 
     Recommendations from a profile: each finding with evidence, the fix and the time it saves.
@@ -111,6 +119,8 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
         click.echo(rules_help())
         return
     try:
+        if report_link is not None and fmt != "markdown":
+            raise UsageError("--report-link goes with --format markdown (a step summary or PR comment).")
         config = load_config(config_path)
         if config.message:
             click.echo(f"rooflinectl: {config.message}", err=True)
@@ -144,7 +154,9 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
     if fmt == "table":
         show_or_write(rich_renderable(report, level, width), output, width, inputs=paths, force=force)
     else:
-        write_text_output(render_text(report, fmt, level, width=width), output, inputs=paths, force=force)
+        text = render_text(report, fmt, level, width=width)
+        write_text_output(text + ("\n" + report_link_markdown(report_link) if report_link else ""), output,
+                          inputs=paths, force=force)
     code = exit_code(report, level)
     if code == EXIT_INCOMPLETE:
         click.echo(f"rooflinectl: {report.profile_path} is an incomplete profile ({report.incomplete}): the gate fails.",

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "advise": ("advise_cmd", "Recommend fixes: each finding with evidence and the time it saves."),
     "diff": ("diff_cmd", "Compare two profiles: per group, time change and roofline move."),
     "kernels": ("kernels_cmd", "Run the reference kernels and place them on the roofline."),
+    "report": ("report_cmd", "Write one self-contained, interactive HTML report of profiles."),
     "validate": ("validate_cmd", "Check analytic FLOPs and bytes against measured counters."),
 }
 

@@ -15,6 +15,7 @@ import click
 
 from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
 from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
+from rooflinectl.cli.report_cmd import report_path_option, write_profile_report
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import OutputWriteError, UsageError
 from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
@@ -119,12 +120,14 @@ class IterationsMode(click.ParamType):
 @click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
               help="run the script on N processes of this machine through torch.distributed.run (torchrun), "
                    "profile each rank, and show them together")
+@click.option("--report", "report_path", default=None, metavar="FILE.html", callback=report_path_option,
+              help="also write the interactive HTML report of the profile (as `rooflinectl report` does)")
 @click.pass_context
 def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, force: bool, warmup: int,
             iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
             ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None,
-            profile_steps: str) -> None:
+            profile_steps: str, report_path: str | None) -> None:
     """Run a script or FILE.py:FUNCTION under the profiler; top kernels.
 
     Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
@@ -223,6 +226,8 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
             click.echo(counters_line(data.summary), err=True)
     if speaks or status:
         click.echo(message, err=True)
+    if report_path is not None and speaks:
+        click.echo(write_profile_report(data, report_path, Path(output).name), err=True)
     if ranks is not None and speaks and not quiet:
         files = rank_pattern(pattern, ranks)
         click.echo(f"each of the {ranks['world_size']} ranks writes its own profile: {files} (on each rank's host); "

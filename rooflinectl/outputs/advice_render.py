@@ -6,6 +6,7 @@ Renderers return strings or rich renderables; they never print.
 from __future__ import annotations
 
 import json
+import urllib.parse
 from typing import Any
 
 from rich import box
@@ -266,6 +267,13 @@ def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
         if text:
             lines.append(f"_{markdown(text)}_")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def report_link_markdown(link: str) -> str:
+    """The Markdown line saying where the HTML report is (`advise --format markdown --report-link`):
+    a path or URL, such as a CI run's artifact; the link's text escaped, its target percent-encoded."""
+    target = urllib.parse.quote(plain(link), safe=":/?#@!$&'*+,;=%~")
+    return f"**Interactive report** (roofline, kernel table, advice; one HTML file): [{markdown(link)}]({target})\n"
 
 
 def render_json(report: AdviceReport, fail_on: str | None = None) -> str:
