@@ -321,11 +321,19 @@ def test_gates_fire_only_when_set_and_crossed(gate, key, value):
     assert findings(data, gate, **{key: relaxed}) == []
 
 
-def test_every_rule_is_documented_with_a_severity():
+def test_every_rule_is_documented_with_its_severity():
+    """docs/advice.md is what users read: each rule's section states the severity the registry
+    gives it (an independent copy: a rule whose severity changes must change its documentation)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "advice.md").read_text(encoding="utf-8")
+    found = re.findall(r"^### ([\w.-]+)\n\n\*\*[^\n]*\*\* \((?:severity (\w+)|(CI gate))", text, re.M)
+    documented = {rule_id: severity or "error" for rule_id, severity, _ in found}  # a CI gate fails as an error
     assert len(RULES) >= 15
-    for entry in RULES.values():
-        assert entry.doc and entry.severity in ("info", "warning", "error")
-        assert entry.gate == bool(entry.threshold)
+    wrong = {rule_id: (entry.severity, documented.get(rule_id)) for rule_id, entry in RULES.items()
+             if documented.get(rule_id) != entry.severity}
+    assert not wrong, f"registry severity vs docs/advice.md: {wrong}"
 
 
 def test_stop_here_at_the_measured_achievable_peak():

@@ -5,6 +5,7 @@ diff in github and junit, plot's edge cases, show --by module with a module colu
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -96,8 +97,20 @@ def test_top_zero_is_all(training_profile: Path) -> None:
     shown = _run("show", training_profile, "--top", "0", "--wide")
     body = shown.output.split("─\n", 1)[1] if "─\n" in shown.output else shown.output
     assert shown.exit_code == 0 and len([line for line in body.splitlines() if "%" in line]) == rows
-    assert _run("diff", NAIVE, SDPA, "--top", "0").exit_code == 0
-    assert _run("plot", NAIVE, "--top", "0", "--terminal").exit_code == 0
+    groups = len(load_profile(NAIVE).kernels.drop_duplicates(["kernel", "op", "shapes", "dtype"]))
+    everything, one = _run("diff", NAIVE, SDPA, "--top", "0"), _run("diff", NAIVE, SDPA, "--top", "1")
+    assert everything.exit_code == one.exit_code == 0
+    matched = int(re.search(r"(\d+) matched, (\d+) new, (\d+) vanished", everything.output).group(1))
+    assert _table_rows(everything.output) == matched > _table_rows(one.output) == 1
+    chart = _run("plot", NAIVE, "--top", "0", "--terminal")
+    assert chart.exit_code == 0
+    assert len(re.findall(r"^ *\d+ +[\d.]+% ", chart.output, re.M)) == groups  # every group in the side table
+
+
+def _table_rows(text: str) -> int:
+    """Body rows of a rich table (between its header rule and its bottom border)."""
+    body = text.split("┡", 1)[1].split("└", 1)[0] if "┡" in text else ""
+    return len([line for line in body.splitlines() if line.startswith("│")])
 
 
 def test_one_format_name_and_stdout_dash(tmp_path: Path) -> None:

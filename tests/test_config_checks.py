@@ -44,3 +44,8 @@ def test_good_config_still_reads(tmp_path: Path) -> None:
     config.write_text("[tool.rooflinectl]\nmin-efficiency = 0.0\n[tool.rooflinectl.diff]\nfail_on_regression = 5\n"
                       "[tool.other]\nanything = 1\n")
     assert CliRunner().invoke(main, ["advise", str(PROFILE), "--config", str(config)]).exit_code == 0
+    # and it is read, not ignored: the same gate at 0.99 fails this profile (its kernels are far under)
+    config.write_text(config.read_text().replace("min-efficiency = 0.0", "min-efficiency = 0.99"))
+    strict = CliRunner().invoke(main, ["advise", str(PROFILE), "--config", str(config), "--format", "json"])
+    assert strict.exit_code == 1, strict.output
+    assert "gate.min-efficiency" in strict.output

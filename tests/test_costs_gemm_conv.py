@@ -127,6 +127,10 @@ def test_conv_out_shape_cases():
 def test_underscore_convolution_same_positions():
     args = (T(2, 3, 32, 32), T(16, 3, 3, 3), T(16), [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
     c = cost("aten::_convolution", *args, False, False, True, True)  # + benchmark, deterministic, ...
+    # by hand: output [2, 16, 16, 16] ((32 + 2 - 3) // 2 + 1 = 16); FLOPs 2 x N x Cout x Ho x Wo x Cin x kh x kw
+    assert c.flops == 2 * 2 * 16 * 16 * 16 * 3 * 3 * 3
+    # input, weight and bias read once, output written once (fp32)
+    assert c.bytes == 4 * (2 * 3 * 32 * 32 + 16 * 3 * 3 * 3 + 16 + 2 * 16 * 16 * 16)
     assert c == cost("aten::convolution", *args)
 
 

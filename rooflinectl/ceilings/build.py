@@ -20,6 +20,7 @@ from rooflinectl.ceilings.specs import (
     PCIE_ASSUMED,
     RATES,
     GpuSpec,
+    clock_scaled_flops_per_s,
     match_spec,
     pcie_bytes_per_s,
     rates_for,
@@ -66,7 +67,7 @@ def gpu_spec_ceilings(info: GpuInfo) -> Ceilings:
         if datasheet and not (info.sms and info.max_sm_clock_hz):
             value, source, note = datasheet, "spec", "datasheet (SM count or SM clock not read)"
         elif sms and clock_hz:
-            value = sms * rate * clock_hz
+            value = clock_scaled_flops_per_s(rates_key, key, sms, clock_hz)
             note = f"{sms} SMs x {rate} FLOP/clk/SM x {clock_hz / 1e6:.0f} MHz ({clock_src})"
             if datasheet:
                 note += f"; datasheet {datasheet / 1e12:.1f} TFLOP/s"

@@ -95,8 +95,14 @@ class GpuSpec:
 
     def clock_scaled_flops_per_s(self, key: str, sms: int, sm_clock_hz: float) -> float | None:
         """SMs x FLOP/clock/SM x clock, or None when this architecture lacks that path."""
-        rate = RATES[self.rates].get(key)
-        return None if rate is None else sms * rate * sm_clock_hz
+        return clock_scaled_flops_per_s(self.rates, key, sms, sm_clock_hz)
+
+
+def clock_scaled_flops_per_s(rates: str, key: str, sms: int, sm_clock_hz: float) -> float | None:
+    """The peak of one compute path: SMs x its FLOP/clock/SM in RATES[rates] x the SM clock; None
+    when that architecture lacks the path. The one formula: build.py's spec roofs use it too."""
+    rate = RATES.get(rates, {}).get(key)
+    return None if rate is None else sms * rate * sm_clock_hz
 
 
 def _tf(**peaks_tflops: float) -> dict[str, float]:
