@@ -285,7 +285,7 @@ for _ in range(6):
 
 def test_no_module_hook_is_left_after_the_stop_when_nothing_was_compiled(tmp_path: Path) -> None:
     # a module hook left in place costs every later module call (+25% on a CPU step of 91 module
-    # calls, scripts/post_profiler_cpu.py); a plain run has no global hook at all
+    # calls, scripts/investigations/post_profiler_cpu.py); a plain run has no global hook at all
     source = """
 import sys, torch
 from torch.nn.modules import module

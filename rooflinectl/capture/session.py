@@ -188,7 +188,7 @@ def _cupti_torn_down_after_stop() -> Callable[[], None]:
     Without it, a stopped torch.profiler (torch 2.11, CUDA 13) leaves CUPTI attached and every later
     launch pays for it: on the H200 machine a tiny launch took 8.9-10.7 us after a session against
     7.0 before it, 6.7-7.0 with the teardown; eager ResNet-50 steps after `--profile-steps` took 31.3 ms
-    against 19.9 ms with it (scripts/post_profiler_*.py). torch itself turns teardown off for CUDA
+    against 19.9 ms with it (scripts/investigations/post_profiler_*.py). torch itself turns teardown off for CUDA
     graphs on CUDA < 12.6 (CUPTI crashed on re-init there), so older CUDA is left alone.
 
     Only a `--profile-steps` session that is the first of its process asks for it (the CLI's: one

@@ -1,7 +1,7 @@
 """What a stopped torch.profiler leaves behind on the host: the cost of one tiny CUDA launch
 (x.add_(1), host-bound) before a profiler session, during it and after it stopped.
 
-Usage: python3 scripts/post_profiler_overhead.py [cpu|cuda]   (one variant; the GPU piece runs each
+Usage: python3 scripts/investigations/post_profiler_overhead.py [cpu|cuda]   (one variant; the GPU piece runs each
 in its own process, with and without TEARDOWN_CUPTI set). Prints one JSON line, microseconds per launch."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ torchvision ResNet-18 whose forward and backward are one `torch.compile`d functi
 10 steps timed twice (median each) before any profiler, after the stop inside the session, and
 after the session; on the CPU.
 
-Usage: python scripts/post_profiler_compiled.py   (needs torchvision; prints one line, ms per step)
+Usage: python scripts/investigations/post_profiler_compiled.py   (needs torchvision; prints one line, ms per step)
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ profiler annotations off (the session's `inductor_annotations` replaced by a no-
 compiling with them changes the code that runs after the stop), plain again. Compared: the median
 of the script's own CUDA events over the last 14 steps (the ones ours times after the stop).
 
-Usage: python3 scripts/compiled_after_stop.py OUT_DIR [--batch 64] [--pin CPUS]
+Usage: python3 scripts/investigations/compiled_after_stop.py OUT_DIR [--batch 64] [--pin CPUS]
 Prints one JSON line per run and a markdown table (also OUT_DIR/compiled_after_stop.md).
 """
 

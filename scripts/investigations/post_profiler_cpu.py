@@ -3,7 +3,7 @@ without a GPU: a CPU training step of 30 small blocks (Linear, ReLU, LayerNorm: 
 and an SGD step, timed (median of 50, three times) before any profiler, after the stop inside the
 session (optimizer hook still counting, module scopes removed), and after the session.
 
-Usage: python scripts/post_profiler_cpu.py   (prints one line, milliseconds per step)
+Usage: python scripts/investigations/post_profiler_cpu.py   (prints one line, milliseconds per step)
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ torch.profiler, or rooflinectl's session with --profile-steps 3), then after the
 Also one tiny launch's host cost before and after (after the session for `ours`): a slower
 launch afterwards means CUPTI stayed attached.
 
-Usage: python3 scripts/post_profiler_steps.py bare|ours [--batch 64] [--steps 10]. Prints one JSON line (ms)."""
+Usage: python3 scripts/investigations/post_profiler_steps.py bare|ours [--batch 64] [--steps 10]. Prints one JSON line (ms)."""
 
 from __future__ import annotations
 
