@@ -353,3 +353,13 @@ def test_stop_here_at_the_measured_achievable_peak():
     assert "95.0% of the achievable peak" in stops[0].evidence
     # without a measured achievable peak, 75% of the roof is not "at the roof"
     assert findings(profile(custom_gemm_rows(0.6)), "roof.stop-here") == []
+
+
+def test_two_expert_gemms_without_a_module_are_named_by_their_weights():
+    """A loop of expert GEMMs outside any nn.Module (a plain MoE function): the up and the down
+    projection are two findings, and their subjects say which (they read as duplicates when both
+    were named `aten::mm`)."""
+    up = moe_rows([144, 304, 752, 1824], module="")
+    down = [gemm("aten::mm", m, 4096, 1024, efficiency=0.1, calls=4) for m in (144, 304, 752, 1824)]
+    subjects = sorted(f.subject for f in findings(profile(up + down), "moe.grouped-gemm"))
+    assert subjects == ["aten::mm on [1024, 4096] weights", "aten::mm on [4096, 1024] weights"]

@@ -195,6 +195,8 @@ def grouped_gemm(ctx: AdviceContext) -> list[Finding]:
             est_saving_s=saving_s,
             rows=rows,
             numbers={"time_s": time_s, "roof_time_s": roof_s, "launches": calls},
-            subject=next((str(m) for m in sub.get("module", []) if m), op),
+            # the module (merge.py names a module of every layer by its pattern), else the weights'
+            # shape: two expert GEMMs of one MoE (up and down projections) are two patterns
+            subject=next((str(m) for m in sub.get("module", []) if m), f"{op} on {list(weight)} weights"),
         ))
     return findings
