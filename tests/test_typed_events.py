@@ -13,6 +13,7 @@ import pytest
 
 from rooflinectl.capture import chrome_json
 from rooflinectl.capture import trace as trace_module
+from rooflinectl.capture.chrome_json import TraceFormatError
 from rooflinectl.capture.trace import (
     TraceBuilder,
     decode_events,
@@ -92,7 +93,7 @@ def test_missing_keys_take_the_dict_readers_defaults(tmp_path, monkeypatch) -> N
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "ts": 4.0, "args": {"correlation": 10}},
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 2.2, "dur": 0.1, "tid": "main",
          "args": {"correlation": 9, "External id": 2}},
-        {"ph": "i", "name": "marker", "ts": 5.0}, {"ph": "X", "cat": "cpu_op", "name": "no time"},
+        {"ph": "i", "name": "marker", "ts": 5.0},
     ]
     (tmp_path / "t.json").write_bytes(_trace_text(events * 40))
     reference = from_chrome_trace({"traceEvents": events * 40, "traceName": "t"})
@@ -102,6 +103,13 @@ def test_missing_keys_take_the_dict_readers_defaults(tmp_path, monkeypatch) -> N
     assert "TypedEvents" in kinds
     assert _typed(typed) == _typed(reference)
     assert typed.ops[0].input_dims == [] and typed.syncs[0].dur_ns == 0
+    # a complete event with no start time is damage, said by either reader, never dropped in silence
+    undated = events + [{"ph": "X", "cat": "cpu_op", "name": "no time"}]
+    (tmp_path / "u.json").write_bytes(_trace_text(undated * 40))
+    with pytest.raises(TraceFormatError, match="40 of the trace's .* have no usable start time"):
+        read_chrome_trace(tmp_path / "u.json")
+    with pytest.raises(TraceFormatError, match="no usable start time"):
+        from_chrome_trace({"traceEvents": undated * 40, "traceName": "t"})
 
 
 def test_events_that_do_not_fit_the_types_are_read_as_dicts(tmp_path, monkeypatch) -> None:
