@@ -80,6 +80,7 @@ def chain_findings(report):
     return [f for f in report.findings if f.rule_id == "fusion.memory-chain" and "act" in f.subject]
 
 
+@pytest.mark.slow
 def test_a_model_of_n_identical_blocks_gives_one_finding_with_count_n(blocks_profile):
     unmerged = RULES["fusion.memory-chain"].fn  # the rule alone: one finding per block
     report = advise(blocks_profile, Thresholds(hide_below_share=0.0))

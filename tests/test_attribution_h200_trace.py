@@ -167,6 +167,7 @@ def test_kernel_rows_keep_the_launch_configuration_the_trace_records() -> None:
     assert table.loc[~transfers, "registers_per_thread"].notna().all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gpt2_train_eager", "resnet50_train_eager", "moe_loop"])
 def test_launches_stay_in_launch_order_when_most_are_looked_up_by_kind(name: str) -> None:
     """A launch whose row repeats an earlier kind is added in a batch (records.add_kinds): the

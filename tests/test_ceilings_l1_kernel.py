@@ -29,6 +29,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_l1_kernel_reads_its_window_every_pass():
     done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "TRITON_INTERPRET": "1"})

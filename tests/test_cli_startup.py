@@ -82,6 +82,7 @@ def test_reading_a_profile_imports_no_torch(command, tmp_path) -> None:
         assert (tmp_path / "chart.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_the_registry_loads_its_formulas_at_first_use() -> None:
     """Importing the registry loads no formula; the first lookup loads all of them, and a formula
     registered from outside before any lookup is still refused as a duplicate of ours."""

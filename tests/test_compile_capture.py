@@ -36,6 +36,7 @@ def _compiled_steps(model: torch.nn.Module, x: torch.Tensor) -> list[torch.Tenso
     return [out.detach(), grad, fn(x).detach()]
 
 
+@pytest.mark.slow
 def test_compiled_module_and_function_unchanged_under_module_scopes() -> None:
     from torch._dynamo.utils import counters
 
@@ -129,6 +130,7 @@ def test_committed_cpu_compiled_capture_counts_cpp_kernels_with_costs() -> None:
     assert gelu["module"] == "TinyGPT"  # the compiled module's eager scope
 
 
+@pytest.mark.slow
 def test_inductor_compiled_function_profiles_with_costs() -> None:
     """A function compiled by Inductor's CPU backend (C++ kernel), profiled through the API."""
     torch._dynamo.reset()

@@ -55,6 +55,7 @@ def collect(recorded, target=MLP, **options):
     return result, said
 
 
+@pytest.mark.slow
 def test_counters_run_measures_one_launch_per_group(fake_ncu, recorded, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_RUN_CHILD", "1")  # the real child runs examples/mlp.py (on CPU here)
     result, said = collect(recorded, target=Target(MLP.path, None, SMALL_ARGS))

@@ -20,6 +20,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 WIDTH = 256  # examples/real/manual_dp.py: Linear(256, 1024), GELU, Linear(1024, 256) per layer
 
 
+@pytest.mark.slow
 def test_two_gloo_ranks_profiled_and_read_together(tmp_path: Path) -> None:
     # --iterations 3: the 3 timed steps after the warm-up one, whatever the machine's load (which of
     # the first steps are slow enough to be warm-up is choose_warmup's, tested on given times);

@@ -80,6 +80,7 @@ def test_diff_output(evil_profile: Path) -> None:
             assert "<img" not in out
 
 
+@pytest.mark.slow
 def test_plot_with_mathtext_in_names_and_title(evil_profile: Path, tmp_path: Path) -> None:
     out = tmp_path / "c.png"
     result = CliRunner().invoke(main, ["plot", str(evil_profile), "-o", str(out), "--title", "a $\\frac{$ b"])

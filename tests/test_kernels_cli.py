@@ -86,6 +86,7 @@ def test_a_library_that_differs_is_reported_not_failed(interpreted_lessons, tmp_
     assert "the lessons' Triton kernels alone can fail the run" in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.triton
 @pytest.mark.parametrize("columns", [80, 100])
 def test_the_table_fits_the_terminal_and_wide_shows_every_column(interpreted_lessons, tmp_path, columns) -> None:

@@ -69,6 +69,7 @@ def test_every_lesson_has_odd_shapes(interpreted_lessons) -> None:
     assert set(ODD_SHAPES) == set(interpreted_lessons.LESSONS)
 
 
+@pytest.mark.slow
 def test_every_kernel_matches_its_reference(triton_runs) -> None:
     failures = []
     for name, shape, results, _ in triton_runs:
@@ -198,6 +199,7 @@ AUTOTUNED = [  # (lesson, shape that spans several blocks of every config, modul
 
 @pytest.mark.parametrize(("lesson", "shape", "module", "kernel", "configs"), AUTOTUNED,
                          ids=[a[0] for a in AUTOTUNED])
+@pytest.mark.slow
 def test_every_autotune_config_matches(interpreted_lessons, lesson, shape, module, kernel, configs) -> None:
     source = sys.modules[f"rooflinectl_kernels.{module}"]
     tuned_kernel = getattr(source, kernel)

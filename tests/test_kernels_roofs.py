@@ -60,6 +60,7 @@ def _profiled(declared: list[dict]) -> list[tuple[str, str, str]]:
     return list(zip(table["unit"], table["precision"], table["op_family"]))
 
 
+@pytest.mark.slow
 def test_lessons_and_profile_hold_each_kernel_to_the_same_roof(interpreted_lessons, lesson_runs) -> None:
     from rooflinectl_kernels.registry import dtype_name
 

@@ -207,6 +207,7 @@ print("done")
 """
 
 
+@pytest.mark.slow
 def test_script_with_its_own_profiler_cooperates(tmp_path: Path) -> None:
     _script(tmp_path, "own.py", USER_PROFILERS)
     result = _subprocess("profile", "own.py", "-o", "p.json", "-q", "--device", "cpu", "--iterations", "none",
@@ -307,6 +308,7 @@ PRINTS = ("import os, subprocess, sys\n" + MATMUL +
           "subprocess.run([sys.executable, '-c', 'print(\"from a child\")'], check=True)\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending, code", [("", 0), ("os._exit(3)\n", 3)])
 def test_profile_to_stdout_sends_the_scripts_output_to_stderr(tmp_path: Path, ending: str, code: int) -> None:
     """`profile x.py -o - | jq` must read JSON only: the script's prints (Python, fd 1, a child's) go to stderr,

@@ -283,6 +283,7 @@ for _ in range(6):
             "are estimates") in " ".join(result.output.split())
 
 
+@pytest.mark.slow
 def test_no_module_hook_is_left_after_the_stop_when_nothing_was_compiled(tmp_path: Path) -> None:
     # a module hook left in place costs every later module call (+25% on a CPU step of 91 module
     # calls, scripts/investigations/post_profiler_cpu.py); a plain run has no global hook at all

@@ -57,6 +57,7 @@ def test_the_cli_and_the_api_give_the_same_profile(tmp_path: Path, monkeypatch: 
     assert api.summary["unprofiled_steps"] == (9 - 5 - 1 if ":" not in target else 3)
 
 
+@pytest.mark.slow
 def test_the_api_saves_the_trace_and_takes_the_sampling_options(tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)

@@ -105,6 +105,7 @@ def test_advice_on_the_set_names_the_straggler_by_its_idle_gpu() -> None:
     assert not report.findings_of("grid.small")  # NCCL's few blocks are by design
 
 
+@pytest.mark.slow
 def test_rank_sets_on_the_command_line(tmp_path: Path) -> None:
     folder = tmp_path / "job"
     folder.mkdir()

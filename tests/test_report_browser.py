@@ -73,6 +73,7 @@ def _hover(b: Browser, row: int) -> list:
     return shown
 
 
+@pytest.mark.slow
 def test_report_in_a_browser(tmp_path: Path, browser: Browser) -> None:
     data = hostile_profile()
     data.metadata = {**data.metadata, "nvml": steady_then_capped(0, 400_000_000, 300_000_000)}

@@ -69,6 +69,7 @@ def _check_runs(tmp_path: Path, backend: str, device: str) -> None:
             "rooflinectl.profile.rank0.json", "rooflinectl.profile.rank1.json"]
 
 
+@pytest.mark.slow
 def test_a_gloo_ddp_script_ending_in_destroy_process_group_never_hangs(tmp_path: Path) -> None:
     _check_runs(tmp_path, "gloo", "cpu")
 

@@ -185,6 +185,7 @@ def test_a_right_to_left_override_never_reaches_the_terminal(tmp_path: Path) -> 
         assert "\u202e" not in result.output and "\u2066" not in result.output
 
 
+@pytest.mark.slow
 def test_an_ascii_terminal_with_non_ascii_names_does_not_crash(tmp_path: Path) -> None:
     path = _variant(tmp_path, lambda r: _set_kernel(r, "ядро_中文_é\ud800"))
     for command in (["show", path], ["advise", path], ["show", path, "--unknown"]):

@@ -93,6 +93,7 @@ COMMANDS = [["show"], ["show", "--format", "csv", "--top", "0"], ["show", "--for
             ["plot", "--terminal"], ["validate"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", PROFILES, ids=lambda p: p.stem)
 def test_mutated_profiles_through_every_reader_and_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          source: Path) -> None:

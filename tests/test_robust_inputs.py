@@ -137,6 +137,7 @@ def test_a_truncated_gzip_trace_is_one_sentence(tmp_path: Path) -> None:
     assert "truncated" in _one_sentence(_invoke("analyse", str(path), "-o", str(tmp_path / "o.json"), "-q"))
 
 
+@pytest.mark.slow
 def test_a_function_that_raises_is_not_said_to_be_a_script_that_did_not_run(tmp_path: Path) -> None:
     script = tmp_path / "f.py"
     script.write_text("def step():\n    raise RuntimeError('boom')\n")
@@ -156,6 +157,7 @@ def test_advise_to_dev_stdout_through_a_pipe(tmp_path: Path) -> None:
     assert "rooflinectl advice" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_script_that_closes_stdout_still_gets_its_table(tmp_path: Path) -> None:
     script = tmp_path / "s.py"
     script.write_text("import sys\nimport torch\nx = torch.randn(16, 16)\ny = x @ x\nsys.stdout.close()\n")

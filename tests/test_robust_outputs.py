@@ -74,6 +74,7 @@ def test_a_fifo_output_is_written_into_not_replaced(profile: Path, tmp_path: Pat
     _no_temp_left(tmp_path)
 
 
+@pytest.mark.slow
 def test_profile_output_onto_a_fifo_is_written_into(tmp_path: Path) -> None:
     """`profile s.py -o fifo` (a real run, in a child process): the FIFO stays a FIFO."""
     script = tmp_path / "s.py"
@@ -163,6 +164,7 @@ def test_two_outputs_of_one_profile_run_on_one_path_are_refused(tmp_path: Path, 
     assert "must not run" not in result.output
 
 
+@pytest.mark.slow
 def test_a_script_that_exits_before_any_op_keeps_the_previous_profile(tmp_path: Path) -> None:
     shutil.copy(GOOD, tmp_path / "rooflinectl.profile.json")
     before = (tmp_path / "rooflinectl.profile.json").read_bytes()

@@ -60,6 +60,7 @@ def test_worker_processes_read_the_same_records_as_the_serial_reader(name: str, 
         assert serial.graph_captures and parallel.graph_captures == serial.graph_captures
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block_bytes", [4096, 64])  # many events a block; a block shorter than an event
 def test_ranges_in_small_blocks_and_many_parts_join_to_the_same_trace(tmp_path: Path, block_bytes: int,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
@@ -214,6 +215,7 @@ def test_a_worker_imports_no_numpy_and_starts_no_thread_pools() -> None:
 
 @pytest.mark.parametrize("name", ["gpt2_train_eager.trace.json.gz", "resnet50_train_eager.trace.json.gz",
                                   "ddp_gpt2.rank0.trace.json.gz"])
+@pytest.mark.slow
 def test_identity_times_come_before_any_range_is_joined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         name: str) -> None:
     """`profile` reads tensor identities, and frees the profiler's events, before the workers'

@@ -123,6 +123,7 @@ def test_capture_columns_missing_from_a_file_get_their_defaults() -> None:
     assert trace.kernels[0].grid is None and trace.kernels[0].stream == 0 and trace.launch_ts_ns == {}
 
 
+@pytest.mark.slow
 def test_without_orjson_the_standard_library_reads_and_writes_the_same(tmp_path) -> None:
     """The GPU machine may lack orjson (installed --no-deps): every path falls back to json."""
     import subprocess

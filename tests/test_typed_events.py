@@ -62,6 +62,7 @@ def test_the_reader_decodes_typed_events() -> None:
 
 @pytest.mark.parametrize("name", ["gpt2_train_eager", "gpt2_fwd_compiled", "resnet50_train_eager",
                                   "ddp_gpt2.rank0", "gpt2_fwd_reduce_overhead", "moe_grouped"])
+@pytest.mark.slow
 def test_real_h200_traces_read_typed_as_they_read_as_dicts(name, monkeypatch) -> None:
     """Compiled, CUDA-graph, training and distributed traces: every record, typed or dict-decoded,
     the same to the type of each value (Inductor's and collectives' args included)."""

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = """
 import json, sys, threading, torch
 from torch.nn.modules import module as nn_module
@@ -46,6 +48,7 @@ for i in range(10):
 """
 
 
+@pytest.mark.slow
 def test_nothing_of_ours_but_the_marker_stays_after_the_stop(tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)
