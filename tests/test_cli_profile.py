@@ -66,7 +66,7 @@ def test_show_without_profile_reads_default(tmp_path: Path, mlp_profile: Path, m
     assert result.exit_code == 0, result.output
     data = load_profile(mlp_profile)
     assert f"in {data.summary['launches']} launches" in result.output  # the default file's run, not another
-    rows = [line for line in result.output.splitlines() if re.match(r"\s*\d+\.\d%", line)]
+    rows = [line for line in result.output.splitlines() if re.match(r"\s*\d+\.\d%\s+\d", line)]  # table rows: share, then calls
     assert len(rows) == 2  # --top 2
     # largest group first: show sums a kernel's rows over the modules it ran in (share, calls, ...)
     by_kernel = data.kernels.groupby(["kernel", "op", "shapes", "dtype"])[["time_s", "calls"]].sum()
