@@ -14,15 +14,14 @@ Definitions (docs/pytest-plugin.md):
   tensors passed in (and an nn.Module's parameters and buffers) read once, the tensors returned
   written once, a storage counted once. Tensors the function captures from outside are not seen.
 - time_s: the kernels' time per call, profiled; unprofiled_time_s: the median of `iters` calls
-  timed without the profiler after `warmup` untimed ones (CUDA events around each call on a GPU,
-  the host clock on a CPU).
+  timed without the profiler after the profiled ones and one untimed call (the API's own timing,
+  capture/runner.time_calls: CUDA events around each call on a GPU, the host clock on a CPU).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ import torch
 
 from rooflinectl.api import Profile, profile
 from rooflinectl.attribution.transfers import memory_level
+from rooflinectl.capture.runner import time_calls
 from rooflinectl.ceilings.model import Ceilings
 
 
@@ -258,40 +258,28 @@ def tensor_bytes(*objs: Any) -> int:
     return sum(min(size, sum(v[-1] for v in views)) for size, views in by_storage.values())
 
 
-def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], iters: int,
-               device_kind: str, warmup: int = 0) -> tuple[list[float], str]:
-    """Seconds of each of `iters` calls without the profiler, after `warmup` untimed ones (the
-    first calls after the profiler stops may still pay for it): CUDA events around each call on
-    the current stream (device time, launch gaps included), else the host clock."""
-    for _ in range(warmup):
-        fn(*args, **kwargs)
-    if device_kind == "cuda":
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-        torch.cuda.synchronize()
-        for start, end in events:
-            start.record()
-            fn(*args, **kwargs)
-            end.record()
-        torch.cuda.synchronize()
-        return [start.elapsed_time(end) / 1e3 for start, end in events], "cuda_events"
-    times = []
-    for _ in range(iters):
-        begin = time.perf_counter()
-        fn(*args, **kwargs)
-        times.append(time.perf_counter() - begin)
-    return times, "host_clock"
+def plain_times(prof: Profile, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                iters: int, device_kind: str, warmup: int) -> tuple[list[float], str]:
+    """Seconds of `iters` calls without the profiler: the ones the API already timed after its
+    session (capture/runner.time_calls, metadata "unprofiled_calls"), else timed here by the same
+    function (the API's timing failed); "cuda_events", or "host_clock" on a CPU."""
+    plain = prof.data.metadata.get("unprofiled_calls")
+    if not isinstance(plain, dict) or not plain.get("call_times_s"):
+        plain = time_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind)
+    timed_by = "cuda_events" if plain.get("timed_by") == "cuda_events" else "host_clock"
+    return [float(t) for t in plain["call_times_s"]], timed_by
 
 
 def measure(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int, iters: int,
             device_kind: str, ceilings: Ceilings, label: str) -> RooflineResult:
-    """Profile fn (warm-up, then `iters` profiled calls), then time `iters` calls without the
-    profiler (after `warmup` more)."""
+    """Profile fn (warm-up, then `iters` profiled calls); the API times `iters` calls without the
+    profiler after its session (plain_times)."""
     prof = profile(fn, *args, warmup=warmup, iters=iters, device=device_kind, ceilings=ceilings, **kwargs)
     out = fn(*args, **kwargs)
     owner = getattr(fn, "__self__", None)  # a module's bound method (forward) reads its parameters too
     modules = [m for m in (fn, owner) if isinstance(m, torch.nn.Module)]
     min_bytes = tensor_bytes(args, kwargs, modules) + tensor_bytes(out)
     del out
-    times, timed_by = time_calls(fn, args, kwargs, iters, device_kind, warmup=warmup)
+    times, timed_by = plain_times(prof, fn, args, kwargs, iters, device_kind, warmup)
     return RooflineResult(label=label, profile=prof, iterations=iters, min_bytes=float(min_bytes),
                           unprofiled_times_s=times, timed_by=timed_by)
