@@ -113,7 +113,7 @@ def _estimate(f: Finding) -> str:
     return seconds(f.est_saving_s, decimals=2)
 
 
-def _measured(f: Finding) -> str:
+def measured_text(f: Finding) -> str:
     """The saving --verify measured, or why there is none."""
     v = f.verification
     if v is None:
@@ -164,7 +164,7 @@ def _table_rows(report: AdviceReport, verified: bool, width: int | None) -> list
     titled = width is None or width >= _TITLED_FROM
     return [{"#": str(n), "severity": Text(f.severity, style=_STYLE[f.severity]), "rule": f.rule_id,
              "finding": _what(f, 48 if titled else 36, titled), "est. saving": _estimate(f),
-             "measured": _measured(f) if verified else "", "share": _share(report, f.ranked_saving_s)}
+             "measured": measured_text(f) if verified else "", "share": _share(report, f.ranked_saving_s)}
             for n, f in enumerate(report.actions, 1)]
 
 
@@ -244,7 +244,7 @@ def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
         extra, align = (" measured |", "---:|") if verified else ("", "")
         lines += [f"| # | severity | rule | finding | est. saving |{extra} share |", f"|---:|---|---|---|---:|{align}---:|"]
         for n, f in enumerate(actions, 1):
-            measured = f" {_measured(f)} |" if verified else ""
+            measured = f" {measured_text(f)} |" if verified else ""
             lines.append(f"| {n} | {f.severity} | `{f.rule_id}` | {markdown(_what(f))} | "
                          f"{_estimate(f)} |{measured} {_share(report, f.ranked_saving_s)} |")
         lines.append("")

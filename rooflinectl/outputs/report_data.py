@@ -21,7 +21,7 @@ from rooflinectl.analysis.diff import DiffReport
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.analysis.matching import GroupMatch
 from rooflinectl.ceilings.detect import THROTTLE_REASONS
-from rooflinectl.outputs.advice_render import _measured
+from rooflinectl.outputs.advice_render import measured_text
 from rooflinectl.outputs.diff import movement
 from rooflinectl.outputs.plot_roofs import place_groups, roof_lines
 from rooflinectl.outputs.ranks_text import collectives_table, ranks_table, straggler_lines
@@ -29,7 +29,7 @@ from rooflinectl.outputs.table import (
     NUMBER_COLUMNS,
     PER_ITERATION,
     SPREAD,
-    _number_cells,
+    number_cells,
     summary_text,
 )
 from rooflinectl.profile_model import ProfileData, iterations_of
@@ -70,7 +70,7 @@ def kernel_rows(kernels: pd.DataFrame, iterations: float) -> dict[str, Any]:
         raw["time_max_s"] = table["time_max_s"].tolist()
     cells = []
     for row in table.itertuples(index=False):
-        by_name = {k: _cell_text(v) for k, v in _number_cells(row, iterations).items()}
+        by_name = {k: _cell_text(v) for k, v in number_cells(row, iterations).items()}
         shown = [by_name[c] for c in NUMBER_COLUMNS[:NUMBER_COLUMNS.index("time") + 1]]
         shown += [by_name[SPREAD]] if SPREAD in by_name else []
         shown += [by_name[c] for c in NUMBER_COLUMNS[NUMBER_COLUMNS.index("time") + 1:]]
@@ -121,7 +121,7 @@ def advice_view(report: AdviceReport) -> dict[str, Any]:
     """The findings in rank order, each with the rows (kernel groups) it is about."""
     findings = [{"rule": f.rule_id, "title": f.title, "severity": f.severity, "subject": f.subject,
                  "evidence": f.evidence, "fix": f.recommendation, "saving": seconds(f.est_saving_s, decimals=2),
-                 "measured": _measured(f) if f.verification is not None else "", "rows": list(f.rows),
+                 "measured": measured_text(f) if f.verification is not None else "", "rows": list(f.rows),
                  "docs": f.docs} for f in report.findings]
     notes = [f"{count} more {rule} finding(s) not shown" for rule, count in sorted(report.omitted.items())]
     return {"headline": _advice_headline(report), "findings": findings, "notes": notes}

@@ -42,7 +42,7 @@ def _calls_text(calls: float) -> str:
 
 
 
-def _number_cells(row: Any, n: float) -> dict[str, Text | str]:
+def number_cells(row: Any, n: float) -> dict[str, Text | str]:
     """A row's number cells; calls, time, FLOPs and bytes per iteration when n > 1 (and the
     fastest-slowest rank of a table merged across ranks)."""
     eff = "-" if math.isnan(row.efficiency) else percent(row.efficiency)
@@ -116,7 +116,7 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, by: str
         columns = (*NUMBER_COLUMNS[:at], SPREAD, *NUMBER_COLUMNS[at:])
     header = {c: c + per if c in PER_ITERATION else c for c in columns}
     rows = list((table if top == 0 else table.head(top)).itertuples(index=False))
-    numbers = [_number_cells(r, n) for r in rows]
+    numbers = [number_cells(r, n) for r in rows]
     widths = {c: max([len(header[c])] + [n[c].cell_len if isinstance(n[c], Text) else len(n[c]) for n in numbers])
               for c in columns}
     full = [_name_cells(r, by, (48, 10_000)) for r in rows]
