@@ -258,3 +258,16 @@ def test_one_finding_over_every_layers_module_is_named_by_their_pattern():
     assert one.subject == "model.layers.{0-3}.mlp.experts" and one.count == 1
     other = replace(found, subject="elsewhere")
     assert merge_patterns([other], kernels)[0].subject == "elsewhere"
+
+
+def test_the_whole_activation_is_one_chain_in_launch_order(blocks_profile):
+    """GPT-2's tanh GELU launches eight element-wise kernels and the `mul` by a scalar three times;
+    compiling the module fuses all eight, so the finding is one chain of the eight launches (the
+    repeated row kept in place), plus the block's residual add, not three chains cut at the repeats."""
+    report = advise(blocks_profile, Thresholds(hide_below_share=0.0))
+    top = max(chain_findings(report), key=lambda f: f.count)
+    first = top.instances[0] if top.instances else top
+    ops = [blocks_profile.kernels.iloc[r]["op"].split("::")[-1] for r in first.sequence]
+    assert ops == ["mul", "pow", "mul", "add", "mul", "tanh", "add", "mul", "add"], ops
+    assert top.count == BLOCKS  # one chain per block, merged: the next block starts a new chain
+    assert len(set(first.sequence)) < len(first.sequence) == 9

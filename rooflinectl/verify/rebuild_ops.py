@@ -5,9 +5,10 @@ Each row is rebuilt from its op name and recorded shapes. What the profile does 
 chosen the common way: a pow's exponent is 3 (GELU's tanh form), a scalar operand is 0.5, a
 copy keeps its dtype, a layer norm normalises the last dimension with a weight and a bias, a
 softmax runs over the last dimension, dropout has p = 0.1. The chain's order is not kept by the
-finding (its rows are sorted): the ops run one after the other on the chain's tensor in row
-order, each output the next op's main operand, which moves the same bytes and launches the same
-kernels as the profiled order.
+finding's rows are sorted, but a fusion chain keeps its launch order (`Finding.sequence`, a row
+as often as it launched): the ops run one after the other on the chain's tensor in that order,
+each output the next op's main operand, which moves the same bytes and launches the same
+kernels as the profiled chain.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def compiled_chain(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
     (Inductor fuses them into one kernel), each replayed from a CUDA graph so the kernels' time is
     compared, not the host's; the speed-up applies to every instance's chain time."""
     first = _first(finding)
-    rows = [kernels.iloc[r] for r in first.rows if r < len(kernels)]
+    rows = [kernels.iloc[r] for r in first.sequence or first.rows if r < len(kernels)]
     if "chains" in first.numbers:
         raise NotRebuilt("an optimizer's per-parameter update: its fix is the optimizer's fused=True, not a chain")
     steps = [step_of(row) for row in rows]

@@ -111,6 +111,7 @@ class Finding:
     verification: Verification | None = None  # set by `advise --verify`
     count: int = 1  # the instances this finding stands for (the same pattern in repeated modules)
     instances: tuple[Finding, ...] = ()  # those instances, first (lowest module index) first; () for one
+    sequence: tuple[int, ...] = ()  # the rows in launch order, a row as often as it launched; () unknown
 
     @property
     def measured_saving_s(self) -> float | None:
@@ -135,6 +136,7 @@ class Finding:
             "recommendation": self.recommendation,
             "est_saving_s": float(self.est_saving_s),
             "rows": [int(r) for r in self.rows],
+            **({"sequence": [int(r) for r in self.sequence]} if self.sequence else {}),
             "docs": self.docs,
             "verification": self.verification.to_dict() if self.verification is not None else None,
             "count": self.count,
@@ -201,6 +203,7 @@ def make_finding(
     subject: str = "",
     idle_saving_s: float = 0.0,
     severity: str | None = None,
+    sequence: tuple[int, ...] | list[int] = (),
 ) -> Finding:
     """Build a finding of a registered rule, taking its title, severity and docs from the registry."""
     entry = RULES[rule_id]
@@ -216,4 +219,5 @@ def make_finding(
         subject=subject,
         idle_saving_s=max(0.0, float(idle_saving_s)),
         docs=entry.docs_url,
+        sequence=tuple(int(r) for r in sequence),
     )

@@ -34,24 +34,46 @@ def _fusible(row: pd.Series) -> bool:
 
 
 def _chains_from_sequence(kernels: pd.DataFrame, seq: list[int]) -> Counter[tuple[int, ...]]:
-    """Maximal runs of consecutive fusible launches over tensors of one size, counted by pattern.
+    """Maximal runs of consecutive fusible launches over tensors of one size, in launch order
+    (a row may come more than once), counted by pattern.
 
-    A run ends where a row it already holds comes again (the next iteration's chain), so a
-    chain that applies the very same op group twice is counted as two shorter chains.
+    Within one call of a module, a row may repeat: GPT-2's tanh GELU launches one `mul` group
+    three times among its eight ops, and compiling the module fuses all eight. A row seen again
+    after launches of other modules, or with no module path (or an optimizer's per-parameter
+    update), ends the run instead: that is the next iteration's (or parameter's) chain. A run
+    stays inside one module's code (see _nested), which the fix then names.
     """
     fusible = {i for i in range(len(kernels)) if _fusible(kernels.iloc[i])}
     sizes = {i: numel(main_shape(kernels.iloc[i].get("shapes", ""))) for i in fusible}
+    modules = {i: cell_text(kernels.iloc[i], "module") for i in fusible}
     chains: Counter[tuple[int, ...]] = Counter()
     run: list[int] = []
     for pos in [*seq, -1]:
-        # A row seen again ends the run: the next iteration starts the same chain over.
-        if run and pos in fusible and sizes[pos] == sizes[run[0]] and pos not in run:
+        if (run and pos in fusible and sizes[pos] == sizes[run[0]] and _nested(modules[run[0]], modules[pos])
+                and (pos not in run or _same_call(run, pos, modules))):
             run.append(pos)
             continue
         if len(run) >= 2:
             chains[tuple(run)] += 1
         run = [pos] if pos in fusible else []
     return chains
+
+
+def _nested(first: str, module: str) -> bool:
+    """Whether a launch in `module` may join a run that began in `first`: the same module, one
+    inside the other (GPT-2's residual add in h.0 and the layer norm in h.0.ln_2), or unknown.
+    A sibling (the next block's activation) starts a new run: the fix names one module's code."""
+    return not first or not module or first == module or module.startswith(first + ".") or first.startswith(module + ".")
+
+
+def _same_call(run: list[int], pos: int, modules: dict[int, str]) -> bool:
+    """Whether a row coming again continues the run: yes when every launch since its last one ran
+    in the same named module (one call of it); not for an optimizer's per-parameter updates."""
+    module = modules[pos]
+    if not module or module.startswith("optimizer "):
+        return False
+    last = len(run) - 1 - run[::-1].index(pos)
+    return all(modules[q] == module for q in run[last:])
 
 
 def _chains_without_sequence(kernels: pd.DataFrame) -> Counter[tuple[int, ...]]:
@@ -131,50 +153,69 @@ def fusion_chain(ctx: AdviceContext) -> list[Finding]:
     floor_s = float(ctx.ceilings.kernel_floor_s.value)
     findings: list[Finding] = []
     optimizer_chains: dict[str, list[tuple[tuple[int, ...], float, float, str, str]]] = defaultdict(list)
-    for rows, count in sorted(chains.items()):
-        parts = [kernels.iloc[i] for i in rows]
-        chain_s = sum(time_per_call_s(r) for r in parts)
-        chain_bytes = sum(cell_float(r, "bytes", 0.0) / max(1.0, cell_float(r, "calls", 1.0)) for r in parts)
-        link_bytes = 2.0 * numel(main_shape(parts[0].get("shapes", ""))) * element_bytes(parts[0])
-        external_bytes = max(chain_bytes - (len(parts) - 1) * link_bytes, link_bytes)
-        best_bw = max(cell_float(r, "achieved_bytes_per_s", 0.0) for r in parts)
-        if best_bw <= 0 or chain_s <= 0:
+    for sequence, count in sorted(chains.items()):
+        parts = [kernels.iloc[i] for i in sequence]  # in launch order, a row as often as it launched
+        cost = _chain_cost(parts, count, floor_s)
+        if cost is None:
             continue
-        fused_s = max(external_bytes / best_bw, floor_s)
-        saving_s = count * max(0.0, chain_s - fused_s)
-        if saving_s <= 0:
-            continue
-        ops = " -> ".join(cell_text(r, "op") or cell_text(r, "kernel") for r in parts)
-        short = "+".join((cell_text(r, "op") or cell_text(r, "kernel")).split("::")[-1].lstrip("_") for r in parts)
         optimizer = optimizer_name(parts)
         if optimizer is not None:
-            optimizer_chains[optimizer].append((rows, saving_s, chain_s * count, cell_text(parts[0], "shapes"), short))
+            short = _short_ops(parts)
+            optimizer_chains[optimizer].append((tuple(sorted(set(sequence))), cost["saving_s"],
+                                                cost["chain_time_s"] * count, cell_text(parts[0], "shapes"), short))
             continue
-        custom = any(cell_text(r, "origin") in ("triton", "other") for r in parts)
-        module = next((cell_text(r, "module") for r in parts if cell_text(r, "module")), "")
-        place = f" in {module}" if module else ""
-        if custom:
-            fix = (f"Fuse {ops}{place} into one Triton kernel: load each input once, compute the chain "
-                   "in registers, store only the final result.")
-        else:
-            fix = (f"Wrap the code{place} in torch.compile (Inductor fuses {ops} into one kernel), or "
-                   "use a fused op (e.g. a fused bias+GELU, add+LayerNorm, or fused softmax).")
-        findings.append(make_finding(
-            "fusion.memory-chain",
-            evidence=(f"{len(parts)} memory-bound kernels launched back to back {count}x over "
-                      f"{parts[0].get('shapes', '')}: {ops}; {seconds(chain_s, decimals=2)} per chain, moving "
-                      f"{chain_bytes / 1e6:.2f} MB of which {external_bytes / 1e6:.2f} MB is the "
-                      f"chain's own input/output (best kernel at {si(best_bw, 'B/s', decimals=2)})."),
-            recommendation=fix,
-            est_saving_s=saving_s,
-            rows=rows,
-            numbers={"chain_time_s": chain_s, "chain_bytes": chain_bytes,
-                     "external_bytes": external_bytes, "occurrences": float(count),
-                     "fused_time_s": fused_s},
-            subject=f"{short} in {module}" if module else short,
-        ))
+        findings.append(_chain_finding(parts, sequence, count, cost))
     findings += [_optimizer_finding(found, name) for name, found in sorted(optimizer_chains.items())]
     return findings
+
+
+def _short_ops(parts: list[pd.Series]) -> str:
+    return "+".join((cell_text(r, "op") or cell_text(r, "kernel")).split("::")[-1].lstrip("_") for r in parts)
+
+
+def _chain_cost(parts: list[pd.Series], count: int, floor_s: float) -> dict[str, float] | None:
+    """The chain's time and bytes per occurrence and the fused estimate (fusion_chain's docstring);
+    None when nothing would be saved."""
+    chain_s = sum(time_per_call_s(r) for r in parts)
+    chain_bytes = sum(cell_float(r, "bytes", 0.0) / max(1.0, cell_float(r, "calls", 1.0)) for r in parts)
+    link_bytes = 2.0 * numel(main_shape(parts[0].get("shapes", ""))) * element_bytes(parts[0])
+    external_bytes = max(chain_bytes - (len(parts) - 1) * link_bytes, link_bytes)
+    best_bw = max(cell_float(r, "achieved_bytes_per_s", 0.0) for r in parts)
+    if best_bw <= 0 or chain_s <= 0:
+        return None
+    fused_s = max(external_bytes / best_bw, floor_s)
+    saving_s = count * max(0.0, chain_s - fused_s)
+    if saving_s <= 0:
+        return None
+    return {"chain_time_s": chain_s, "chain_bytes": chain_bytes, "external_bytes": external_bytes,
+            "occurrences": float(count), "fused_time_s": fused_s, "saving_s": saving_s, "best_bytes_per_s": best_bw}
+
+
+def _chain_finding(parts: list[pd.Series], sequence: tuple[int, ...], count: int, cost: dict[str, float]) -> Finding:
+    ops = " -> ".join(cell_text(r, "op") or cell_text(r, "kernel") for r in parts)
+    short = _short_ops(parts)
+    custom = any(cell_text(r, "origin") in ("triton", "other") for r in parts)
+    module = next((cell_text(r, "module") for r in parts if cell_text(r, "module")), "")
+    place = f" in {module}" if module else ""
+    if custom:
+        fix = (f"Fuse {ops}{place} into one Triton kernel: load each input once, compute the chain "
+               "in registers, store only the final result.")
+    else:
+        fix = (f"Wrap the code{place} in torch.compile (Inductor fuses {ops} into one kernel), or "
+               "use a fused op (e.g. a fused bias+GELU, add+LayerNorm, or fused softmax).")
+    return make_finding(
+        "fusion.memory-chain",
+        evidence=(f"{len(parts)} memory-bound kernels launched back to back {count}x over "
+                  f"{parts[0].get('shapes', '')}: {ops}; {seconds(cost['chain_time_s'], decimals=2)} per chain, "
+                  f"moving {cost['chain_bytes'] / 1e6:.2f} MB of which {cost['external_bytes'] / 1e6:.2f} MB is "
+                  f"the chain's own input/output (best kernel at {si(cost['best_bytes_per_s'], 'B/s', decimals=2)})."),
+        recommendation=fix,
+        est_saving_s=cost["saving_s"],
+        rows=sorted(set(sequence)),
+        sequence=sequence,
+        numbers={k: cost[k] for k in ("chain_time_s", "chain_bytes", "external_bytes", "occurrences", "fused_time_s")},
+        subject=f"{short} in {module}" if module else short,
+    )
 
 
 def _gemm_output_numel(shapes: list[tuple[int, ...]]) -> int:
@@ -184,6 +225,31 @@ def _gemm_output_numel(shapes: list[tuple[int, ...]]) -> int:
         return -1
     a, b = mats[-2], mats[-1]
     return numel(a[:-1]) * b[-1]
+
+
+def _score_neighbours(kernels: pd.DataFrame, softmax: int, scores: int,
+                      module: str) -> tuple[list[int], list[int], list[int], list[int]]:
+    """The rows around a softmax over `scores` elements: matmuls that read the score matrix
+    (consumers) and write it (producers), element-wise work over it (scalers), and
+    nn.MultiheadAttention's head-average of the weights (a mean over it in the same module)."""
+    consumers, producers, scalers, averaged = [], [], [], []
+    for j in range(len(kernels)):
+        other = kernels.iloc[j]
+        family = cell_text(other, "op_family")
+        if family == "gemm":
+            shapes = parse_shapes(other.get("shapes", ""))
+            if any(numel(s) == scores and len(s) >= 3 for s in shapes):
+                consumers.append(j)
+            elif _gemm_output_numel(shapes) == scores:
+                producers.append(j)
+        elif family in ("elementwise", "copy") and j != softmax and numel(main_shape(other.get("shapes", ""))) == scores:
+            scalers.append(j)
+        # nn.MultiheadAttention with need_weights=True (its default) averages the weights it
+        # returns over the heads: a mean over the score matrix's elements in the same module
+        elif (cell_text(other, "op") == "aten::mean" and cell_text(other, "module") == module
+              and numel(main_shape(other.get("shapes", ""))) == scores):
+            averaged.append(j)
+    return consumers, producers, scalers, averaged
 
 
 @rule(id="attention.materialised-scores", title="Use scaled_dot_product_attention", severity="warning")
@@ -209,23 +275,7 @@ def attention_scores(ctx: AdviceContext) -> list[Finding]:
             continue
         scores = numel(shape)
         module = cell_text(row, "module")
-        consumers, producers, scalers, averaged = [], [], [], []
-        for j in range(len(kernels)):
-            other = kernels.iloc[j]
-            family = cell_text(other, "op_family")
-            if family == "gemm":
-                shapes = parse_shapes(other.get("shapes", ""))
-                if any(numel(s) == scores and len(s) >= 3 for s in shapes):
-                    consumers.append(j)
-                elif _gemm_output_numel(shapes) == scores:
-                    producers.append(j)
-            elif family in ("elementwise", "copy") and j != i and numel(main_shape(other.get("shapes", ""))) == scores:
-                scalers.append(j)
-            # nn.MultiheadAttention with need_weights=True (its default) averages the weights it
-            # returns over the heads: a mean over the score matrix's elements in the same module
-            elif (cell_text(other, "op") == "aten::mean" and cell_text(other, "module") == module
-                  and numel(main_shape(other.get("shapes", ""))) == scores):
-                averaged.append(j)
+        consumers, producers, scalers, averaged = _score_neighbours(kernels, i, scores, module)
         if not consumers:
             continue
         scalers += averaged
