@@ -363,3 +363,17 @@ def test_two_expert_gemms_without_a_module_are_named_by_their_weights():
     down = [gemm("aten::mm", m, 4096, 1024, efficiency=0.1, calls=4) for m in (144, 304, 752, 1824)]
     subjects = sorted(f.subject for f in findings(profile(up + down), "moe.grouped-gemm"))
     assert subjects == ["aten::mm on [1024, 4096] weights", "aten::mm on [4096, 1024] weights"]
+
+
+def test_expert_gemms_in_one_module_are_two_patterns_and_a_grouped_gemm_is_left_alone():
+    """Mixtral's experts on the H200 (transformers 5): the up and the down projection in one
+    `experts` module read as one duplicated finding when named by the module alone; and a GEMM
+    that is already `aten::_grouped_mm` gets no advice to become one."""
+    up = moe_rows([144, 304, 752, 1824], module="model.layers.0.mlp.experts")
+    down = [gemm("aten::mm", m, 4096, 1024, efficiency=0.1, calls=4, module="model.layers.0.mlp.experts")
+            for m in (144, 304, 752, 1824)]
+    subjects = sorted(f.subject for f in findings(profile(up + down), "moe.grouped-gemm"))
+    assert len(set(subjects)) == 2 and all(s.startswith("model.layers.0.mlp.experts ") for s in subjects)
+    grouped = [gemm("aten::_grouped_mm", m, 1024, 4096, efficiency=0.1, calls=4, module="mlp.experts")
+               for m in (144, 304, 752)]
+    assert findings(profile(grouped), "moe.grouped-gemm") == []

@@ -166,7 +166,8 @@ def grouped_gemm(ctx: AdviceContext) -> list[Finding]:
     """
     groups: dict[tuple[str, tuple[int, ...], str], list[int]] = defaultdict(list)
     for i, row in ctx.kernels.iterrows():
-        if cell_text(row, "op_family") != "gemm" or not usable(row):
+        # a grouped GEMM already (torch._grouped_mm, transformers' Mixtral experts): the fix is in
+        if cell_text(row, "op_family") != "gemm" or not usable(row) or "grouped" in cell_text(row, "op"):
             continue
         ops = gemm_operands(parse_shapes(row.get("shapes", "")))
         if ops is not None:
@@ -195,8 +196,9 @@ def grouped_gemm(ctx: AdviceContext) -> list[Finding]:
             est_saving_s=saving_s,
             rows=rows,
             numbers={"time_s": time_s, "roof_time_s": roof_s, "launches": calls},
-            # the module (merge.py names a module of every layer by its pattern), else the weights'
+            # the module (merge.py names a module of every layer by its pattern) and the weights'
             # shape: two expert GEMMs of one MoE (up and down projections) are two patterns
-            subject=next((str(m) for m in sub.get("module", []) if m), f"{op} on {list(weight)} weights"),
+            subject=" ".join(filter(None, [next((str(m) for m in sub.get("module", []) if m), ""),
+                                           f"{op} on {list(weight)} weights"])),
         ))
     return findings
