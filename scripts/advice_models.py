@@ -6,6 +6,8 @@ GPU, not the host, bounds the step) or vit (ViT-B/16 forward under torch.compile
 runs it on the CPU (tests). Two knobs apply an advised fix to the model itself, for the
 end-to-end checks: ADVICE_VOCAB=50304 pads GPT-2's vocabulary (the LM head's N), and
 ADVICE_COMPILE_ACT=1 compiles each GPT-2 block's MLP activation (the mul+tanh+add+mul chain).
+ADVICE_MATMUL_PRECISION=high sets torch.set_float32_matmul_precision before the model is built
+(the ViT's fp32 attention matmuls on TF32 tensor cores: precision.fp32-matmul's fix).
 
 `python scripts/advice_models.py time` prints one TIMING line: the median of ADVICE_STEPS calls
 of step() timed with CUDA events (wall clock on a CPU), after ADVICE_WARMUP calls.
@@ -81,6 +83,8 @@ MODELS: dict[str, Callable[[], Callable[[], torch.Tensor]]] = {"gpt2": gpt2, "vi
 def make_inputs() -> tuple[Callable[[], torch.Tensor]]:
     """The model's forward, built and called once (a compilation happens here, not profiled)."""
     name = os.environ.get("ADVICE_MODEL", "gpt2")
+    if os.environ.get("ADVICE_MATMUL_PRECISION"):
+        torch.set_float32_matmul_precision(os.environ["ADVICE_MATMUL_PRECISION"])
     if name not in MODELS:
         sys.exit(f"ADVICE_MODEL must be one of {', '.join(MODELS)}, not {name!r}")
     forward = MODELS[name]()
@@ -121,4 +125,5 @@ if __name__ == "__main__":
     ms = _time(fn, _env("ADVICE_WARMUP", 3), _env("ADVICE_STEPS", 20))
     print("TIMING " + json.dumps({"model": os.environ.get("ADVICE_MODEL", "gpt2"), "median_ms": statistics.median(ms),
                                   "iter_ms": ms, "vocab": _env("ADVICE_VOCAB", 50257),
-                                  "compile_act": os.environ.get("ADVICE_COMPILE_ACT") == "1"}))
+                                  "compile_act": os.environ.get("ADVICE_COMPILE_ACT") == "1",
+                                  "matmul_precision": torch.get_float32_matmul_precision()}))

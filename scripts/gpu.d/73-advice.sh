@@ -8,8 +8,8 @@
 # duplicates among them (same rule and pattern: expect 0), whether the zero-saving notes come
 # after the actions, and `advise --verify`'s measurement of each warning-level finding
 # (scripts/advice_check.py). Then three end-to-end checks: the GPT-2 LM head padded to 50304, the
-# GPT-2 MLP activations compiled, the MoE loop as one grouped GEMM, each timed on the model itself
-# against the verified saving (+-30%). The GPT-2 table at 80 columns shows the first screen.
+# GPT-2 MLP activations compiled, the MoE loop as one grouped GEMM, and (after the ViT's profile)
+# the ViT's fp32 matmuls on TF32, each timed on the model itself against the verified saving (+-30%). The GPT-2 table at 80 columns shows the first screen.
 # Order: GPT-2 and the MoE loop profiled and verified, the end-to-end timings against them, then
 # the Llama step, the Mixtral forward and the ViT (what a deadline cuts is the least needed).
 # Expected runtime on an H200: about 150-180 s (2026-12-02: the profiles took 14, 21, 15, 9 and
@@ -72,4 +72,10 @@ prof mixtral examples/real/mixtral_forward.py -- --layers 4 --hidden 1024 --batc
 check verify_rest.json llama mixtral
 ADVICE_MODEL=vit ADVICE_LAYERS=4 prof vit scripts/advice_models.py:step --warmup 2 --iters 5
 check verify_vit.json vit
+if [[ "$skip" != *" e2e "* ]] && [ -f "$out/vit.profile.json" ]; then  # the fp32-matmul fix on the compiled ViT itself
+  timing vit.base.timing ADVICE_MODEL=vit ADVICE_LAYERS=4
+  timing vit.tf32.timing ADVICE_MODEL=vit ADVICE_LAYERS=4 ADVICE_MATMUL_PRECISION=high
+  python3 scripts/advice_check.py compare --report "$out/verify_vit.json" --name vit --rule precision.fp32-matmul \
+    --before "$out/vit.base.timing" --after "$out/vit.tf32.timing"
+fi
 exit 0
