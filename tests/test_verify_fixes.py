@@ -94,6 +94,22 @@ def test_each_op_is_rebuilt_from_its_name_and_shapes(on_cpu):
         rebuild_ops.step_of(row("aten::cumsum", "[4, 8]"))
 
 
+def test_a_cat_is_rebuilt_along_the_dimension_its_tensors_differ_in(on_cpu):
+    """GPT-2's KV cache: cat([empty [0], k [4, 12, 512, 64]], -2) (the first call) copies k; a cat of
+    two cached blocks joins them where their shapes differ."""
+    def step(shapes: str):
+        return rebuild_ops.step_of(pd.Series({"op": "aten::cat", "shapes": shapes, "dtype": "fp32"}))
+
+    first = step("[0] x [4, 12, 8, 64] x []")
+    k = torch.randn(4, 12, 8, 64)
+    assert torch.equal(first.fn(k, *first.operands(torch.float32)), k)
+    joined = step("[4, 12, 8, 64] x [4, 12, 3, 64] x []")
+    out = joined.fn(k, *joined.operands(torch.float32))
+    assert out.shape == (4, 12, 11, 64) and torch.equal(out[:, :, :8], k)
+    values = rebuild_ops.step_of(pd.Series({"op": "aten::sort", "shapes": "[4, 8]", "dtype": "fp32"})).fn(k)
+    assert torch.equal(values, torch.sort(k, -1)[0])
+
+
 def test_bf16_storage_is_rebuilt_as_the_same_ops_in_fp32_and_bf16(on_cpu):
     kernels = pd.DataFrame({"op": ["aten::mul", "aten::cumsum", "aten::_softmax"],
                             "shapes": ["[512, 512] x [512, 512]", "[512, 512]", "[512, 512]"],

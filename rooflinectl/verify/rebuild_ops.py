@@ -36,10 +36,11 @@ UNARY: dict[str, Callable[..., torch.Tensor]] = {
     "_log_softmax": lambda x: torch.log_softmax(x, -1), "log_softmax": lambda x: torch.log_softmax(x, -1),
     "native_dropout": lambda x: F.dropout(x, 0.1, training=True), "dropout": lambda x: F.dropout(x, 0.1, True),
     "sum": lambda x: x.sum(-1), "mean": lambda x: x.mean(-1), "amax": lambda x: x.amax(-1),
+    "sort": lambda x: torch.sort(x, -1)[0],
 }
 BINARY: dict[str, Callable[..., torch.Tensor]] = {
     "add": torch.add, "mul": torch.mul, "sub": torch.sub, "div": torch.div, "maximum": torch.maximum,
-    "minimum": torch.minimum, "where": lambda x, y: torch.where(x > 0, x, y),
+    "minimum": torch.minimum, "where": lambda x, y: torch.where(x > 0, x, y), "floor_divide": torch.floor_divide,
 }
 # backward ops: (grad, saved tensor) of one shape, as autograd calls them
 BINARY.update({
@@ -84,6 +85,8 @@ def step_of(row: pd.Series) -> Step:
     if name in NORMS:
         width = main[-1]
         return Step(op, lambda x, w, b: F.layer_norm(x, (width,), w, b), main, ((width,), (width,)))
+    if name == "cat":
+        return _cat_step(op, main, tensors)
     if name in UNARY:
         return Step(op, UNARY[name], main, ())
     if name in BINARY:
@@ -92,6 +95,17 @@ def step_of(row: pd.Series) -> Step:
         other = rest[0] if rest else ()
         return Step(op, BINARY[name], main, (other or None,))
     raise NotRebuilt(f"no rebuild for {op}")
+
+
+def _cat_step(op: str, main: tuple[int, ...], tensors: list[tuple[int, ...]]) -> Step:
+    """torch.cat of the recorded tensors of the main one's rank (an empty 1-D tensor, as a KV cache
+    starts, is skipped as cat skips it), along the one dimension where they differ (the profile
+    keeps no dim argument; with none differing, dimension 0): the same bytes move."""
+    rest = [s for s in tensors if len(s) == len(main)]
+    rest.remove(main)
+    diff = [d for s in rest for d in range(len(main)) if s[d] != main[d]]
+    dim = diff[0] if diff else 0
+    return Step(op, lambda x, *others: torch.cat([x, *others], dim), main, tuple(rest))
 
 
 def run_chain(steps: list[Step]) -> Callable[..., torch.Tensor]:
