@@ -13,7 +13,7 @@
 # Order: GPT-2 and the MoE loop profiled and verified, the end-to-end timings against them, then
 # the Llama step, the Mixtral forward and the ViT (what a deadline cuts is the least needed).
 # Expected runtime on an H200: about 150-180 s (2026-12-02: the profiles took 14, 21, 15, 9 and
-# 29 s, --verify of GPT-2 27 s); ADVICE_SKIP="vit e2e" leaves parts out.
+# 29 s, --verify of GPT-2 27 s); ADVICE_SKIP="vit e2e vit-e2e" leaves parts out ("e2e": GPT-2 and MoE checks).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/73-advice}"
 mkdir -p "$out"
@@ -72,7 +72,7 @@ prof mixtral examples/real/mixtral_forward.py -- --layers 4 --hidden 1024 --batc
 check verify_rest.json llama mixtral
 ADVICE_MODEL=vit ADVICE_LAYERS=4 prof vit scripts/advice_models.py:step --warmup 2 --iters 5
 check verify_vit.json vit
-if [[ "$skip" != *" e2e "* ]] && [ -f "$out/vit.profile.json" ]; then  # the fp32-matmul fix on the compiled ViT itself
+if [[ "$skip" != *" vit-e2e "* ]] && [ -f "$out/vit.profile.json" ]; then  # the fp32-matmul fix on the compiled ViT itself
   timing vit.base.timing ADVICE_MODEL=vit ADVICE_LAYERS=4
   timing vit.tf32.timing ADVICE_MODEL=vit ADVICE_LAYERS=4 ADVICE_MATMUL_PRECISION=high
   python3 scripts/advice_check.py compare --report "$out/verify_vit.json" --name vit --rule precision.fp32-matmul \
