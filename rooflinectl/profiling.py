@@ -19,15 +19,15 @@ from typing import Any
 
 import pandas as pd
 
-from rooflinectl.capture.hard_exit import SaveOnExit
-from rooflinectl.capture.runner import (
+from rooflinectl.capture.run.hard_exit import SaveOnExit
+from rooflinectl.capture.run.runner import (
     RunOutcome,
     profile_calls,
     run_function,
     run_script,
     split_target,
 )
-from rooflinectl.capture.session import Capture, keeping_chrome_traces, save_capture
+from rooflinectl.capture.run.session import Capture, keeping_chrome_traces, save_capture
 from rooflinectl.ceilings import resolve_device_kind
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.cli.profile_counters import CounterOptions, Target, counters_phase
@@ -104,7 +104,7 @@ class ProfilePipeline:
         self.device_kind = resolve_device_kind(request.device)  # --device cuda without CUDA: one sentence
 
     def run(self, on_hard_exit: SaveOnExit | None = None) -> RunOutcome:
-        """Run the target under the profiler (script: sampled by default, capture/step_limit.py)."""
+        """Run the target under the profiler (script: sampled by default, capture/run/step_limit.py)."""
         r = self.request
         with keeping_chrome_traces() if r.keep_trace else nullcontext():
             if r.fn is not None:

@@ -66,7 +66,7 @@ def main() -> None:
     import torch
 
     from rooflinectl.attribution.counters import launch_keys
-    from rooflinectl.capture.runner import run_function
+    from rooflinectl.capture.run.runner import run_function
     from rooflinectl.cli.profile_counters import CounterOptions, Target, collect_counters
     from rooflinectl.outputs.profile_file import save_profile
     from rooflinectl.pipeline import build_profile

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from rooflinectl.capture.trace import from_chrome_trace
+from rooflinectl.capture.read.trace import from_chrome_trace
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.pipeline import analyse_trace
 from rooflinectl.profile_model import ProfileData

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.attribution.join import Attributed, attribute
-from rooflinectl.capture.trace import RawTrace, from_chrome_trace
+from rooflinectl.capture.read.trace import RawTrace, from_chrome_trace
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.pipeline import analyse_trace
 from rooflinectl.profile_model import ProfileData

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from gpu_trace import Launch, chrome_trace
 
-from rooflinectl.capture.trace import from_chrome_trace
+from rooflinectl.capture.read.trace import from_chrome_trace
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.lessons import lesson_table
 from rooflinectl.pipeline import analyse_trace

@@ -1,4 +1,4 @@
-"""capture/session.py: torch.profiler's temp trace (gigabytes on a long run) is removed on every
+"""capture/run/session.py: torch.profiler's temp trace (gigabytes on a long run) is removed on every
 path, also when reading it fails, and kept only under keeping_chrome_traces()."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rooflinectl.capture import session
+from rooflinectl.capture.run import session
 
 
 def _traces(folder: Path) -> list[str]:
@@ -83,7 +83,7 @@ def test_with_reading_workers_identities_are_read_and_events_freed_before_the_jo
     tree before any of their records is joined, and the events are freed then: x * x still reads
     x once, x * y twice, and no record was joined while the events lived."""
     from rooflinectl.attribution.join import attribute
-    from rooflinectl.capture import trace_parallel
+    from rooflinectl.capture.read import trace_parallel
 
     monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", "2")
     profilers: list[torch.profiler.profile] = []

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from rooflinectl.capture import chrome_json
-from rooflinectl.capture import trace as trace_module
-from rooflinectl.capture.chrome_json import TraceFormatError
-from rooflinectl.capture.trace import (
+from rooflinectl.capture.read import chrome_json
+from rooflinectl.capture.read import trace as trace_module
+from rooflinectl.capture.read.chrome_json import TraceFormatError
+from rooflinectl.capture.read.trace import (
     TraceBuilder,
     decode_events,
     from_chrome_trace,
     read_chrome_trace,
 )
-from rooflinectl.capture.typed_events import TypedEvents
+from rooflinectl.capture.read.typed_events import TypedEvents
 
 msgspec = pytest.importorskip("msgspec")
 

@@ -53,7 +53,7 @@ def test_nothing_of_ours_but_the_marker_stays_after_the_stop(tmp_path: Path) -> 
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)
     # its own process: global hooks stay (returning at once) where Dynamo compiled anything in the
-    # process (capture/modules.py), and other tests compile
+    # process (capture/run/modules.py), and other tests compile
     done = subprocess.run([sys.executable, "-m", "rooflinectl", "profile", str(script), "-o", str(tmp_path / "p.json"),
                            "--device", "cpu", "-q"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -76,7 +76,7 @@ def test_nothing_of_ours_but_the_marker_stays_after_the_stop(tmp_path: Path) -> 
 def test_a_session_is_an_object_with_start_stop_finish_and_close() -> None:
     import torch
 
-    from rooflinectl.capture.session import ProfilingSession, active_capture
+    from rooflinectl.capture.run.session import ProfilingSession, active_capture
 
     session = ProfilingSession("cpu")
     capture = session.start()

@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Any
 
-from rooflinectl.capture.trace import RawOp
+from rooflinectl.capture.read.trace import RawOp
 from rooflinectl.costs.tensors import (
     PROFILER_DTYPES,
     TORCH_DTYPES,

@@ -25,7 +25,7 @@ from rooflinectl.errors import UsageError, printable
 from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
 if TYPE_CHECKING:
-    from rooflinectl.capture.session import Capture
+    from rooflinectl.capture.run.session import Capture
     from rooflinectl.ceilings.model import Ceilings
     from rooflinectl.profile_model import ProfileData
 
@@ -98,12 +98,12 @@ def _analysis_imports() -> None:
 def _load(path: Path) -> Capture:
     """The capture in the file: a capture file as saved, or a Chrome trace read into one."""
     # no torch and no pandas before the read: they load while its workers decode (_analysis_imports)
-    from rooflinectl.capture.chrome_json import TraceFormatError
-    from rooflinectl.capture.trace import read_chrome_trace
+    from rooflinectl.capture.read.chrome_json import TraceFormatError
+    from rooflinectl.capture.read.trace import read_chrome_trace
 
     try:
         if is_capture(path):
-            from rooflinectl.capture.session import load_capture
+            from rooflinectl.capture.run.session import load_capture
 
             return load_capture(str(path))
         trace = read_chrome_trace(path, meanwhile=_analysis_imports)
@@ -115,7 +115,7 @@ def _load(path: Path) -> Capture:
     if not trace.ops and not trace.kernels:
         raise UsageError(f"{path} holds no CPU ops and no kernels: nothing to analyse "
                          "(is it torch.profiler's trace, with its traceEvents?).")
-    from rooflinectl.capture.session import Capture
+    from rooflinectl.capture.run.session import Capture
 
     # the device's name comes with the roofs (pipeline.build_profile takes the ceilings' name)
     device_kind = "cuda" if trace.kernels else "cpu"

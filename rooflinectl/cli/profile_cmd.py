@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
+from rooflinectl.capture.run.distributed import rank_info, rank_output_path, rank_pattern
 from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
 from rooflinectl.cli.report_cmd import report_path_option, write_profile_report
 from rooflinectl.cli.values import FiniteFloatRange
@@ -138,7 +138,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     """
     from rooflinectl.analysis.regroup import regroup
     from rooflinectl.capture.progress import report
-    from rooflinectl.capture.runner import split_target
+    from rooflinectl.capture.run.runner import split_target
     from rooflinectl.ceilings import resolve_device_kind
     from rooflinectl.cli.common import console, terminal_width
     from rooflinectl.cli.profile_counters import CounterOptions, counters_line

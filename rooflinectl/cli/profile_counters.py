@@ -39,7 +39,7 @@ from rooflinectl.capture.ncu.sampling import (
     predict,
     sampling_class,
 )
-from rooflinectl.capture.session import Capture
+from rooflinectl.capture.run.session import Capture
 from rooflinectl.errors import CountersProblem, EnvironmentProblem, RooflineError
 from rooflinectl.outputs.validate_render import coverage_text
 from rooflinectl.pipeline import add_counters

@@ -18,7 +18,7 @@ from typing import TextIO
 import click
 import pandas as pd
 
-from rooflinectl.capture.session import Capture, active_capture
+from rooflinectl.capture.run.session import Capture, active_capture
 from rooflinectl.cli.output_paths import fallback_path
 from rooflinectl.errors import EXIT_USAGE
 from rooflinectl.outputs.profile_file import profile_json, save_profile
@@ -78,7 +78,7 @@ class ProfileWriter:
         return 0, f"profile written to {self.shown}{note}"
 
     def save_on_hard_exit(self, exit_code: int, what: str) -> None:
-        """Called by capture/hard_exit.py just before os._exit or SIGTERM ends the process."""
+        """Called by capture/run/hard_exit.py just before os._exit or SIGTERM ends the process."""
         capture = active_capture()
         if capture is None or capture.finish is None:
             click.echo(f"rooflinectl: the script ended by {what} before profiling began: no profile written.", err=True)

@@ -74,7 +74,7 @@ METADATA_SHAPES: dict[str, Any] = {
     "completed": FLAG, "exit_code": NUMBER, "device_kind": TEXT, "device_name": TEXT, "rank": NUMBER,
     "world_size": NUMBER, "local_rank": NUMBER, "host": TEXT,
     "device_index": NUMBER,
-    "nvml": {"status": TEXT, "message": TEXT, "period_s": NUMBER, "own_pid": NUMBER,  # capture/nvml_sampler.py
+    "nvml": {"status": TEXT, "message": TEXT, "period_s": NUMBER, "own_pid": NUMBER,  # capture/run/nvml_sampler.py
              "devices": ListOf({"index": NUMBER, "max_sm_clock_mhz": NUMBER, "max_mem_clock_mhz": NUMBER,
                                 "power_limit_w": NUMBER, "samples": MapOf(ListOf(NUMBER)),
                                 "processes": ListOf(ListOf(ANY)), "process_util_max_pct": ListOf(ListOf(NUMBER))})},

@@ -23,11 +23,11 @@ from typing import Any
 
 import torch
 
-from rooflinectl.capture.hard_exit import SaveOnExit, saving_on_hard_exit
-from rooflinectl.capture.region import WARMUP_NAME
-from rooflinectl.capture.session import Capture, profiling
-from rooflinectl.capture.user_profiler import stand_ins_installed
-from rooflinectl.capture.workers import PACKAGE_FOLDER
+from rooflinectl.capture.run.hard_exit import SaveOnExit, saving_on_hard_exit
+from rooflinectl.capture.run.region import WARMUP_NAME
+from rooflinectl.capture.run.session import Capture, profiling
+from rooflinectl.capture.run.user_profiler import stand_ins_installed
+from rooflinectl.capture.run.workers import PACKAGE_FOLDER
 from rooflinectl.errors import RooflineError, UsageError
 
 
@@ -144,7 +144,7 @@ def run_script(path: Path, argv: list[str], device_kind: str, on_hard_exit: Save
                profile_steps: int | str | None = None) -> RunOutcome:
     """Run the script profiled; a script that does not compile runs nothing (trace None, exit 1).
     profile_steps: profile that many iterations ("auto", N; None or "all": the whole run), then
-    run on unprofiled (capture/step_limit.py)."""
+    run on unprofiled (capture/run/step_limit.py)."""
     if not _compiles(path):
         return RunOutcome(Capture(device_kind=device_kind), 1, False)
     with (_as_main_script(path, argv), saving_on_hard_exit(on_hard_exit),
@@ -221,7 +221,7 @@ def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     the end; the host clock on CPU). Run after the session (its hooks removed): a function that
     torch.compile compiles must compile under the session (Inductor's annotations, a CUDA graph
     captured in the trace); the session detaches CUPTI at its stop when it is the process's
-    first (capture/session.py), else a later session's plain calls may pay for CUPTI left
+    first (capture/run/session.py), else a later session's plain calls may pay for CUPTI left
     attached. What idle and launch advice compare the profiled calls with."""
     for _ in range(max(warmup, 0)):
         fn(*args, **kwargs)
@@ -250,7 +250,7 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     then, with plain_timing, once more and `iters` times without it (time_calls: metadata
     "unprofiled_calls"). own_process: the CLI's run, where this is the process's one session: it
     then detaches CUPTI at its stop for the plain calls (not in a notebook or a test process,
-    where later sessions follow: capture/session._cupti_torn_down_after_stop).
+    where later sessions follow: capture/run/session._cupti_torn_down_after_stop).
 
     The warm-up runs profiled too, inside an annotation that is never counted: a function that
     torch.compile compiles there is compiled as it will run (module scopes and Inductor's

@@ -1,5 +1,5 @@
 """Tensor identities from a stopped profiler's event tree: which inputs of an op are the same
-tensor (x * x reads x once), read only for the ops that need them (capture/session.read_trace)."""
+tensor (x * x reads x once), read only for the ops that need them (capture/run/session.read_trace)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from rooflinectl.capture.trace import RawTrace, identity_candidates
+from rooflinectl.capture.read.trace import RawTrace, identity_candidates
 
 
 def _tensor_info(prof: torch.profiler.profile, trace: RawTrace) -> dict[tuple[str, int], dict[str, Any]]:

@@ -1,7 +1,7 @@
 """One profiling session: torch.profiler (CPU + CUDA activities), module scopes, Triton and
-Inductor costs (capture/inductor.py).
+Inductor costs (capture/run/inductor.py).
 
-The session knows nothing of rooflines: it yields raw events (capture/trace.py) and the facts
+The session knows nothing of rooflines: it yields raw events (capture/read/trace.py) and the facts
 about the run that later stages need (device, math modes, library versions).
 """
 
@@ -24,30 +24,30 @@ from typing import Any
 import torch
 
 from rooflinectl.atomic import atomic_file
-from rooflinectl.capture.chrome_json import (
+from rooflinectl.capture.progress import mark, report
+from rooflinectl.capture.read.chrome_json import (
     TraceFormatError,
     decode_json,
     encode_json,
     gc_paused,
     open_trace,
 )
-from rooflinectl.capture.distributed import own_device_index, rank_info
-from rooflinectl.capture.inductor import compiled_cpp_kernels, inductor_annotations
-from rooflinectl.capture.modules import module_scopes
-from rooflinectl.capture.nvml_sampler import nvml_sampling
-from rooflinectl.capture.progress import mark, report
-from rooflinectl.capture.quiet import kineto_noise_filtered
-from rooflinectl.capture.region import CALIBRATION_NAME
-from rooflinectl.capture.step_limit import StepLimit, resolve_steps
-from rooflinectl.capture.tensor_identities import _tensor_info, _tensor_info_at
-from rooflinectl.capture.trace import (
+from rooflinectl.capture.read.trace import (
     RawTrace,
     add_tensor_info,
     read_chrome_trace,
 )
-from rooflinectl.capture.triton_hook import triton_launches
-from rooflinectl.capture.user_profiler import cooperating, deliver_exports
-from rooflinectl.capture.workers import counting_workers
+from rooflinectl.capture.run.distributed import own_device_index, rank_info
+from rooflinectl.capture.run.inductor import compiled_cpp_kernels, inductor_annotations
+from rooflinectl.capture.run.modules import module_scopes
+from rooflinectl.capture.run.nvml_sampler import nvml_sampling
+from rooflinectl.capture.run.quiet import kineto_noise_filtered
+from rooflinectl.capture.run.region import CALIBRATION_NAME
+from rooflinectl.capture.run.step_limit import StepLimit, resolve_steps
+from rooflinectl.capture.run.tensor_identities import _tensor_info, _tensor_info_at
+from rooflinectl.capture.run.triton_hook import triton_launches
+from rooflinectl.capture.run.user_profiler import cooperating, deliver_exports
+from rooflinectl.capture.run.workers import counting_workers
 from rooflinectl.errors import UsageError
 
 
@@ -167,7 +167,7 @@ def _tiny_op_loop_s(device: str) -> float:
 
 
 def _probe_device(device_kind: str) -> str:
-    """Where the overhead probe runs: this process's own GPU (capture/distributed.own_device_index)."""
+    """Where the overhead probe runs: this process's own GPU (capture/run/distributed.own_device_index)."""
     return f"cuda:{own_device_index()}" if device_kind == "cuda" else device_kind
 
 
@@ -374,7 +374,7 @@ def profiling(device_kind: str, profile_steps: int | str | None = None, runs_on:
 
     capture.finish() ends the session early (a hard exit saves what ran); it runs once.
     profile_steps: stop recording after that many iterations ("auto": step_limit.AUTO_STEPS;
-    None or "all": never) and time the later ones without the profiler (capture/step_limit.py);
+    None or "all": never) and time the later ones without the profiler (capture/run/step_limit.py);
     the trace is still read when the block ends. At the stop, module scopes, the Triton hook and
     the NVML sampling thread go: the un-profiled steps keep only the iteration marker.
     runs_on: the program runs on after the block, timed (CUPTI is detached as at a step limit).

@@ -30,25 +30,25 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rooflinectl.capture.chrome_json import (
+from rooflinectl.capture.read.chrome_json import (
     TraceFormatError,
     decode_json,
     encode_json,
     gc_paused,
     read_events,
 )
-from rooflinectl.capture.columns import from_columns, to_columns
-from rooflinectl.capture.typed_events import TypedEvents, make_decoder, raw_json
+from rooflinectl.capture.read.columns import from_columns, to_columns
+from rooflinectl.capture.read.typed_events import TypedEvents, make_decoder, raw_json
 
 if TYPE_CHECKING:
     import numpy as np
-# numpy is imported where it is used: the reading workers (capture/trace_parallel.py) import this
+# numpy is imported where it is used: the reading workers (capture/read/trace_parallel.py) import this
 # module and never need it, and on a many-core machine importing numpy started a BLAS thread pool
 # in each of them (2.2 s of CPU per worker on the H200's 16 cores, against a 0.15 s range).
 
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 OP_CATEGORIES = ("cpu_op", "user_annotation")
-# nn.Module scopes (capture/modules.py) are named with this prefix. They are recorded as
+# nn.Module scopes (capture/run/modules.py) are named with this prefix. They are recorded as
 # `user_annotation` by torch.profiler.record_function, and as `cpu_op` by the cheaper
 # `_RecordFunctionFast` that capture uses now: the parser makes both `user_annotation`, so that
 # old and new traces read the same and a scope is never taken for an op that does work.
@@ -139,7 +139,7 @@ class RawTrace:
     launch_ts_ns: dict[int, int]  # correlation id -> launch call start
     triton_launches: list[dict[str, Any]] = field(default_factory=list)  # name + launch_metadata
     graph_launches: list[int] = field(default_factory=list)  # correlation ids of cudaGraphLaunch calls
-    compiled_kernels: dict[str, Any] = field(default_factory=dict)  # capture/inductor.py: C++ kernels' buffers
+    compiled_kernels: dict[str, Any] = field(default_factory=dict)  # capture/run/inductor.py: C++ kernels' buffers
     graph_captures: list[list[tuple[str, int]]] = field(default_factory=list)  # (kernel|memset|memcpy, External id)
     syncs: list[RawSync] = field(default_factory=list)
     distributed: dict[str, Any] = field(default_factory=dict)  # the trace's distributedInfo: backend, rank, world_size
@@ -266,7 +266,7 @@ if [f for f, _, _ in OP_FIELDS[_INPUTS:_INPUTS + 4]] != ["input_dims", "input_ty
 
 # The keys of an event itself that the builder reads (a typed event keeps these alone).
 EVENT_KEYS = ("ph", "cat", "ts", "name", "tid", "dur", "args")
-# An op's input lists: a typed event (capture/typed_events.py) keeps them as raw JSON text, which
+# An op's input lists: a typed event (capture/read/typed_events.py) keeps them as raw JSON text, which
 # the builder decodes once per distinct text.
 RAW_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 if any(not key.startswith("args.") and key not in EVENT_KEYS for _, key, _ in OP_FIELDS + KERNEL_FIELDS):
@@ -295,7 +295,7 @@ def _getter(fields: tuple[Source, ...], raw_inputs: bool = False) -> Callable[[d
 
 
 # A JSON array of trace events decoded for TraceBuilder.add: TypedEvents when msgspec is installed
-# and the events fit (capture/typed_events.py), else a list of dicts. ValueError if not JSON.
+# and the events fit (capture/read/typed_events.py), else a list of dicts. ValueError if not JSON.
 decode_events: Callable[[bytes], list[Any]] = make_decoder(
     EVENT_KEYS, [k for k in ARG_KEYS if k not in RAW_ARGS], RAW_ARGS, decode_json) or decode_json
 
@@ -361,7 +361,7 @@ class TraceBuilder:
     Each op and kernel event becomes a row: the spec's values (OP_FIELDS, KERNEL_FIELDS) with the
     fields that need more than a lookup fixed in place, as a tuple in the record's field order.
     The serial reader makes each chunk's rows records at once (`records=True`); a reading worker
-    (capture/trace_parallel.py) sends its rows on as columns and never makes the records. Names,
+    (capture/read/trace_parallel.py) sends its rows on as columns and never makes the records. Names,
     grid/block tuples and equal input lists are stored once: a million launches of a few distinct
     ops hold a few of each, not millions (and attribution costs each distinct call once).
     """
@@ -594,10 +594,10 @@ def read_chrome_trace(path: str | Path, meanwhile: Callable[[], None] | None = N
                       before_join: Callable[[list[int]], None] | None = None) -> RawTrace:
     """Parse a Chrome trace file (JSON, or gzipped JSON) in bounded memory: streamed in chunks,
     or for a large file on a machine with spare cores, by several processes at once
-    (capture/trace_parallel.py; the same records). meanwhile: work of the caller's to do while
+    (capture/read/trace_parallel.py; the same records). meanwhile: work of the caller's to do while
     the workers read (its imports, say), once; before reading when the file is read here.
     before_join: see read_parallel; called only when the workers read the file."""
-    from rooflinectl.capture.trace_parallel import read_parallel, worker_count
+    from rooflinectl.capture.read.trace_parallel import read_parallel, worker_count
 
     try:
         workers = worker_count(os.path.getsize(path))
