@@ -42,7 +42,7 @@ from rooflinectl.attribution.steady import (
 from rooflinectl.capture.ncu.sampling import LaunchKey
 from rooflinectl.capture.progress import report
 from rooflinectl.capture.read.chrome_json import gc_paused
-from rooflinectl.capture.read.trace import RawTrace
+from rooflinectl.capture.read.raw import RawTrace
 from rooflinectl.capture.run.region import REGION_PREFIX
 from rooflinectl.capture.run.session import Capture
 from rooflinectl.ceilings import current_ceilings

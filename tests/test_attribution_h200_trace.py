@@ -191,7 +191,7 @@ def test_host_events_count_ops_at_a_regions_end_and_not_at_the_probes_end() -> N
     """A region and the profiler-overhead probe are closed spans (in_window): an op starting at
     the region's last nanosecond is counted, one at the probe's last nanosecond is not."""
     from rooflinectl.attribution.join import _OpIndex
-    from rooflinectl.capture.read.trace import RawOp, RawTrace
+    from rooflinectl.capture.read.raw import RawOp, RawTrace
     from rooflinectl.capture.run.region import CALIBRATION_NAME, REGION_PREFIX
 
     def op(name: str, ts: int, dur: int, category: str = "cpu_op") -> RawOp:

@@ -129,7 +129,7 @@ def test_a_boundary_never_falls_inside_one_call_of_the_top_level_module() -> Non
     layer = ["gemm", "gelu", "gemm", "norm"]
     names = ["embed"] + layer * 3 + ["head"]
     launches = _launches(names, gap_ns=[1000] * len(names))
-    from rooflinectl.capture.read.trace import RawOp, RawTrace
+    from rooflinectl.capture.read.raw import RawOp, RawTrace
 
     bare = RawTrace(ops=[], kernels=[], launch_ts_ns={})
     assert find_iterations(bare, launches).method == "kernel_sequence"
@@ -187,7 +187,7 @@ def test_a_recompiling_iteration_is_setup() -> None:
 
 
 def _bare():
-    from rooflinectl.capture.read.trace import RawTrace
+    from rooflinectl.capture.read.raw import RawTrace
 
     return RawTrace(ops=[], kernels=[], launch_ts_ns={})
 

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.read.trace import from_chrome_trace, identity_candidates
+from rooflinectl.capture.read.identities import identity_candidates
+from rooflinectl.capture.read.trace import from_chrome_trace
 from rooflinectl.capture.run import modules
 from rooflinectl.capture.run.region import MODULE_PREFIX
 from rooflinectl.capture.run.session import export_trace, profiling

@@ -13,7 +13,8 @@ import pynvml
 import torch
 from fake_nvml import FakeNvml
 
-from rooflinectl.capture.read.trace import RawKernel, RawOp, RawTrace, from_chrome_trace
+from rooflinectl.capture.read.raw import RawKernel, RawOp, RawTrace
+from rooflinectl.capture.read.trace import from_chrome_trace
 from rooflinectl.capture.run import nvml_sampler
 from rooflinectl.capture.run.nvml_sampler import (
     SYNC_NAME,

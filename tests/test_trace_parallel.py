@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 
 from rooflinectl.capture.read import trace_parallel
+from rooflinectl.capture.read.builder import TraceBuilder
 from rooflinectl.capture.read.chrome_json import TraceFormatError, read_events
-from rooflinectl.capture.read.trace import (
-    RawTrace,
-    TraceBuilder,
-    identity_candidates,
-    read_chrome_trace,
-)
+from rooflinectl.capture.read.identities import identity_candidates
+from rooflinectl.capture.read.raw import RawTrace
+from rooflinectl.capture.read.trace import read_chrome_trace
 
 DATA = Path(__file__).parent / "data" / "h200_real"
 TRACES = ["gpt2_fwd_eager.trace.json.gz", "gpt2_fwd_reduce_overhead.trace.json.gz", "ddp_gpt2.rank0.trace.json.gz"]

@@ -17,7 +17,7 @@ import torch
 from rooflinectl.analysis.roofline import lower_bound_rows, place_on_roofline
 from rooflinectl.attribution.group import group_launches
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.read.trace import RawKernel, RawTrace
+from rooflinectl.capture.read.raw import RawKernel, RawTrace
 from rooflinectl.capture.run.triton_args import (
     argument_bytes,
     argument_declaration,

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import NamedTuple, Protocol
 
-from rooflinectl.capture.read.trace import RawOp
+from rooflinectl.capture.read.raw import RawOp
 from rooflinectl.costs import HELPER_OPS, NO_WORK_OPS, OpCost
 from rooflinectl.costs.collectives import GLOO_PREFIX
 from rooflinectl.costs.custom_ops import costed_by_fallback, is_custom_op

@@ -26,7 +26,7 @@ from collections import Counter, defaultdict, deque
 from typing import Any
 
 from rooflinectl.attribution.records import Attribution
-from rooflinectl.capture.read.trace import RawTrace
+from rooflinectl.capture.read.raw import RawTrace
 from rooflinectl.costs import OpCost
 from rooflinectl.costs.registry import FAMILIES
 

@@ -36,7 +36,7 @@ import pandas as pd
 
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.transfers import crosses_link
-from rooflinectl.capture.read.trace import RawOp, RawTrace
+from rooflinectl.capture.read.raw import RawOp, RawTrace
 from rooflinectl.capture.run.region import MODULE_PREFIX
 
 PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")

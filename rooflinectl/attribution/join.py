@@ -48,7 +48,7 @@ from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.transfers import MEMCPY, copy_link
-from rooflinectl.capture.read.trace import RawKernel, RawOp, RawTrace
+from rooflinectl.capture.read.raw import RawKernel, RawOp, RawTrace
 from rooflinectl.capture.run.region import (
     CALIBRATION_NAME,
     MODULE_PREFIX,

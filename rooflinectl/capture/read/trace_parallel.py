@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflinectl.capture.progress import report
+from rooflinectl.capture.read.builder import TraceBuilder
 from rooflinectl.capture.read.chrome_json import (
     _EVENTS_KEY,
     HEADER_LIMIT_BYTES,
@@ -49,22 +50,14 @@ from rooflinectl.capture.read.chrome_json import (
     gc_paused,
 )
 from rooflinectl.capture.read.columns import from_columns, rows_to_columns, to_columns
-from rooflinectl.capture.read.trace import (
-    RawKernel,
-    RawOp,
-    RawSync,
-    RawTrace,
-    TraceBuilder,
-    decode_events,
-    identity_times_us,
-    profiler_times_us,
-)
+from rooflinectl.capture.read.identities import identity_times_us, profiler_times_us
+from rooflinectl.capture.read.raw import RawKernel, RawOp, RawSync, RawTrace
+from rooflinectl.capture.read.spec import INPUT_LISTS, decode_events
 
 WORKERS_ENV = "ROOFLINECTL_READ_WORKERS"
 MIN_PARALLEL_BYTES = 64 << 20  # below this, starting processes costs more than it saves
 BYTES_PER_WORKER = 32 << 20
 MAX_WORKERS = 8
-INPUT_FIELDS = ("input_dims", "input_types", "input_strides", "concrete_inputs")  # shared as one (trace._shared)
 RANGES_PER_WORKER = 3  # the parent joins a worker's first ranges while it reads its later ones
 BLOCK_BYTES = 8 << 20  # a worker decodes this much at a time (bounded memory)
 WORKER_TIMEOUT_S = 600.0
@@ -258,7 +251,7 @@ class _Joiner:
         """Equal input lists made one object across blocks and ranges (a worker's ops already share
         theirs), in the block's columns before any record is made: once per distinct combination
         of the four lists' table entries, not once per op."""
-        columns = [ops.get(name) for name in INPUT_FIELDS]
+        columns = [ops.get(name) for name in INPUT_LISTS]
         if not all(isinstance(c, dict) for c in columns):  # plain lists: a block without ops
             return
         keys = list(zip(*(c["index"] for c in columns)))  # per op: its four lists' places in the tables
@@ -268,7 +261,7 @@ class _Joiner:
             at[key] = len(shared)
             shared.append(self.builder._shared(tuple(c["table"][i] for c, i in zip(columns, key))))
         index = list(map(at.__getitem__, keys))
-        for n, name in enumerate(INPUT_FIELDS):
+        for n, name in enumerate(INPUT_LISTS):
             ops[name] = {"table": [lists[n] for lists in shared], "index": index}
 
     def finish(self, top: dict[str, Any]) -> RawTrace:

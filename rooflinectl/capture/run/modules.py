@@ -22,7 +22,7 @@ torch.profiler.record_function calls: under a profiler recording shapes, an ente
 2.4 us against 27.6 us on the H200 machine's host (Python 3.12), 0.6 us against 9 us on the CPU
 machine (docs/benchmarks/steady-state.md), paid at every module call of a launch-bound step.
 Its event is recorded as a `cpu_op`, not a `user_annotation`: the trace parser reads scopes by
-their name whatever the category (capture/read/trace.py). The ops remain the fallback for a torch
+their name whatever the category (capture/read/builder.py). The ops remain the fallback for a torch
 without it.
 """
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from rooflinectl.capture.read.trace import RawTrace
+from rooflinectl.capture.read.raw import RawTrace
 
 SYNC_NAME = "rooflinectl.nvml_sync"
 DEFAULT_PERIOD_S = 0.02

@@ -1,7 +1,7 @@
 """One profiling session: torch.profiler (CPU + CUDA activities), module scopes, Triton and
 Inductor costs (capture/run/inductor.py).
 
-The session knows nothing of rooflines: it yields raw events (capture/read/trace.py) and the facts
+The session knows nothing of rooflines: it yields raw events (capture/read/raw.py) and the facts
 about the run that later stages need (device, math modes, library versions).
 """
 
@@ -32,11 +32,9 @@ from rooflinectl.capture.read.chrome_json import (
     gc_paused,
     open_trace,
 )
-from rooflinectl.capture.read.trace import (
-    RawTrace,
-    add_tensor_info,
-    read_chrome_trace,
-)
+from rooflinectl.capture.read.identities import add_tensor_info
+from rooflinectl.capture.read.raw import RawTrace
+from rooflinectl.capture.read.trace import read_chrome_trace
 from rooflinectl.capture.run.distributed import own_device_index, rank_info
 from rooflinectl.capture.run.inductor import compiled_cpp_kernels, inductor_annotations
 from rooflinectl.capture.run.modules import module_scopes
