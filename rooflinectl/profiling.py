@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from rooflinectl.capture.run.hard_exit import SaveOnExit
 from rooflinectl.capture.run.runner import (
     RunOutcome,
+    SaveCapture,
     profile_calls,
     run_function,
     run_script,
     split_target,
 )
-from rooflinectl.capture.run.session import Capture, keeping_chrome_traces, save_capture
+from rooflinectl.capture.run.session import Capture, save_capture
 from rooflinectl.ceilings import resolve_device_kind
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.cli.profile_counters import CounterOptions, Target, counters_phase
@@ -103,20 +102,19 @@ class ProfilePipeline:
                                request.counters.mode)
         self.device_kind = resolve_device_kind(request.device)  # --device cuda without CUDA: one sentence
 
-    def run(self, on_hard_exit: SaveOnExit | None = None) -> RunOutcome:
+    def run(self, on_hard_exit: SaveCapture | None = None) -> RunOutcome:
         """Run the target under the profiler (script: sampled by default, capture/run/step_limit.py)."""
         r = self.request
-        with keeping_chrome_traces() if r.keep_trace else nullcontext():
-            if r.fn is not None:
-                capture = profile_calls(r.fn, r.fn_args, r.fn_kwargs, warmup=r.warmup, iters=r.iters,
-                                        device_kind=self.device_kind)
-                return RunOutcome(capture, 0, True)
-            assert self.path is not None
-            if self.function is None:
-                return run_script(self.path, list(r.script_args), self.device_kind, on_hard_exit=on_hard_exit,
-                                  profile_steps=None if self.steps == "all" else self.steps)
-            return run_function(self.path, self.function, warmup=r.warmup, iters=r.iters,
-                                device_kind=self.device_kind, on_hard_exit=on_hard_exit)
+        if r.fn is not None:
+            capture = profile_calls(r.fn, r.fn_args, r.fn_kwargs, warmup=r.warmup, iters=r.iters,
+                                    device_kind=self.device_kind, keep_trace_file=r.keep_trace)
+            return RunOutcome(capture, 0, True)
+        assert self.path is not None
+        if self.function is None:
+            return run_script(self.path, list(r.script_args), self.device_kind, on_hard_exit=on_hard_exit,
+                              profile_steps=None if self.steps == "all" else self.steps, keep_trace_file=r.keep_trace)
+        return run_function(self.path, self.function, warmup=r.warmup, iters=r.iters, device_kind=self.device_kind,
+                            on_hard_exit=on_hard_exit, keep_trace_file=r.keep_trace)
 
     def build_capture(self, capture: Capture, *, completed: bool, exit_code: int) -> tuple[ProfileData, pd.DataFrame]:
         """The profile of a finished capture and its attributed launches (also of a cut-short run)."""
