@@ -116,8 +116,8 @@ def profile(fn: Callable[..., Any] | str, *args: Any, warmup: int = 3, iters: in
     "auto"; file targets only) mean what the CLI's options mean. Held to `ceilings` when given
     (the pytest plugin passes the roofs it measured once per session), else to this device's
     current ones."""
-    from rooflinectl.cli.profile_counters import CounterOptions
     from rooflinectl.profiling import ProfilePipeline, ProfileRequest
+    from rooflinectl.profiling_counters import CounterOptions
 
     is_target = isinstance(fn, str)
     name = fn if is_target else getattr(fn, "__qualname__", repr(fn))

@@ -29,10 +29,10 @@ from rooflinectl.capture.run.runner import (
 from rooflinectl.capture.run.session import Capture, save_capture
 from rooflinectl.ceilings import resolve_device_kind
 from rooflinectl.ceilings.model import Ceilings
-from rooflinectl.cli.profile_counters import CounterOptions, Target, counters_phase
 from rooflinectl.errors import RooflineError, UsageError
 from rooflinectl.pipeline import build_profile
 from rooflinectl.profile_model import ProfileData
+from rooflinectl.profiling_counters import CounterOptions, Target, counters_phase
 
 
 @dataclass(frozen=True)
@@ -143,8 +143,9 @@ class ProfilePipeline:
     def save_capture(self, result: ProfileResult, target: Path) -> None:
         save_capture(result.outcome.capture, str(target))
 
-    def add_counters(self, result: ProfileResult, *, quiet: bool) -> ProfileResult:
-        """The counters tier when asked (never raises: a problem is kept in the result)."""
+    def add_counters(self, result: ProfileResult, *, say: Callable[[str], None] | None = None) -> ProfileResult:
+        """The counters tier when asked (never raises: a problem is kept in the result); its
+        progress goes to say (None: nowhere)."""
         r = self.request
         if r.counters.mode == "none" or result.data is None or result.launches is None:
             return result
@@ -152,11 +153,11 @@ class ProfilePipeline:
         where = Target(self.path, self.function, tuple(r.script_args), r.warmup, r.iters)
         result.data, result.counters_problem = counters_phase(result.data, result.launches, result.outcome.capture,
                                                               where, r.counters, completed=result.outcome.completed,
-                                                              quiet=quiet)
+                                                              say=say)
         return result
 
     def profile(self, save_trace: Path | None = None, save_capture_to: Path | None = None,
-                quiet: bool = True) -> ProfileResult:
+                say: Callable[[str], None] | None = None) -> ProfileResult:
         """Every step: run, build, save what was asked, counters."""
         result = self.build(self.run())
         if result.data is not None:
@@ -164,5 +165,5 @@ class ProfilePipeline:
                 self.save_capture(result, save_capture_to)
             if save_trace is not None:
                 self.save_trace(result, save_trace)
-            result = self.add_counters(result, quiet=quiet)
+            result = self.add_counters(result, say=say)
         return result

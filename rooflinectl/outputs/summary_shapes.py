@@ -52,7 +52,7 @@ COMMUNICATION = {  # analysis/communication.py; read by outputs/ranks_text.py, a
     "exposed_s": Needed(NUMBER), "exposed_per_iteration_s": Needed(NUMBER), "compute_busy_s": NUMBER,
     "collective_time_s": NUMBER, "bus_bytes": NUMBER, "collective_fields": ListOf(TEXT), "collectives": ListOf(ListOf(ANY)),
 }
-COUNTERS = {  # pipeline.add_counters, cli/profile_counters.py; read by validate and plot --levels
+COUNTERS = {  # pipeline.add_counters, profiling_counters.py; read by validate and plot --levels
     "status": TEXT, "reason": TEXT, "ncu_version": TEXT, "launches_measured": NUMBER, "launches_counted": NUMBER,
     "rows_measured": NUMBER, "rows": NUMBER, "time_share_measured": NUMBER, "wall_s": NUMBER, "notes": ListOf(TEXT),
 }
