@@ -190,7 +190,7 @@ def test_launches_stay_in_launch_order_when_most_are_looked_up_by_kind(name: str
 def test_host_events_count_ops_at_a_regions_end_and_not_at_the_probes_end() -> None:
     """A region and the profiler-overhead probe are closed spans (in_window): an op starting at
     the region's last nanosecond is counted, one at the probe's last nanosecond is not."""
-    from rooflinectl.attribution.join import _OpIndex
+    from rooflinectl.attribution.op_index import OpIndex
     from rooflinectl.capture.read.raw import RawOp, RawTrace
     from rooflinectl.capture.run.region import CALIBRATION_NAME, REGION_PREFIX
 
@@ -201,7 +201,7 @@ def test_host_events_count_ops_at_a_regions_end_and_not_at_the_probes_end() -> N
            op(REGION_PREFIX + "step", 100, 100, "user_annotation"), op("aten::mm", 100, 10),
            op("aten::mm", 150, 10), op("aten::mm", 200, 10), op("aten::mm", 250, 10)]
     trace = RawTrace(ops=ops, kernels=[], launch_ts_ns={})
-    index = _OpIndex(trace)
+    index = OpIndex(trace)
     expected = sum(1 for i, o in enumerate(ops) if index.in_window(o.ts_ns) and not o.name.startswith(REGION_PREFIX))
     assert expected == 3  # 100, 150, 200: the region's own annotation and the probe's ops left out
     assert index.events_in_window(trace.op_times_ns()[0]) == expected

@@ -1,6 +1,6 @@
 """CPU units of work: every op's time in exactly one row, and a costed op's cost as it executes.
 
-Before: the trace's ops nested per thread (join._OpIndex: parents, children, costs).
+Before: the trace's ops nested per thread (attribution/op_index.py: parents, children, costs).
 After: rows (op, time, cost), in start order, whose times add up to the time of the outermost
 ops that do work (the profile's device time on a CPU), with no time left out or counted twice:
 - a costed op (or a gloo collective) is one row with its whole duration;
