@@ -16,10 +16,16 @@ from typing import TYPE_CHECKING
 import click
 
 from rooflinectl.capture.run.distributed import rank_info, rank_output_path, rank_pattern
-from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
-from rooflinectl.cli.report_cmd import report_path_option, write_profile_report
+from rooflinectl.cli.report_cmd import report_path_option
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import OutputWriteError, UsageError
+from rooflinectl.html_report import write_profile_report
+from rooflinectl.outputs.output_paths import (
+    STDOUT,
+    checked_ncu_report,
+    checked_output,
+    holds_marker,
+)
 from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ import click
 import pandas as pd
 
 from rooflinectl.capture.run.session import Capture
-from rooflinectl.cli.output_paths import fallback_path
 from rooflinectl.errors import EXIT_USAGE
+from rooflinectl.outputs.output_paths import fallback_path
 from rooflinectl.outputs.profile_file import profile_json, save_profile
 from rooflinectl.pipeline import build_profile
 from rooflinectl.profile_model import ProfileData
