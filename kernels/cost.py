@@ -1,7 +1,7 @@
 """How a reference kernel declares its cost: the dict its `launch_metadata` function returns.
 
 This is the one place the convention is written (kernels/README.md points here). The dict is
-read in one place too, the profiler's: rooflinectl/capture/triton_hook.py
+read in one place too, the profiler's: rooflinectl/capture/run/triton_hook.py
 (`summarise_declaration`) and rooflinectl/attribution/join.py (`declared_cost`: the unit,
 precision and family that pick the roof). `rooflinectl kernels` reads it through the same two
 functions, so a lesson kernel is held to the same roof whether it is profiled or run as a lesson.

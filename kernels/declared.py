@@ -1,7 +1,7 @@
 """Collect the costs the lesson kernels declare, launch by launch, read the way `rooflinectl
 profile` reads them.
 
-On a GPU this is the profiler's own hook (rooflinectl/capture/triton_hook.py `triton_launches`:
+On a GPU this is the profiler's own hook (rooflinectl/capture/run/triton_hook.py `triton_launches`:
 Triton builds the launch_metadata dict only while a launch-enter hook is set, the route Proton
 takes too), so each launch arrives as the profile's summary of its declaration
 (`summarise_declaration`). Triton's interpreter calls no launch hooks, so under
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rooflinectl.capture.triton_hook import summarise_declaration, triton_launches
+from rooflinectl.capture.run.triton_hook import summarise_declaration, triton_launches
 from rooflinectl_kernels.registry import interpreting
 
 _ACTIVE: list[list[dict[str, Any]]] = []  # sinks of the recordings in progress (interpreter path)
@@ -70,7 +70,7 @@ def _install_interpreter_hooks() -> None:
 @contextmanager
 def recording(sink: list[dict[str, Any]]) -> Iterator[None]:
     """While active, append the profile's summary of each lesson-kernel launch's declared cost
-    (capture/triton_hook.py `summarise_declaration`) to `sink`."""
+    (capture/run/triton_hook.py `summarise_declaration`) to `sink`."""
     if not interpreting():
         with triton_launches(sink):
             yield

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from rooflinectl.attribution.join import declared_cost
-from rooflinectl.capture.triton_hook import summarise_declaration
+from rooflinectl.capture.run.triton_hook import summarise_declaration
 from rooflinectl_kernels.declared import recording
 from rooflinectl_kernels.registry import Lesson, Variant, dtype_name, interpreting, shape_text
 

@@ -10,7 +10,7 @@ from rooflinectl._version import __version__
 # The public names, imported on first use: `rooflinectl --version` and Tab completion must not
 # pay for importing torch and pandas (seconds) just because the package was imported.
 _PUBLIC = {"Profile": "rooflinectl.api", "load": "rooflinectl.api", "profile": "rooflinectl.api",
-           "region": "rooflinectl.capture.region", "trace_handler": "rooflinectl.api"}
+           "region": "rooflinectl.capture.run.region", "trace_handler": "rooflinectl.api"}
 
 __all__ = ["Profile", "__version__", "load", "profile", "region", "trace_handler"]
 

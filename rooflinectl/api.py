@@ -83,7 +83,7 @@ class Profile:
     def report(self, path: str, force: bool = False) -> str:
         """Write the interactive HTML report (one self-contained file: `rooflinectl report`);
         an existing HTML file rooflinectl did not write is replaced only with force=True."""
-        from rooflinectl.cli.report_cmd import write_profile_report
+        from rooflinectl.html_report import write_profile_report
 
         return write_profile_report(self.data, path, force=force)
 
@@ -116,8 +116,8 @@ def profile(fn: Callable[..., Any] | str, *args: Any, warmup: int = 3, iters: in
     "auto"; file targets only) mean what the CLI's options mean. Held to `ceilings` when given
     (the pytest plugin passes the roofs it measured once per session), else to this device's
     current ones."""
-    from rooflinectl.cli.profile_counters import CounterOptions
     from rooflinectl.profiling import ProfilePipeline, ProfileRequest
+    from rooflinectl.profiling_counters import CounterOptions
 
     is_target = isinstance(fn, str)
     name = fn if is_target else getattr(fn, "__qualname__", repr(fn))
@@ -173,9 +173,10 @@ class TraceHandler:
             result.save(os.fspath(self.target))
 
     def _analysed(self, trace: Path) -> Profile:
-        from rooflinectl.cli.analyse_cmd import profile_of_trace
+        from rooflinectl.saved_trace import capture_of_chrome_trace, profile_of_capture
 
-        data, _ = profile_of_trace(trace, command=["rooflinectl.trace_handler"], iterations_mode=self.iterations)
+        data, _ = profile_of_capture(capture_of_chrome_trace(trace), command=["rooflinectl.trace_handler"],
+                                     iterations_mode=self.iterations)
         return Profile(data)
 
 

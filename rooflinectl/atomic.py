@@ -2,7 +2,7 @@
 rename, so a crash or Ctrl-C never leaves half a profile, trace, cache or chart. A utility of no
 stage: capture, ceilings and outputs all use it.
 
-No folder is created here: a missing one is an error the caller states (cli/output_paths.py
+No folder is created here: a missing one is an error the caller states (outputs/output_paths.py
 checks before the work; a folder of our own, such as the ceilings cache, its owner creates).
 
 What is not a regular file (a terminal, /dev/stdout, /dev/null, a FIFO, a device node) is written

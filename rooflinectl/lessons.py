@@ -27,7 +27,7 @@ import pandas as pd
 from rooflinectl._version import __version__
 from rooflinectl.analysis.lessons import OWN_COST
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
-from rooflinectl.capture.session import run_metadata
+from rooflinectl.capture.run.session import run_metadata
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import EnvironmentProblem
 from rooflinectl.profile_model import ProfileData

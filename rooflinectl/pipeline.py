@@ -39,12 +39,12 @@ from rooflinectl.attribution.steady import (
     setup_figures,
     split_steady,
 )
-from rooflinectl.capture.chrome_json import gc_paused
 from rooflinectl.capture.ncu.sampling import LaunchKey
 from rooflinectl.capture.progress import report
-from rooflinectl.capture.region import REGION_PREFIX
-from rooflinectl.capture.session import Capture
-from rooflinectl.capture.trace import RawTrace
+from rooflinectl.capture.read.chrome_json import gc_paused
+from rooflinectl.capture.read.raw import RawTrace
+from rooflinectl.capture.run.region import REGION_PREFIX
+from rooflinectl.capture.run.session import Capture
 from rooflinectl.ceilings import current_ceilings
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.profile_model import ProfileData
@@ -177,7 +177,7 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilin
 
 
 def unprofiled_figures(limit: Any) -> dict[str, Any]:
-    """`--profile-steps`: the iterations timed after the profiler stopped (capture/step_limit.py)."""
+    """`--profile-steps`: the iterations timed after the profiler stopped (capture/run/step_limit.py)."""
     if not isinstance(limit, dict):
         return {}
     times = [float(t) for t in limit.get("step_times_s") or []]

@@ -12,28 +12,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from rooflinectl.capture.hard_exit import SaveOnExit
-from rooflinectl.capture.runner import (
+from rooflinectl.capture.run.runner import (
     RunOutcome,
+    SaveCapture,
     profile_calls,
     run_function,
     run_script,
     split_target,
 )
-from rooflinectl.capture.session import Capture, keeping_chrome_traces, save_capture
+from rooflinectl.capture.run.session import Capture, save_capture
 from rooflinectl.ceilings import resolve_device_kind
 from rooflinectl.ceilings.model import Ceilings
-from rooflinectl.cli.profile_counters import CounterOptions, Target, counters_phase
 from rooflinectl.errors import RooflineError, UsageError
 from rooflinectl.pipeline import build_profile
 from rooflinectl.profile_model import ProfileData
+from rooflinectl.profiling_counters import CounterOptions, Target, counters_phase
 
 
 @dataclass(frozen=True)
@@ -103,20 +102,19 @@ class ProfilePipeline:
                                request.counters.mode)
         self.device_kind = resolve_device_kind(request.device)  # --device cuda without CUDA: one sentence
 
-    def run(self, on_hard_exit: SaveOnExit | None = None) -> RunOutcome:
-        """Run the target under the profiler (script: sampled by default, capture/step_limit.py)."""
+    def run(self, on_hard_exit: SaveCapture | None = None) -> RunOutcome:
+        """Run the target under the profiler (script: sampled by default, capture/run/step_limit.py)."""
         r = self.request
-        with keeping_chrome_traces() if r.keep_trace else nullcontext():
-            if r.fn is not None:
-                capture = profile_calls(r.fn, r.fn_args, r.fn_kwargs, warmup=r.warmup, iters=r.iters,
-                                        device_kind=self.device_kind)
-                return RunOutcome(capture, 0, True)
-            assert self.path is not None
-            if self.function is None:
-                return run_script(self.path, list(r.script_args), self.device_kind, on_hard_exit=on_hard_exit,
-                                  profile_steps=None if self.steps == "all" else self.steps)
-            return run_function(self.path, self.function, warmup=r.warmup, iters=r.iters,
-                                device_kind=self.device_kind, on_hard_exit=on_hard_exit)
+        if r.fn is not None:
+            capture = profile_calls(r.fn, r.fn_args, r.fn_kwargs, warmup=r.warmup, iters=r.iters,
+                                    device_kind=self.device_kind, keep_trace_file=r.keep_trace)
+            return RunOutcome(capture, 0, True)
+        assert self.path is not None
+        if self.function is None:
+            return run_script(self.path, list(r.script_args), self.device_kind, on_hard_exit=on_hard_exit,
+                              profile_steps=None if self.steps == "all" else self.steps, keep_trace_file=r.keep_trace)
+        return run_function(self.path, self.function, warmup=r.warmup, iters=r.iters, device_kind=self.device_kind,
+                            on_hard_exit=on_hard_exit, keep_trace_file=r.keep_trace)
 
     def build_capture(self, capture: Capture, *, completed: bool, exit_code: int) -> tuple[ProfileData, pd.DataFrame]:
         """The profile of a finished capture and its attributed launches (also of a cut-short run)."""
@@ -145,8 +143,9 @@ class ProfilePipeline:
     def save_capture(self, result: ProfileResult, target: Path) -> None:
         save_capture(result.outcome.capture, str(target))
 
-    def add_counters(self, result: ProfileResult, *, quiet: bool) -> ProfileResult:
-        """The counters tier when asked (never raises: a problem is kept in the result)."""
+    def add_counters(self, result: ProfileResult, *, say: Callable[[str], None] | None = None) -> ProfileResult:
+        """The counters tier when asked (never raises: a problem is kept in the result); its
+        progress goes to say (None: nowhere)."""
         r = self.request
         if r.counters.mode == "none" or result.data is None or result.launches is None:
             return result
@@ -154,11 +153,11 @@ class ProfilePipeline:
         where = Target(self.path, self.function, tuple(r.script_args), r.warmup, r.iters)
         result.data, result.counters_problem = counters_phase(result.data, result.launches, result.outcome.capture,
                                                               where, r.counters, completed=result.outcome.completed,
-                                                              quiet=quiet)
+                                                              say=say)
         return result
 
     def profile(self, save_trace: Path | None = None, save_capture_to: Path | None = None,
-                quiet: bool = True) -> ProfileResult:
+                say: Callable[[str], None] | None = None) -> ProfileResult:
         """Every step: run, build, save what was asked, counters."""
         result = self.build(self.run())
         if result.data is not None:
@@ -166,5 +165,5 @@ class ProfilePipeline:
                 self.save_capture(result, save_capture_to)
             if save_trace is not None:
                 self.save_trace(result, save_trace)
-            result = self.add_counters(result, quiet=quiet)
+            result = self.add_counters(result, say=say)
         return result

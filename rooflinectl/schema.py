@@ -129,7 +129,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "unprofiled_tail_s": "seconds from the last iteration boundary timed after the profiler stopped to the end of the run: work after the sampled loop, un-profiled and unseen (another loop or phase when large); None when the profiler did not stop",
     "loop_kernel_share": "share of the run's kernel time outside setup-like work (host transfers, compilation) that ran inside the iterations found, warm-up included (absent when no loop was found)",
     "loop_minority": "present when that share is under 50% (80% for an unmarked repeated kernel sequence): the method of the loop found (kernel_sequence: not taken as the loop, the whole run counted; a marked loop: kept, the rest of the work outside the table)",
-    "profile_steps_rule": "auto (the default: setup and the first 5 iterations profiled, capture/step_limit.py) or fixed (--profile-steps N)",
+    "profile_steps_rule": "auto (the default: setup and the first 5 iterations profiled, capture/run/step_limit.py) or fixed (--profile-steps N)",
     "profile_steps_stopped": "whether the profiler stopped after those N iterations (false: the run ended first, all of it profiled)",
     "profile_steps_marker": "what marked iterations live: optimizer_step (the first optimizer's steps), module_forward (calls of the first top-level module) or compiled_graph (calls of the first torch.compile'd graph that ran)",
     "profile_steps_marker_name": "the optimizer's or the top-level module's class name, or the compiled graph's (CompiledFxGraph and the start of its cache key)",

@@ -66,10 +66,10 @@ def main() -> None:
     import torch
 
     from rooflinectl.attribution.counters import launch_keys
-    from rooflinectl.capture.runner import run_function
-    from rooflinectl.cli.profile_counters import CounterOptions, Target, collect_counters
+    from rooflinectl.capture.run.runner import run_function
     from rooflinectl.outputs.profile_file import save_profile
     from rooflinectl.pipeline import build_profile
+    from rooflinectl.profiling_counters import CounterOptions, Target, collect_counters
 
     target_path, workload = TARGETS[args.target]
     outcome = run_function(target_path, "forward", warmup=args.warmup, iters=args.iters, device_kind="cuda")

@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.runner import profile_calls
-from rooflinectl.capture.session import export_trace, save_capture
+from rooflinectl.capture.run.runner import profile_calls
+from rooflinectl.capture.run.session import export_trace, save_capture
 from rooflinectl.pipeline import profile_data
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from rooflinectl.capture import modules
+from rooflinectl.capture.run import modules
 
 CHAIN = 500  # modules per forward (plus the Sequential itself)
 CALLS = 20  # forwards per timed repeat

@@ -26,8 +26,8 @@ from bench_foundation import mlp_workload  # scripts/ is first on sys.path when 
 
 from rooflinectl.analysis.advice import Thresholds, advise
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.nvml_sampler import PERIOD_ENV, NvmlSampler
-from rooflinectl.capture.runner import profile_calls
+from rooflinectl.capture.run.nvml_sampler import PERIOD_ENV, NvmlSampler
+from rooflinectl.capture.run.runner import profile_calls
 from rooflinectl.outputs.profile_file import load_profile
 
 REPEATS = 5

@@ -31,7 +31,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from cdp_pipe import Browser, find_chromium  # noqa: E402
 
-from rooflinectl.cli.report_cmd import load_report_profiles, report_document  # noqa: E402
+from rooflinectl.cli.report_cmd import load_report_profiles  # noqa: E402
+from rooflinectl.html_report import report_document  # noqa: E402
 from rooflinectl.outputs.profile_file import load_profile, save_profile  # noqa: E402
 from rooflinectl.outputs.report_html import write_report  # noqa: E402
 

@@ -230,8 +230,8 @@ def analyse_child(trace_path: str, plot_path: str) -> None:
 
     start = clock[:]
     from rooflinectl.analysis.advice.engine import advise
-    from rooflinectl.capture.session import load_capture
-    from rooflinectl.capture.trace import read_chrome_trace
+    from rooflinectl.capture.read.trace import read_chrome_trace
+    from rooflinectl.capture.run.session import load_capture
     from rooflinectl.ceilings.model import Ceilings, Roof
     from rooflinectl.outputs.plot import plot_profile, save_figure
     from rooflinectl.pipeline import analyse_trace
@@ -262,8 +262,8 @@ def analyse_child(trace_path: str, plot_path: str) -> None:
 
 def cmd_to_capture(trace: Path, out: Path) -> dict[str, Any]:
     """A Chrome trace saved as a capture file (what `profile --save-capture` writes)."""
-    from rooflinectl.capture.session import Capture, save_capture
-    from rooflinectl.capture.trace import read_chrome_trace
+    from rooflinectl.capture.read.trace import read_chrome_trace
+    from rooflinectl.capture.run.session import Capture, save_capture
 
     save_capture(Capture("cuda", read_chrome_trace(trace), {"source": str(trace)}), str(out))
     return {"path": str(out), "bytes": out.stat().st_size}

@@ -1,5 +1,5 @@
-"""Host cost per launch of rooflinectl's Triton launch hook (capture/triton_hook.py with the
-argument walk of capture/triton_args.py), on real launches of a small undeclared kernel.
+"""Host cost per launch of rooflinectl's Triton launch hook (capture/run/triton_hook.py with the
+argument walk of capture/run/triton_args.py), on real launches of a small undeclared kernel.
 
     python scripts/bench_triton_hook.py [--launches 5000]
     python scripts/bench_triton_hook.py --cpu     # no GPU: Triton's own launch_metadata on a stand-in
@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from rooflinectl.capture.triton_hook import triton_launches
+from rooflinectl.capture.run.triton_hook import triton_launches
 
 
 @triton.jit

@@ -10,7 +10,7 @@ during the run then moves both sides alike). --steps overrides the timed steps; 
 under `taskset -c CPUS` (the same cores for both, against a host-bound step's scheduling noise).
 Each run prints its TIMING line (examples/real/_common.py: CUDA events around
 each timed step). Compared, over the same iterations (the ones rooflinectl timed after its
-profiler stopped, see capture/step_limit.py for which):
+profiler stopped, see capture/run/step_limit.py for which):
 - ours: the profile's unprofiled_step_time_s (median of the steps it timed);
 - same run: the median of the script's own CUDA events for those steps in the profiled run;
 - plain: the median of the plain run's CUDA events for the same step numbers;

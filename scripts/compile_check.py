@@ -72,7 +72,7 @@ def main() -> int:
     plain = plain_digests[0]
 
     from rooflinectl.attribution.join import attribute
-    from rooflinectl.capture.trace import from_chrome_trace
+    from rooflinectl.capture.read.trace import from_chrome_trace
     from rooflinectl.outputs.profile_file import load_profile
 
     profiled, profile, ours_s, bare_s = None, None, [], []

@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT))
 from rooflinectl.analysis.roofline import place_on_roofline  # noqa: E402
 from rooflinectl.attribution.group import group_launches  # noqa: E402
 from rooflinectl.attribution.join import attribute  # noqa: E402
-from rooflinectl.capture.session import load_capture  # noqa: E402
-from rooflinectl.capture.trace import RawTrace, from_chrome_trace  # noqa: E402
+from rooflinectl.capture.read.raw import RawTrace  # noqa: E402
+from rooflinectl.capture.read.trace import from_chrome_trace  # noqa: E402
+from rooflinectl.capture.run.session import load_capture  # noqa: E402
 from rooflinectl.ceilings.build import gpu_spec_ceilings  # noqa: E402
 from rooflinectl.ceilings.detect import GpuInfo  # noqa: E402
 

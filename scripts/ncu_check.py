@@ -93,7 +93,7 @@ def run_ncu() -> list[dict[str, float | str]]:
 
 def ours() -> list[dict[str, float | str]]:
     from rooflinectl.attribution.join import attribute
-    from rooflinectl.capture.runner import profile_calls
+    from rooflinectl.capture.run.runner import profile_calls
 
     capture = profile_calls(workload(), (), {}, warmup=1, iters=1, device_kind="cuda")
     launches = attribute(capture.trace, "cuda", capture.metadata).launches

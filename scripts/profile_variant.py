@@ -19,8 +19,8 @@ def main() -> int:
     if variant not in ("no-modules", "op-scopes"):
         print(__doc__, file=sys.stderr)
         return 2
-    import rooflinectl.capture.modules as modules
-    import rooflinectl.capture.session as session
+    import rooflinectl.capture.run.modules as modules
+    import rooflinectl.capture.run.session as session
 
     if variant == "no-modules":
         # the session enters module_scopes() by this name, and gets back the function that turns them off

@@ -130,8 +130,8 @@ def triton_row(name: str, *, flops: float, bytes_: float, flops_key: str = "flop
     attribution stage (join and grouping) on a trace holding the kernel's launches."""
     from rooflinectl.attribution.group import group_launches
     from rooflinectl.attribution.join import attribute
-    from rooflinectl.capture.trace import RawKernel, RawTrace
-    from rooflinectl.capture.triton_hook import summarise_declaration
+    from rooflinectl.capture.read.raw import RawKernel, RawTrace
+    from rooflinectl.capture.run.triton_hook import summarise_declaration
 
     declared = summarise_declaration({"name": name, flops_key: flops / calls, "bytes": bytes_ / calls, **(declared_extra or {})})
     dur_ns = 1000

@@ -7,8 +7,8 @@ import gzip
 import json
 from pathlib import Path
 
-from rooflinectl.capture.session import Capture
-from rooflinectl.capture.trace import from_chrome_trace
+from rooflinectl.capture.read.trace import from_chrome_trace
+from rooflinectl.capture.run.session import Capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.pipeline import build_profile
 

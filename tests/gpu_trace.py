@@ -4,7 +4,7 @@ Each launch is what the real traces show for one op (tests/data/h200_real, e.g. 
 aten::mm): a `cpu_op` event with Input Dims / Input type / Input Strides and an External id, its
 `cuda_runtime` launch call and its `kernel` event with the same correlation, grid, block,
 registers per thread and shared memory. The rows tests see come from these events through the
-real parser and pipeline (capture.trace.from_chrome_trace, pipeline.analyse_trace), so they are
+real parser and pipeline (capture.read.trace.from_chrome_trace, pipeline.analyse_trace), so they are
 rows `rooflinectl profile` would produce for such a run.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from rooflinectl.capture.trace import from_chrome_trace
+from rooflinectl.capture.read.trace import from_chrome_trace
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.pipeline import analyse_trace
 from rooflinectl.profile_model import ProfileData

@@ -1,6 +1,6 @@
 """The H200 traces under tests/data/h200_real/ and their ground truth: record.log's TIMING lines
 (per-iteration CUDA-event times of each script's timed loop, measured in the same profiled run).
-The kernel tables are read as `rooflinectl profile` reads its own traces: parsed by capture.trace,
+The kernel tables are read as `rooflinectl profile` reads its own traces: parsed by capture.read.trace,
 attributed and grouped by today's pipeline, so the rows tests see are rows the pipeline produces."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.attribution.join import Attributed, attribute
-from rooflinectl.capture.trace import RawTrace, from_chrome_trace
+from rooflinectl.capture.read.raw import RawTrace
+from rooflinectl.capture.read.trace import from_chrome_trace
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.pipeline import analyse_trace
 from rooflinectl.profile_model import ProfileData

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from advice_tables import h200_ceilings
 
-from rooflinectl.capture.session import Capture, load_capture
+from rooflinectl.capture.run.session import Capture, load_capture
 from rooflinectl.pipeline import profile_data
 from rooflinectl.profile_model import ProfileData
 

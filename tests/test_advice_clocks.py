@@ -20,7 +20,7 @@ from nvml_samples import (
 
 from rooflinectl.analysis.advice import Thresholds, advise
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.session import load_capture
+from rooflinectl.capture.run.session import load_capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.pipeline import profile_data
 

@@ -11,7 +11,7 @@ from real_traces import real_profile
 from recorded_examples import ADVICE, example_capture, step_ms
 
 from rooflinectl.analysis.advice import Thresholds, advise
-from rooflinectl.capture.session import load_capture
+from rooflinectl.capture.run.session import load_capture
 from rooflinectl.pipeline import profile_data
 
 H200 = h200_ceilings()  # 132 SMs, bf16 989 TFLOP/s, 4.8 TB/s: ridge 206 FLOP/B

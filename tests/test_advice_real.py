@@ -12,7 +12,7 @@ import torch
 import rooflinectl
 from rooflinectl.analysis.advice import advise
 from rooflinectl.analysis.roofline import place_on_roofline
-from rooflinectl.capture.session import load_capture
+from rooflinectl.capture.run.session import load_capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.outputs.profile_file import load_profile
 from rooflinectl.pipeline import profile_data

@@ -39,7 +39,7 @@ def test_profile_callable_plot_and_advise(tmp_path) -> None:
 
 
 def test_capture_round_trips_through_a_gzipped_file(tmp_path) -> None:
-    from rooflinectl.capture.session import load_capture, profiling, save_capture
+    from rooflinectl.capture.run.session import load_capture, profiling, save_capture
 
     with profiling("cpu") as capture:
         torch.randn(8, 8) @ torch.randn(8, 8)

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.session import profiling
-from rooflinectl.capture.trace import from_chrome_trace
-from rooflinectl.capture.triton_hook import summarise_declaration
+from rooflinectl.capture.read.trace import from_chrome_trace
+from rooflinectl.capture.run.session import profiling
+from rooflinectl.capture.run.triton_hook import summarise_declaration
 
 
 def _kernel(name: str, ts: float, external: int, correlation: int) -> dict:
@@ -112,7 +112,7 @@ def test_tensor_list_without_dtypes_is_unknown_not_fp32():
     """A bare Chrome trace records no dtype for tensor-list elements; the old code assumed fp32,
     which put the MoE loop's bf16 torch.cat at 159% of its roof."""
     from rooflinectl.attribution.calls import op_call
-    from rooflinectl.capture.trace import RawOp
+    from rooflinectl.capture.read.raw import RawOp
     from rooflinectl.costs import explain_cost
 
     op = RawOp(external_id=1, name="aten::cat", category="cpu_op", tid=1, ts_ns=0, dur_ns=10,

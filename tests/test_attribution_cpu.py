@@ -17,7 +17,7 @@ import rooflinectl
 from rooflinectl.aggregate import common_module
 from rooflinectl.attribution.group import group_launches
 from rooflinectl.attribution.join import LAUNCH_COLUMNS, attribute
-from rooflinectl.capture.session import profiling
+from rooflinectl.capture.run.session import profiling
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflinectl.capture.session import load_capture
+from rooflinectl.capture.run.session import load_capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.pipeline import profile_data
 
@@ -127,7 +127,7 @@ def test_idle_time_without_the_profiler(mlp) -> None:
 
 def test_graph_replayed_kernels_say_why_they_have_no_cost() -> None:
     from rooflinectl.attribution.join import attribute
-    from rooflinectl.capture.trace import from_chrome_trace
+    from rooflinectl.capture.read.trace import from_chrome_trace
 
     trace = from_chrome_trace({"traceEvents": [
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 10.0, "dur": 5.0,
@@ -176,7 +176,7 @@ def test_launches_stay_in_launch_order_when_most_are_looked_up_by_kind(name: str
     import json
 
     from rooflinectl.attribution.join import attribute
-    from rooflinectl.capture.trace import from_chrome_trace
+    from rooflinectl.capture.read.trace import from_chrome_trace
 
     with gzip.open(DATA / "h200_real" / f"{name}.trace.json.gz", "rt") as handle:
         trace = from_chrome_trace(json.load(handle))
@@ -190,9 +190,9 @@ def test_launches_stay_in_launch_order_when_most_are_looked_up_by_kind(name: str
 def test_host_events_count_ops_at_a_regions_end_and_not_at_the_probes_end() -> None:
     """A region and the profiler-overhead probe are closed spans (in_window): an op starting at
     the region's last nanosecond is counted, one at the probe's last nanosecond is not."""
-    from rooflinectl.attribution.join import _OpIndex
-    from rooflinectl.capture.region import CALIBRATION_NAME, REGION_PREFIX
-    from rooflinectl.capture.trace import RawOp, RawTrace
+    from rooflinectl.attribution.op_index import OpIndex
+    from rooflinectl.capture.read.raw import RawOp, RawTrace
+    from rooflinectl.capture.run.region import CALIBRATION_NAME, REGION_PREFIX
 
     def op(name: str, ts: int, dur: int, category: str = "cpu_op") -> RawOp:
         return RawOp(external_id=-1, name=name, category=category, tid=1, ts_ns=ts, dur_ns=dur)
@@ -201,7 +201,7 @@ def test_host_events_count_ops_at_a_regions_end_and_not_at_the_probes_end() -> N
            op(REGION_PREFIX + "step", 100, 100, "user_annotation"), op("aten::mm", 100, 10),
            op("aten::mm", 150, 10), op("aten::mm", 200, 10), op("aten::mm", 250, 10)]
     trace = RawTrace(ops=ops, kernels=[], launch_ts_ns={})
-    index = _OpIndex(trace)
+    index = OpIndex(trace)
     expected = sum(1 for i, o in enumerate(ops) if index.in_window(o.ts_ns) and not o.name.startswith(REGION_PREFIX))
     assert expected == 3  # 100, 150, 200: the region's own annotation and the probe's ops left out
     assert index.events_in_window(trace.op_times_ns()[0]) == expected

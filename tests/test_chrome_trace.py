@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.session import load_capture
-from rooflinectl.capture.trace import from_chrome_trace
+from rooflinectl.capture.read.trace import from_chrome_trace
+from rooflinectl.capture.run.session import load_capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.cli.main import main
 from rooflinectl.outputs.chrome_trace import annotate

@@ -35,7 +35,7 @@ from rooflinectl.analysis.clocks import (
 from rooflinectl.analysis.regroup import regroup
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.session import load_capture
+from rooflinectl.capture.run.session import load_capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.pipeline import profile_data
 

@@ -12,7 +12,7 @@ from nvml_samples import steady_then_capped
 
 from rooflinectl.analysis.clocks import roof_clock_shifts
 from rooflinectl.analysis.roofline import place_on_roofline
-from rooflinectl.capture.session import load_capture
+from rooflinectl.capture.run.session import load_capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.cli.main import main
 from rooflinectl.outputs.clocks_text import clock_lines

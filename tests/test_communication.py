@@ -14,7 +14,7 @@ from rooflinectl.analysis.communication import communication_summary, covered_ns
 from rooflinectl.attribution.iterations import find_iterations
 from rooflinectl.attribution.spans import union
 from rooflinectl.attribution.steady import split_steady
-from rooflinectl.capture.distributed import (
+from rooflinectl.capture.run.distributed import (
     rank_device_index,
     rank_info,
     rank_output_path,
@@ -101,7 +101,7 @@ def test_rank_environment_and_file_names() -> None:
 def test_own_device_index_is_the_ranks_gpu_else_the_current_one(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from rooflinectl.capture.distributed import own_device_index
+    from rooflinectl.capture.run.distributed import own_device_index
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)

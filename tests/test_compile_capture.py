@@ -14,9 +14,9 @@ import torch
 
 import rooflinectl
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.inductor import parse_wrapper
-from rooflinectl.capture.modules import module_scopes
-from rooflinectl.capture.session import load_capture, profiling
+from rooflinectl.capture.run.inductor import parse_wrapper
+from rooflinectl.capture.run.modules import module_scopes
+from rooflinectl.capture.run.session import load_capture, profiling
 
 
 def _model() -> torch.nn.Module:

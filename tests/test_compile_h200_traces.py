@@ -12,7 +12,7 @@ import pytest
 
 from rooflinectl.attribution.calls import op_call
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.trace import from_chrome_trace
+from rooflinectl.capture.read.trace import from_chrome_trace
 from rooflinectl.costs.inductor import buffer_bytes, fused_ops
 
 DATA = "tests/data/h200_real"

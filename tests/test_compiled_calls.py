@@ -1,4 +1,4 @@
-"""capture/compiled_calls.py: calls of a compiled graph class seen before they run, whether its
+"""capture/run/compiled_calls.py: calls of a compiled graph class seen before they run, whether its
 module was imported before the watch began or after, and everything put back by the undo."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflinectl.capture.compiled_calls import graph_name, watch_calls
+from rooflinectl.capture.run.compiled_calls import graph_name, watch_calls
 
 GRAPH_SOURCE = '''
 class CompiledFxGraph:

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.region import CALIBRATION_NAME, WARMUP_NAME
-from rooflinectl.capture.session import profiling
+from rooflinectl.capture.run.region import CALIBRATION_NAME, WARMUP_NAME
+from rooflinectl.capture.run.session import profiling
 from rooflinectl.costs import NO_WORK_OPS
 
 

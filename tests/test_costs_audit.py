@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from audit_reference import executed_bytes, minimum_bytes
 
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.session import profiling
+from rooflinectl.capture.run.session import profiling
 
 TOLERANCE = 0.20
 BF16, FP32 = torch.bfloat16, torch.float32

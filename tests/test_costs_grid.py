@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from rooflinectl.attribution.calls import op_call
-from rooflinectl.capture.session import profiling
+from rooflinectl.capture.run.session import profiling
 from rooflinectl.costs import explain_cost
 
 aten = torch.ops.aten

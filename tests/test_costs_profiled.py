@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from rooflinectl.attribution.calls import op_call
-from rooflinectl.capture.session import profiling
+from rooflinectl.capture.run.session import profiling
 from rooflinectl.costs import OpCost, cost_of
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rooflinectl.attribution.calls import op_call, parse_concrete, shapes_text
-from rooflinectl.capture.trace import RawOp
+from rooflinectl.capture.read.raw import RawOp
 from rooflinectl.costs import (
     NO_WORK_OPS,
     OpCall,

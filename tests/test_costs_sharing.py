@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from rooflinectl.attribution.calls import op_call
-from rooflinectl.capture.session import profiling
+from rooflinectl.capture.run.session import profiling
 from rooflinectl.costs import cost_of
 
 

@@ -17,9 +17,10 @@ from counters_data import MLP_ARGS, NCU_CSV, NCU_ROWS, REGION_LAUNCHES, recorded
 
 from rooflinectl.capture.ncu.metrics import ALL_METRICS
 from rooflinectl.cli.main import main
-from rooflinectl.cli.profile_counters import CounterOptions, Target, collect_counters, counters_line
+from rooflinectl.cli.profile_counters import counters_line
 from rooflinectl.errors import EXIT_COUNTERS, EXIT_ENVIRONMENT, CountersProblem, EnvironmentProblem
 from rooflinectl.outputs.profile_file import load_profile
+from rooflinectl.profiling_counters import CounterOptions, Target, collect_counters
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = Path(__file__).parent / "fake_ncu.py"

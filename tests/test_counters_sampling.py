@@ -25,7 +25,7 @@ from rooflinectl.attribution.counters import (
 )
 from rooflinectl.capture.ncu.metrics import MeasuredLaunch
 from rooflinectl.capture.ncu.sampling import LaunchKey, kernel_id_filter, plan_numbers, predict
-from rooflinectl.capture.session import Capture
+from rooflinectl.capture.run.session import Capture
 from rooflinectl.pipeline import build_profile
 
 FORWARD = 45  # launches of one steady forward of the 2-layer trace: 5 embedding, 2 x 19 per layer, ln_f, lm_head

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.trace import from_chrome_trace
+from rooflinectl.capture.read.trace import from_chrome_trace
 
 DATA = Path(__file__).parent / "data" / "h200_real"
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")

@@ -112,7 +112,7 @@ def test_an_extension_kernel_under_a_custom_op_on_gpu_is_the_users() -> None:
     """A GPU trace (synthetic, the profiler's format): an extension's kernel launched inside
     rltest::numpy_add carries the op's exact minimum and counts as a custom kernel (origin other)."""
     from rooflinectl.attribution.join import attribute
-    from rooflinectl.capture.trace import from_chrome_trace
+    from rooflinectl.capture.read.trace import from_chrome_trace
 
     op = {"ph": "X", "cat": "cpu_op", "name": "rltest::numpy_add", "ts": 0.0, "dur": 50.0, "tid": 1,
           "args": {"External id": 7, "Input Dims": [[4096], [4096], []], "Input type": ["float", "float", "Scalar"],

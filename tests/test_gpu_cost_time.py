@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rooflinectl.attribution.join import attribute  # noqa: E402
-from rooflinectl.capture.trace import from_chrome_trace  # noqa: E402
+from rooflinectl.capture.read.trace import from_chrome_trace  # noqa: E402
 from rooflinectl.costs import NO_WORK_OPS  # noqa: E402
 
 pytestmark = pytest.mark.gpu

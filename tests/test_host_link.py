@@ -122,7 +122,7 @@ def test_attribution_counts_each_copy_by_the_same_classifier(kind: str) -> None:
     """A copy inside one device's memory reads and writes its bytes (2x); one over a link moves
     them once, and its note names that link (a peer copy is not a host-device one)."""
     from rooflinectl.attribution.join import _transfer_attribution
-    from rooflinectl.capture.trace import RawKernel
+    from rooflinectl.capture.read.raw import RawKernel
 
     src, dst, link = CUPTI_KINDS[kind]
     k = RawKernel(f"Memcpy {kind} ({src} -> {dst})", "gpu_memcpy", 0, 10, -1, 1, bytes=1000)

@@ -14,7 +14,7 @@ from rooflinectl.attribution.iterations import Iterations, find_iterations
 from rooflinectl.attribution.join import attribute
 from rooflinectl.attribution.spans import span_index
 from rooflinectl.attribution.steady import choose_warmup, split_steady
-from rooflinectl.capture.region import REGION_PREFIX
+from rooflinectl.capture.run.region import REGION_PREFIX
 
 WITHIN = 0.05  # per-iteration time against the CUDA events of the same loop
 
@@ -129,7 +129,7 @@ def test_a_boundary_never_falls_inside_one_call_of_the_top_level_module() -> Non
     layer = ["gemm", "gelu", "gemm", "norm"]
     names = ["embed"] + layer * 3 + ["head"]
     launches = _launches(names, gap_ns=[1000] * len(names))
-    from rooflinectl.capture.trace import RawOp, RawTrace
+    from rooflinectl.capture.read.raw import RawOp, RawTrace
 
     bare = RawTrace(ops=[], kernels=[], launch_ts_ns={})
     assert find_iterations(bare, launches).method == "kernel_sequence"
@@ -187,7 +187,7 @@ def test_a_recompiling_iteration_is_setup() -> None:
 
 
 def _bare():
-    from rooflinectl.capture.trace import RawTrace
+    from rooflinectl.capture.read.raw import RawTrace
 
     return RawTrace(ops=[], kernels=[], launch_ts_ns={})
 

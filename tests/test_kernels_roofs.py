@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from gpu_trace import Launch, chrome_trace
 
-from rooflinectl.capture.trace import from_chrome_trace
+from rooflinectl.capture.read.trace import from_chrome_trace
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.lessons import lesson_table
 from rooflinectl.pipeline import analyse_trace
@@ -105,7 +105,7 @@ def test_every_variant_is_held_to_the_ops_minimum(interpreted_lessons, lesson_ru
 
 def test_on_a_gpu_the_lessons_record_through_the_profilers_hook(interpreted_lessons, monkeypatch) -> None:
     """Compiled, Triton calls its launch-enter hooks with a lazy metadata object: the lessons
-    listen through capture.triton_hook's own hook, so they read each launch as a profile does."""
+    listen through capture.run.triton_hook's own hook, so they read each launch as a profile does."""
     import triton
 
     from rooflinectl_kernels import declared

@@ -126,7 +126,7 @@ def cpu_ceilings() -> Ceilings:
 def _loop_row(ceilings: Ceilings, elements: int, iters: int) -> pd.Series:
     import torch
 
-    from rooflinectl.capture.runner import profile_calls
+    from rooflinectl.capture.run.runner import profile_calls
     from rooflinectl.pipeline import profile_data
 
     x = torch.rand(elements)

@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture import modules
-from rooflinectl.capture.region import MODULE_PREFIX
-from rooflinectl.capture.session import export_trace, profiling
-from rooflinectl.capture.trace import from_chrome_trace, identity_candidates
+from rooflinectl.capture.read.identities import identity_candidates
+from rooflinectl.capture.read.trace import from_chrome_trace
+from rooflinectl.capture.run import modules
+from rooflinectl.capture.run.region import MODULE_PREFIX
+from rooflinectl.capture.run.session import export_trace, profiling
 
 WAYS = [pytest.param(True, id="fast"), pytest.param(False, id="ops")]
 

@@ -13,8 +13,10 @@ import pynvml
 import torch
 from fake_nvml import FakeNvml
 
-from rooflinectl.capture import nvml_sampler
-from rooflinectl.capture.nvml_sampler import (
+from rooflinectl.capture.read.raw import RawKernel, RawOp, RawTrace
+from rooflinectl.capture.read.trace import from_chrome_trace
+from rooflinectl.capture.run import nvml_sampler
+from rooflinectl.capture.run.nvml_sampler import (
     SYNC_NAME,
     NvmlSampler,
     emit_sync_marker,
@@ -23,8 +25,7 @@ from rooflinectl.capture.nvml_sampler import (
     on_trace_clock,
     period_from_env,
 )
-from rooflinectl.capture.session import export_trace
-from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace, from_chrome_trace
+from rooflinectl.capture.run.session import export_trace
 from rooflinectl.ceilings.detect import THROTTLE_REASONS
 
 

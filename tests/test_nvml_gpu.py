@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rooflinectl.capture.runner import profile_calls  # noqa: E402
+from rooflinectl.capture.run.runner import profile_calls  # noqa: E402
 from rooflinectl.pipeline import profile_data  # noqa: E402
 
 pytestmark = pytest.mark.gpu

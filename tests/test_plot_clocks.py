@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from nvml_samples import IDLE, SW_POWER_CAP, nvml_metadata
 
-from rooflinectl.capture.session import load_capture
+from rooflinectl.capture.run.session import load_capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.cli.main import main
 from rooflinectl.errors import EXIT_USAGE

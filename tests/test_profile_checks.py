@@ -157,7 +157,7 @@ def test_the_window_holds_the_device_busy_time(capture: str) -> None:
     """Kernels run after the host launched them: the window follows the device timeline, so the
     device can never be busy longer than the window (the cause of the stale committed profile was
     a window measured on the host, before 6aa8882)."""
-    from rooflinectl.capture.session import load_capture
+    from rooflinectl.capture.run.session import load_capture
     from rooflinectl.ceilings.model import Ceilings, Roof
     from rooflinectl.pipeline import analyse_trace
 

@@ -262,7 +262,7 @@ def test_hard_exits_save_the_partial_profile(tmp_path: Path, monkeypatch, capsys
 def test_nested_session_is_refused_in_one_sentence() -> None:
     import torch
 
-    from rooflinectl.capture.session import profiling
+    from rooflinectl.capture.run.session import profiling
     from rooflinectl.errors import UsageError
 
     with torch.profiler.profile(), pytest.raises(UsageError, match="already running"):  # noqa: SIM117

@@ -1,5 +1,5 @@
 """`profile --profile-steps N`: the profiler stops after N iterations and the later ones are timed
-without it (capture/step_limit.py), on CPU through click's CliRunner.
+without it (capture/run/step_limit.py), on CPU through click's CliRunner.
 
 The scripts sleep a known time in each iteration and leave a numbered annotation after each
 optimizer step (or forward): which annotations the saved trace holds says where the profiler
@@ -107,7 +107,7 @@ def test_profile_steps_all_profiles_the_whole_run(tmp_path: Path) -> None:
 
 
 def test_by_default_the_setup_and_five_optimizer_steps_are_profiled(tmp_path: Path) -> None:
-    from rooflinectl.capture.step_limit import AUTO_STEPS
+    from rooflinectl.capture.run.step_limit import AUTO_STEPS
 
     result, out, trace = _profile(tmp_path, TRAINING, 10)
     assert result.exit_code == 0, result.output
@@ -169,7 +169,7 @@ def test_cupti_teardown_is_asked_for_on_cuda_12_6_and_later(monkeypatch: pytest.
 
     import torch
 
-    from rooflinectl.capture.session import TEARDOWN_ENV, _cupti_torn_down_after_stop
+    from rooflinectl.capture.run.session import TEARDOWN_ENV, _cupti_torn_down_after_stop
 
     monkeypatch.setattr(torch.version, "cuda", cuda)
     monkeypatch.delenv(TEARDOWN_ENV, raising=False)
@@ -184,7 +184,7 @@ def test_cupti_teardown_is_asked_for_on_cuda_12_6_and_later(monkeypatch: pytest.
 def test_a_failing_stop_never_reaches_the_users_program() -> None:
     import torch
 
-    from rooflinectl.capture.step_limit import StepLimit
+    from rooflinectl.capture.run.step_limit import StepLimit
 
     def broken() -> None:
         raise RuntimeError("kineto said no")
@@ -245,7 +245,7 @@ def test_a_compiled_model_is_not_compiled_again_after_the_stop(tmp_path: Path) -
 
 
 def test_events_that_cannot_be_compared_give_no_time_rather_than_a_wrong_one() -> None:
-    from rooflinectl.capture.step_limit import StepLimit
+    from rooflinectl.capture.run.step_limit import StepLimit
 
     class Event:
         def __init__(self, device: int, at_ms: float) -> None:
@@ -320,7 +320,7 @@ for i in range(int(sys.argv[1])):
 
 
 def test_a_loop_over_a_compiled_function_stops_at_the_next_graph_call(tmp_path: Path) -> None:
-    # the calls of the compiled graph mark the iterations live (capture/compiled_calls.py)
+    # the calls of the compiled graph mark the iterations live (capture/run/compiled_calls.py)
     torch = pytest.importorskip("torch")
     torch._dynamo.reset()
     result, out, trace = _profile(tmp_path, COMPILED_FORWARD, 8, "--profile-steps", "2")

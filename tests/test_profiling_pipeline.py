@@ -30,19 +30,40 @@ def step():
     with torch.no_grad():
         return model(x)
 """
-SAME = ["kernel", "op", "module", "calls", "flops", "bytes", "precision", "cost_source"]
-SAME_SUMMARY = ["iterations", "iterations_method", "iterations_found", "launches", "profile_steps",
-                "profile_steps_rule", "profile_steps_marker", "unprofiled_steps", "unprofiled_timed_by"]
+# What a second run measures anew: times and what is derived from them (rates, shares, bounds,
+# the order of launches by time, launches shorter than a threshold), and when and how it was made.
+TIMED_COLUMN_WORDS = ("time", "_per_s", "efficiency", "headroom", "bound", "above_roof", "suspect", "clock")
+TIMED_KEYS = ("launch_sequence", "short_launches", "back_to_back_runs", "created", "command")
+
+
+def _timed(key: str) -> bool:
+    return key.endswith("_s") or "time_share" in key or key in TIMED_KEYS
+
+
+def _untimed(value: object) -> object:
+    """value without its measured times (recursively through dicts and lists)."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if not _timed(str(k))}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
 
 
 def _rows(kernels: pd.DataFrame) -> list[tuple]:
-    return sorted(map(tuple, kernels[SAME].astype(str).to_numpy().tolist()))
+    """Every kernel group with every column that is not a time or derived from one (kernel, op,
+    module, shapes, dtype, calls, FLOPs, bytes, intensity, precision, cost source, launch config...)."""
+    same = [c for c in kernels.columns if not any(word in c for word in TIMED_COLUMN_WORDS)]
+    assert {"kernel", "op", "module", "shapes", "calls", "flops", "bytes", "intensity", "cost_source"} <= set(same)
+    return sorted(map(tuple, kernels[same].astype(str).to_numpy().tolist()))
 
 
 @pytest.mark.parametrize(("target", "cli_args", "api_args"), [
     # --iterations 3: the warm-up found by timings (attribution/steady.py) could differ between two runs
     ("script.py", ["--iterations", "3", "--", "9"], {"script_args": ["9"], "iterations": "3"}),
     ("script.py:step", ["--iters", "3", "--warmup", "1"], {"iters": 3, "warmup": 1}),
+    # the counters phase on a CPU run: one path says why there are none (and the whole run is profiled)
+    ("script.py", ["--iterations", "3", "--counters", "auto", "--", "9"],
+     {"script_args": ["9"], "iterations": "3", "counters": "auto"}),
 ])
 def test_the_cli_and_the_api_give_the_same_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
                                                    cli_args: list[str], api_args: dict) -> None:
@@ -52,9 +73,19 @@ def test_the_cli_and_the_api_give_the_same_profile(tmp_path: Path, monkeypatch: 
     assert result.exit_code == 0, result.output
     cli = load_profile(tmp_path / "cli.json")
     api = rooflinectl.profile(target, device="cpu", **api_args).data
+    assert list(cli.kernels.columns) == list(api.kernels.columns)
     assert _rows(cli.kernels) == _rows(api.kernels)
-    assert {k: cli.summary.get(k) for k in SAME_SUMMARY} == {k: api.summary.get(k) for k in SAME_SUMMARY}
-    assert api.summary["unprofiled_steps"] == (9 - 5 - 1 if ":" not in target else 3)
+    assert sorted(cli.summary) == sorted(api.summary)
+    assert _untimed(cli.summary) == _untimed(api.summary)
+    assert len(_untimed(cli.summary)) >= 15  # most of the summary is compared, not a few keys
+    assert sorted(cli.metadata) == sorted(api.metadata)
+    assert _untimed(cli.metadata) == _untimed(api.metadata)
+    counters = api_args.get("counters", "none")
+    if counters == "none":
+        assert api.summary["unprofiled_steps"] == (9 - 5 - 1 if ":" not in target else 3)
+    else:
+        assert api.summary["counters"]["status"] == "failed" and "needs a CUDA GPU" in api.summary["counters"]["reason"]
+        assert "profile_steps" not in api.summary  # counters measure the whole run
 
 
 @pytest.mark.slow

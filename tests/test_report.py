@@ -15,7 +15,8 @@ from report_profiles import DATA, HOSTILE, HOSTILE_ROWS, MLP, hostile_profile
 
 from rooflinectl.api import Profile
 from rooflinectl.cli.main import main
-from rooflinectl.cli.report_cmd import load_report_profiles, report_document
+from rooflinectl.cli.report_cmd import load_report_profiles
+from rooflinectl.html_report import report_document
 from rooflinectl.outputs.escape import plain
 from rooflinectl.outputs.profile_file import load_profile
 from rooflinectl.outputs.report_data import clock_view

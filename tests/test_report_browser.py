@@ -11,7 +11,8 @@ from cdp_pipe import Browser, find_chromium
 from nvml_samples import steady_then_capped
 from report_profiles import DATA, HOSTILE, HOSTILE_ROWS, hostile_profile
 
-from rooflinectl.cli.report_cmd import load_report_profiles, report_document
+from rooflinectl.cli.report_cmd import load_report_profiles
+from rooflinectl.html_report import report_document
 from rooflinectl.outputs.report_html import write_report
 
 pytestmark = pytest.mark.browser

@@ -2,7 +2,7 @@
 loop ending with destroy_process_group() hung in 4 of 10 runs (3 of 4 here, 2-core machine): the
 script's globals were freed when runpy returned, on the main thread holding the GIL, while a gloo
 thread waited for the GIL to free work whose propagated thread-local state held a Python object.
-capture/runner.py keeps the globals until the interpreter exits, as Python does. Run a few times,
+capture/run/runner.py keeps the globals until the interpreter exits, as Python does. Run a few times,
 each with a timeout: a hang fails the test instead of the suite. (NCCL on two GPUs: the
 `multigpu` test of the same script belongs on the nvidia-h200-x2 machine.)"""
 

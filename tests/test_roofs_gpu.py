@@ -39,7 +39,7 @@ def _profile_copies(ceilings, nbytes: int, iters: int = 20):
     """A loop of copies between two fp32 buffers of nbytes each, profiled against `ceilings`."""
     import torch
 
-    from rooflinectl.capture.runner import profile_calls
+    from rooflinectl.capture.run.runner import profile_calls
     from rooflinectl.pipeline import profile_data
 
     x = torch.rand(nbytes // 4, device="cuda")

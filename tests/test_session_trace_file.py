@@ -1,5 +1,5 @@
-"""capture/session.py: torch.profiler's temp trace (gigabytes on a long run) is removed on every
-path, also when reading it fails, and kept only under keeping_chrome_traces()."""
+"""capture/run/session.py: torch.profiler's temp trace (gigabytes on a long run) is removed on every
+path, also when reading it fails, and kept only when the session is asked to (keep_trace_file)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rooflinectl.capture import session
+from rooflinectl.capture.run import session
 
 
 def _traces(folder: Path) -> list[str]:
@@ -22,8 +22,8 @@ def temp_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _run() -> session.Capture:
-    with session.profiling("cpu") as capture:
+def _run(keep_trace_file: bool = False) -> session.Capture:
+    with session.profiling("cpu", keep_trace_file=keep_trace_file) as capture:
         torch.randn(16, 16) @ torch.randn(16, 16)
     return capture
 
@@ -47,8 +47,7 @@ def test_the_temp_trace_goes_after_a_clean_run(temp_folder: Path) -> None:
 
 
 def test_a_kept_trace_stays_for_the_caller(temp_folder: Path) -> None:
-    with session.keeping_chrome_traces():
-        capture = _run()
+    capture = _run(keep_trace_file=True)
     assert capture.chrome_trace_path is not None and Path(capture.chrome_trace_path).is_file()
     Path(capture.chrome_trace_path).unlink()
 
@@ -83,7 +82,7 @@ def test_with_reading_workers_identities_are_read_and_events_freed_before_the_jo
     tree before any of their records is joined, and the events are freed then: x * x still reads
     x once, x * y twice, and no record was joined while the events lived."""
     from rooflinectl.attribution.join import attribute
-    from rooflinectl.capture import trace_parallel
+    from rooflinectl.capture.read import trace_parallel
 
     monkeypatch.setenv("ROOFLINECTL_READ_WORKERS", "2")
     profilers: list[torch.profiler.profile] = []

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from test_attribution_costs import _kernel, _launch, _op
 from test_attribution_h200_trace import H200
 
-from rooflinectl.capture.session import Capture
-from rooflinectl.capture.trace import from_chrome_trace
+from rooflinectl.capture.read.trace import from_chrome_trace
+from rooflinectl.capture.run.session import Capture
 from rooflinectl.cli.main import main
 from rooflinectl.outputs.profile_file import save_profile
 from rooflinectl.pipeline import profile_data

@@ -14,9 +14,9 @@ from rich.console import Console
 
 from rooflinectl.analysis.advice import advise
 from rooflinectl.analysis.host_time import host_figures
-from rooflinectl.capture.region import MODULE_PREFIX
-from rooflinectl.capture.session import Capture
-from rooflinectl.capture.trace import RawOp, RawSync, RawTrace
+from rooflinectl.capture.read.raw import RawOp, RawSync, RawTrace
+from rooflinectl.capture.run.region import MODULE_PREFIX
+from rooflinectl.capture.run.session import Capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.cli.main import main
 from rooflinectl.outputs.profile_file import load_profile, save_profile
@@ -116,7 +116,7 @@ def test_sync_idle_is_measured_from_the_trace() -> None:
     the host was blocked 180 ns: the sync cost 180 ns (the rest the host would have spent anyway)."""
     import pandas as pd
 
-    from rooflinectl.capture.trace import RawOp
+    from rooflinectl.capture.read.raw import RawOp
 
     item = RawOp(external_id=7, name="aten::_local_scalar_dense", category="cpu_op", tid=1, ts_ns=110, dur_ns=200)
     t = RawTrace(ops=[item], kernels=[], launch_ts_ns={},
@@ -274,7 +274,7 @@ def test_suffix_medians_are_the_medians_of_each_suffix(n: int) -> None:
 
 
 def test_run_wall_time_spans_the_first_to_the_last_event_of_ops_and_kernels() -> None:
-    from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
+    from rooflinectl.capture.read.raw import RawKernel, RawOp, RawTrace
     from rooflinectl.pipeline import _run_wall_s
 
     ops = [RawOp(1, "aten::mm", "cpu_op", 1, 100, 50), RawOp(2, "aten::add", "cpu_op", 1, 300, 20)]

@@ -1,4 +1,4 @@
-"""The parallel trace reader (capture/trace_parallel.py) against the serial one, on real H200
+"""The parallel trace reader (capture/read/trace_parallel.py) against the serial one, on real H200
 traces: the same records, field by field, and a serial read whenever the file is not what the
 parallel reader expects."""
 
@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from rooflinectl.capture import trace_parallel
-from rooflinectl.capture.chrome_json import TraceFormatError, read_events
-from rooflinectl.capture.trace import RawTrace, TraceBuilder, identity_candidates, read_chrome_trace
+from rooflinectl.capture.read import trace_parallel
+from rooflinectl.capture.read.builder import TraceBuilder
+from rooflinectl.capture.read.chrome_json import TraceFormatError, read_events
+from rooflinectl.capture.read.identities import identity_candidates
+from rooflinectl.capture.read.raw import RawTrace
+from rooflinectl.capture.read.trace import read_chrome_trace
 
 DATA = Path(__file__).parent / "data" / "h200_real"
 TRACES = ["gpt2_fwd_eager.trace.json.gz", "gpt2_fwd_reduce_overhead.trace.json.gz", "ddp_gpt2.rank0.trace.json.gz"]
@@ -207,7 +210,7 @@ def test_a_worker_imports_no_numpy_and_starts_no_thread_pools() -> None:
     import subprocess
     import sys
 
-    code = "import sys, rooflinectl.capture.trace_parallel as t; print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'pandas', 'torch')))"
+    code = "import sys, rooflinectl.capture.read.trace_parallel as t; print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'pandas', 'torch')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     assert {trace_parallel.WORKER_THREADS_ENV[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")} == {"1"}

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rooflinectl.capture import chrome_json
-from rooflinectl.capture.chrome_json import TraceFormatError, read_events
-from rooflinectl.capture.trace import from_chrome_trace, identity_candidates, read_chrome_trace
+from rooflinectl.capture.read import chrome_json
+from rooflinectl.capture.read.chrome_json import TraceFormatError, read_events
+from rooflinectl.capture.read.identities import identity_candidates
+from rooflinectl.capture.read.trace import from_chrome_trace, read_chrome_trace
 
 REAL = Path(__file__).parent / "data" / "h200_real"
 
@@ -97,7 +98,7 @@ def test_identity_candidates_are_ops_that_can_share_an_input() -> None:
 
 
 def test_capture_file_round_trips_column_by_column(tmp_path) -> None:
-    from rooflinectl.capture.session import Capture, load_capture, save_capture
+    from rooflinectl.capture.run.session import Capture, load_capture, save_capture
 
     with gzip.open(REAL / "gpt2_fwd_eager.trace.json.gz", "rt") as handle:
         trace = from_chrome_trace(json.load(handle))
@@ -111,7 +112,7 @@ def test_capture_file_round_trips_column_by_column(tmp_path) -> None:
 
 
 def test_capture_columns_missing_from_a_file_get_their_defaults() -> None:
-    from rooflinectl.capture.trace import RawTrace
+    from rooflinectl.capture.read.raw import RawTrace
 
     data = {"layout": "columns", "ops": {"external_id": [5], "name": {"table": ["aten::mm"], "index": [0]},
                                         "category": {"table": ["cpu_op"], "index": [0]}, "tid": [1], "ts_ns": [0],
@@ -132,9 +133,9 @@ def test_without_orjson_the_standard_library_reads_and_writes_the_same(tmp_path)
     code = f"""
 import sys, json
 sys.modules["orjson"] = None  # import orjson now fails
-from rooflinectl.capture import chrome_json
-from rooflinectl.capture.session import Capture, load_capture, save_capture
-from rooflinectl.capture.trace import read_chrome_trace
+from rooflinectl.capture.read import chrome_json
+from rooflinectl.capture.run.session import Capture, load_capture, save_capture
+from rooflinectl.capture.read.trace import read_chrome_trace
 assert chrome_json.DECODER == "json"
 chrome_json.BLOCK_BYTES = 1 << 16
 trace = read_chrome_trace({str(REAL / "gpt2_fwd_eager.trace.json.gz")!r})
@@ -156,7 +157,7 @@ def test_tensor_identities_go_to_the_op_that_started_nearest() -> None:
     """Two aten::mul a microsecond apart; the event tree's start times differ from the trace's by
     a nanosecond (three decimals of microseconds), across a microsecond boundary: each op must
     get its own identities, never its neighbour's."""
-    from rooflinectl.capture.trace import add_tensor_info
+    from rooflinectl.capture.read.identities import add_tensor_info
 
     def mul(ts_us: float) -> dict:
         return {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "tid": 1, "ts": ts_us, "dur": 0.5,
@@ -173,7 +174,7 @@ def test_tensor_identities_go_to_the_op_that_started_nearest() -> None:
 def test_a_saved_capture_is_recognised_as_ours(tmp_path) -> None:
     """profile --save-capture replaces an earlier capture of ours without --force: the marker it
     looks for must be in the file as save_capture writes it (orjson writes no spaces)."""
-    from rooflinectl.capture.session import Capture, save_capture
+    from rooflinectl.capture.run.session import Capture, save_capture
     from rooflinectl.cli.profile_cmd import is_capture
 
     with gzip.open(REAL / "mlp_small.trace.json.gz", "rt") as handle:
@@ -185,7 +186,7 @@ def test_a_saved_capture_is_recognised_as_ours(tmp_path) -> None:
 def test_columns_keep_each_value_its_type_and_share_only_what_was_shared() -> None:
     from dataclasses import dataclass, field
 
-    from rooflinectl.capture.columns import from_columns, to_columns
+    from rooflinectl.capture.read.columns import from_columns, to_columns
 
     @dataclass
     class Row:
@@ -214,13 +215,13 @@ def test_columns_keep_each_value_its_type_and_share_only_what_was_shared() -> No
 def test_times_become_nanoseconds_as_python_rounds_them() -> None:
     import random
 
-    from rooflinectl.capture.trace import _ns_from
+    from rooflinectl.capture.read.builder import ns_from
 
     rng = random.Random(7)
     base = 5175733827172.983
     times = [base + rng.uniform(0, 1e6) for _ in range(2000)]
     times += [base + k * 0.0005 for k in range(2000)]  # halves of a nanosecond: round half to even
     times += [float(k) + 0.5e-3 for k in range(-50, 50)]  # exact halves near zero
-    assert _ns_from(times, base) == [int(round((t - base) * 1000.0)) for t in times]
-    assert _ns_from(times[-100:], 0.0) == [int(round(t * 1000.0)) for t in times[-100:]]
-    assert all(type(v) is int for v in _ns_from(times[:3], base))
+    assert ns_from(times, base) == [int(round((t - base) * 1000.0)) for t in times]
+    assert ns_from(times[-100:], 0.0) == [int(round(t * 1000.0)) for t in times[-100:]]
+    assert all(type(v) is int for v in ns_from(times[:3], base))

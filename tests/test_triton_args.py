@@ -1,4 +1,4 @@
-"""An undeclared Triton kernel's minimum bytes from its launch's arguments (capture/triton_args.py),
+"""An undeclared Triton kernel's minimum bytes from its launch's arguments (capture/run/triton_args.py),
 read through the profiler's own launch hook, joined to the traced kernel (attribution/declared.py)
 and held to the memory roof with a lower-bound efficiency (analysis/roofline.py).
 
@@ -17,12 +17,12 @@ import torch
 from rooflinectl.analysis.roofline import lower_bound_rows, place_on_roofline
 from rooflinectl.attribution.group import group_launches
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.trace import RawKernel, RawTrace
-from rooflinectl.capture.triton_args import (
+from rooflinectl.capture.read.raw import RawKernel, RawTrace
+from rooflinectl.capture.run.triton_args import (
     argument_bytes,
     argument_declaration,
 )
-from rooflinectl.capture.triton_hook import summarise_declaration, triton_launches
+from rooflinectl.capture.run.triton_hook import summarise_declaration, triton_launches
 from tests.advice_tables import h200_ceilings
 
 triton = pytest.importorskip("triton")

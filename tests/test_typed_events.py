@@ -11,16 +11,13 @@ from typing import Any
 
 import pytest
 
-from rooflinectl.capture import chrome_json
-from rooflinectl.capture import trace as trace_module
-from rooflinectl.capture.chrome_json import TraceFormatError
-from rooflinectl.capture.trace import (
-    TraceBuilder,
-    decode_events,
-    from_chrome_trace,
-    read_chrome_trace,
-)
-from rooflinectl.capture.typed_events import TypedEvents
+from rooflinectl.capture.read import builder as builder_module
+from rooflinectl.capture.read import chrome_json
+from rooflinectl.capture.read.builder import TraceBuilder
+from rooflinectl.capture.read.chrome_json import TraceFormatError
+from rooflinectl.capture.read.spec import decode_events
+from rooflinectl.capture.read.trace import from_chrome_trace, read_chrome_trace
+from rooflinectl.capture.read.typed_events import TypedEvents
 
 msgspec = pytest.importorskip("msgspec")
 
@@ -137,13 +134,13 @@ def test_raw_input_lists_are_decoded_once_per_distinct_text(monkeypatch) -> None
              b'"Input type": ["float", "float"]}}')
     builder = TraceBuilder()
     decoded: list[bytes] = []
-    original = trace_module.decode_json
+    original = builder_module.decode_json
 
     def counting(data: bytes) -> Any:
         decoded.append(bytes(data))
         return original(data)
 
-    monkeypatch.setattr(trace_module, "decode_json", counting)
+    monkeypatch.setattr(builder_module, "decode_json", counting)
     for block in range(3):
         builder.add(decode_events(b"[" + b",".join(event % (block * 10 + i) for i in range(10)) + b"]"))
     ops = builder.finish().ops

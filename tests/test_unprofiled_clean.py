@@ -53,7 +53,7 @@ def test_nothing_of_ours_but_the_marker_stays_after_the_stop(tmp_path: Path) -> 
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)
     # its own process: global hooks stay (returning at once) where Dynamo compiled anything in the
-    # process (capture/modules.py), and other tests compile
+    # process (capture/run/modules.py), and other tests compile
     done = subprocess.run([sys.executable, "-m", "rooflinectl", "profile", str(script), "-o", str(tmp_path / "p.json"),
                            "--device", "cpu", "-q"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -76,17 +76,26 @@ def test_nothing_of_ours_but_the_marker_stays_after_the_stop(tmp_path: Path) -> 
 def test_a_session_is_an_object_with_start_stop_finish_and_close() -> None:
     import torch
 
-    from rooflinectl.capture.session import ProfilingSession, active_capture
+    from rooflinectl.capture.run import session as session_module
+    from rooflinectl.capture.run.session import ProfilingSession
 
     session = ProfilingSession("cpu")
+    assert not session.running
     capture = session.start()
-    assert torch.autograd.profiler._is_profiler_enabled and active_capture() is capture
+    assert torch.autograd.profiler._is_profiler_enabled and session.running and session.capture is capture
     torch.ones(8).mul(2)
     session.stop()
     assert not torch.autograd.profiler._is_profiler_enabled
     torch.ones(8).add(3)  # after the stop: not recorded
     session.finish()
+    assert not session.running and capture.trace is not None
+    trace = capture.trace
+    session.finish()  # once: a hard exit may have finished it first
+    assert capture.trace is trace
     session.close()
-    assert active_capture() is None and capture.finish is None
+    # no module-level state: nothing in the session's module refers to the session or its capture
+    held = [name for name, value in vars(session_module).items() if value is session or value is capture
+            or (isinstance(value, (list, dict, set)) and any(v is session or v is capture for v in value))]
+    assert held == []
     names = {op.name for op in capture.trace.ops}
     assert "aten::mul" in names and "aten::add" not in names

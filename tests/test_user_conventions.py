@@ -58,7 +58,7 @@ def test_a_trace_given_as_a_profile_suggests_analyse(command, source, kind, tmp_
 
 
 def test_a_missing_function_lists_the_files_functions(tmp_path) -> None:
-    from rooflinectl.capture.runner import load_function
+    from rooflinectl.capture.run.runner import load_function
 
     target = tmp_path / "work_mod.py"
     target.write_text("from os.path import join\n\n\ndef step():\n    return 1\n\n\n"

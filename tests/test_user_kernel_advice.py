@@ -11,9 +11,9 @@ import torch
 from rooflinectl.analysis.advice import advise
 from rooflinectl.attribution.group import group_launches
 from rooflinectl.attribution.join import attribute
-from rooflinectl.capture.trace import RawKernel, RawTrace
-from rooflinectl.capture.triton_args import argument_declaration
-from rooflinectl.capture.triton_hook import summarise_declaration
+from rooflinectl.capture.read.raw import RawKernel, RawTrace
+from rooflinectl.capture.run.triton_args import argument_declaration
+from rooflinectl.capture.run.triton_hook import summarise_declaration
 from tests.advice_tables import h200_ceilings, profile
 
 N = 1 << 26

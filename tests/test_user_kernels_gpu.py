@@ -29,7 +29,7 @@ def user():
 
 
 def test_real_launches_record_argument_bytes(user) -> None:
-    from rooflinectl.capture.triton_hook import triton_launches
+    from rooflinectl.capture.run.triton_hook import triton_launches
 
     n = 1 << 20
     x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")

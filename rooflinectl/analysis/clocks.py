@@ -1,4 +1,4 @@
-"""The clocks the kernels ran at, and what throttled them: NVML samples (capture/nvml_sampler.py)
+"""The clocks the kernels ran at, and what throttled them: NVML samples (capture/run/nvml_sampler.py)
 laid over the kernel timeline. Pure: metadata and DataFrames in, arrays and dicts out.
 
 Each sample stands for the time around it: from halfway to the previous sample to halfway to the

@@ -3,7 +3,7 @@ waited for the device, which then sat idle until the host launched again) and ti
 (the Python interpreter between launches: loop bookkeeping, data handling, logging).
 
 Pure: trace events and launches in, figures out (summary keys host_*). Sync calls come from the
-runtime (capture/trace.py SYNC_CALLS); `.item()`, `.cpu()`, `print(tensor)` and `bool(tensor)` show
+runtime (capture/read/spec.py SYNC_CALLS); `.item()`, `.cpu()`, `print(tensor)` and `bool(tensor)` show
 up as cudaStreamSynchronize under aten::_local_scalar_dense or aten::copy_.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.attribution.spans import length_inside, span_index
-from rooflinectl.capture.trace import RawTrace
+from rooflinectl.capture.read.raw import RawTrace
 
 TOP_SYNC_OPS = 5
 

@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Any
 
-from rooflinectl.capture.trace import RawOp
+from rooflinectl.capture.read.raw import RawOp
 from rooflinectl.costs.tensors import (
     PROFILER_DTYPES,
     TORCH_DTYPES,
@@ -135,7 +135,7 @@ def parse_shapes(text: Any) -> list[tuple[int, ...]]:
 def cost_key(op: RawOp, children: list[RawOp] | None = None) -> tuple[Any, ...]:
     """What an op's call (op_call) depends on: its name, its recorded inputs, which inputs are the
     same tensor (the pattern, not the pointers) and the hints its children give. Ops that share
-    input lists (capture.trace stores equal lists once) share a key by the lists' identity, so a
+    input lists (capture/read/builder.py stores equal lists once) share a key by the lists' identity, so a
     million launches of a few distinct calls are costed a few times; the lists live as long as
     the trace, so an identity is not reused."""
     storages = _alias_pattern(op.input_storages) if op.input_storages else ()

@@ -44,7 +44,7 @@ from rooflinectl.capture.ncu.sampling import (
     predict,
     sampling_class,
 )
-from rooflinectl.capture.trace import RawTrace
+from rooflinectl.capture.read.raw import RawTrace
 from rooflinectl.errors import CountersProblem
 
 MAX_UNMATCHED_SHARE = 0.1

@@ -1,6 +1,6 @@
 """CPU units of work: every op's time in exactly one row, and a costed op's cost as it executes.
 
-Before: the trace's ops nested per thread (join._OpIndex: parents, children, costs).
+Before: the trace's ops nested per thread (attribution/op_index.py: parents, children, costs).
 After: rows (op, time, cost), in start order, whose times add up to the time of the outermost
 ops that do work (the profile's device time on a CPU), with no time left out or counted twice:
 - a costed op (or a gloo collective) is one row with its whole duration;
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import NamedTuple, Protocol
 
-from rooflinectl.capture.trace import RawOp
+from rooflinectl.capture.read.raw import RawOp
 from rooflinectl.costs import HELPER_OPS, NO_WORK_OPS, OpCost
 from rooflinectl.costs.collectives import GLOO_PREFIX
 from rooflinectl.costs.custom_ops import costed_by_fallback, is_custom_op

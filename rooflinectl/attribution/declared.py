@@ -1,6 +1,6 @@
 """Triton launches' own costs, joined to the kernels the trace recorded.
 
-Before: the capture's per-launch summaries (capture/triton_hook.py), in launch order: a cost the
+Before: the capture's per-launch summaries (capture/run/triton_hook.py), in launch order: a cost the
 kernel declared through launch_metadata, or for an undeclared kernel the bytes its tensor
 arguments span (`from_arguments`), each marked `captured` when it was launched into a CUDA
 graph's stream capture. After: per traced kernel, the summary of its own launch, or None.
@@ -26,7 +26,7 @@ from collections import Counter, defaultdict, deque
 from typing import Any
 
 from rooflinectl.attribution.records import Attribution
-from rooflinectl.capture.trace import RawTrace
+from rooflinectl.capture.read.raw import RawTrace
 from rooflinectl.costs import OpCost
 from rooflinectl.costs.registry import FAMILIES
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
-from rooflinectl.capture.trace import RawKernel, RawTrace
+from rooflinectl.capture.read.raw import RawKernel, RawTrace
 
 _KIND_OF_CATEGORY = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
 

@@ -36,8 +36,8 @@ import pandas as pd
 
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.transfers import crosses_link
-from rooflinectl.capture.region import MODULE_PREFIX
-from rooflinectl.capture.trace import RawOp, RawTrace
+from rooflinectl.capture.read.raw import RawOp, RawTrace
+from rooflinectl.capture.run.region import MODULE_PREFIX
 
 PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#.+\.step$")

@@ -31,7 +31,6 @@ Rules (the README repeats them):
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 from collections import defaultdict
@@ -41,33 +40,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
+from rooflinectl.attribution.calls import op_call, shapes_text
 from rooflinectl.attribution.cpu_work import may_do_work, work_rows
 from rooflinectl.attribution.declared import DeclaredLaunches, declared_cost  # noqa: F401 - declared_cost re-exported
 from rooflinectl.attribution.graphs import replay_sources
+from rooflinectl.attribution.op_index import COMPILE_SCOPE_SUFFIX, OpIndex
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
-from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.transfers import MEMCPY, copy_link
-from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
-from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
-from rooflinectl.costs import OpCost, explain_cost, has_formula
+from rooflinectl.capture.read.raw import RawKernel, RawOp, RawTrace
+from rooflinectl.costs import OpCost
 from rooflinectl.costs.collectives import (
     GLOO_PREFIX,
-    collective_cost,
-    collective_from_args,
-    collective_from_gloo,
 )
 from rooflinectl.costs.custom_ops import is_custom_op
 from rooflinectl.costs.inductor import (
-    cpp_kernel_cost,
-    fused_label,
     is_generated_kernel,
-    triton_kernel_cost,
 )
 
-COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
-BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
-OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
 
 @dataclass
 class Attributed:
@@ -77,208 +66,6 @@ class Attributed:
     host_events: int  # profiler events (ops, annotations) recorded in the window: each paid the profiler's cost
     compile_work_s: float = 0.0  # time of kernels (GPU) or ops (CPU) run by torch.compile while compiling, not counted
     region_runs: int = 0  # how many times a rooflinectl.region block ran
-
-
-class _OpIndex:
-    """Parents, modules, regions and costs of the trace's ops, computed once."""
-
-    def __init__(self, trace: RawTrace, device_kind: str = "cuda", world_size: int = 1) -> None:
-        self.ops = trace.ops
-        self.device_kind = device_kind
-        self.world_size = world_size  # the group of a gloo collective (gloo does not record it)
-        self.parent: list[int] = [-1] * len(self.ops)
-        self.children: list[list[int]] = [[] for _ in self.ops]
-        stack: list[int] = []
-        current_tid = None
-        for i, op in enumerate(self.ops):  # sorted by (tid, ts, -dur)
-            if op.tid != current_tid:
-                stack, current_tid = [], op.tid
-            while stack and self.ops[stack[-1]].end_ns <= op.ts_ns:
-                stack.pop()
-            if stack:
-                self.parent[i] = stack[-1]
-                self.children[stack[-1]].append(i)
-            stack.append(i)
-        self.by_external = {op.external_id: i for i, op in enumerate(self.ops) if op.external_id >= 0}
-        annotations = [o for o in self.ops if o.category == "user_annotation"]  # one pass over the ops
-        self.region_named = [i for i, o in enumerate(self.ops) if o.name.startswith(REGION_PREFIX)]
-        regions = [self.ops[i] for i in self.region_named if self.ops[i].category == "user_annotation"]
-        self.region_runs = len(regions)
-        self.region_spans = merge_spans([(o.ts_ns, o.end_ns) for o in regions])
-        self.region_names = sorted({o.name[len(REGION_PREFIX):] for o in regions})
-        self.excluded_spans = merge_spans([(o.ts_ns, o.end_ns) for o in annotations
-                                            if o.name in (CALIBRATION_NAME, WARMUP_NAME)])
-        self._region_starts = [a for a, _ in self.region_spans]
-        self._excluded_starts = [a for a, _ in self.excluded_spans]
-        # per-op memos as lists (a dict of a million int keys costs ~70 MB more)
-        self._costs: list[tuple[OpCost | None, str, str] | None] = [None] * len(self.ops)
-        self._by_call: dict[tuple[Any, ...], tuple[OpCost | None, str, str]] = {}
-        self._modules: list[str | None] = [None] * len(self.ops)
-        self.compiled_kernels = trace.compiled_kernels
-        self.compile_work = [False] * len(self.ops)  # inside a (dynamo_timed) scope; parents come first
-        for i, op in enumerate(self.ops):
-            self.compile_work[i] = op.name.endswith(COMPILE_SCOPE_SUFFIX) or (
-                self.parent[i] >= 0 and self.compile_work[self.parent[i]])
-        self.forward_by_seq = self._forward_ops()
-        # a trace without module scopes, backward or optimizer ops (inference, or a trace another
-        # tool recorded) names no module for any op: known once from its few distinct names
-        self._has_modules = any(name.startswith((MODULE_PREFIX, BACKWARD_PREFIX, *OPTIMIZER_PREFIXES))
-                                for name in {op.name for op in self.ops})
-
-    def _forward_ops(self) -> dict[int, int]:
-        """Autograd sequence number -> the outermost forward op that carries it (ops under an
-        autograd::engine::evaluate_function op are backward work and share their forward's number)."""
-        out: dict[int, int] = {}
-        in_backward = [False] * len(self.ops)
-        for i, op in enumerate(self.ops):  # parents come before children in this order
-            parent = self.parent[i]
-            in_backward[i] = op.name.startswith(BACKWARD_PREFIX) or (parent >= 0 and in_backward[parent])
-            if op.sequence_nr >= 0 and not in_backward[i] and op.category == "cpu_op":
-                out.setdefault(op.sequence_nr, i)
-        return out
-
-    def in_window(self, ts_ns: int) -> bool:
-        """Counted: inside a region (or anywhere, without regions) and outside the overhead probe."""
-        if _inside(ts_ns, self._excluded_starts, self.excluded_spans):
-            return False
-        return not self.region_spans or _inside(ts_ns, self._region_starts, self.region_spans)
-
-    def events_in_window(self, starts_ns: np.ndarray) -> int:
-        """How many ops (starting at starts_ns, in ops' order) are counted, the regions' own
-        annotations left out: in_window for every op, vectorised."""
-        counted = span_index(starts_ns, self.excluded_spans, closed=True) < 0  # closed, as in_window's spans
-        if self.region_spans:
-            counted &= span_index(starts_ns, self.region_spans, closed=True) >= 0
-        return int(counted.sum()) - sum(1 for i in self.region_named if counted[i])
-
-    def module(self, i: int) -> str:
-        """The nn.Module path active at op i; for backward work, the forward op's module with
-        ' (backward)' (autograd's sequence number links the two); for an optimizer's work,
-        'optimizer AdamW.step' (its own annotation); '' when none applies. Remembered per op."""
-        if i < 0 or not self._has_modules:
-            return ""
-        found = self._modules[i]
-        if found is None:
-            found = self._modules[i] = self._find_module(i)
-        return found
-
-    def _find_module(self, i: int) -> str:
-        backward_seq, optimizer = -1, ""
-        while i >= 0:
-            op = self.ops[i]
-            if op.category == "user_annotation" and op.name.startswith(MODULE_PREFIX):
-                return op.name[len(MODULE_PREFIX):]
-            if op.name.startswith(BACKWARD_PREFIX) and op.sequence_nr >= 0:
-                backward_seq = op.sequence_nr
-            if op.name.startswith(OPTIMIZER_PREFIXES) and not optimizer:
-                optimizer = f"optimizer {op.name.split('#', 1)[-1]}"
-            i = self.parent[i]
-        forward = self.forward_by_seq.get(backward_seq, -1)
-        if forward >= 0:
-            module = self.module(forward)
-            return f"{module} (backward)" if module else ""
-        return optimizer
-
-    def cost(self, i: int) -> tuple[OpCost | None, str]:
-        """(cost or None, input shapes text) of op i."""
-        return self._explained(i)[:2]
-
-    def explained_entry(self, i: int) -> tuple[OpCost | None, str, str]:
-        """(cost, shapes text, why unknown) of op i: one tuple shared by every op of the same
-        distinct call (its identity tells launches of equal cost apart from the rest)."""
-        return self._explained(i)
-
-    def _explained(self, i: int) -> tuple[OpCost | None, str, str]:
-        """(cost, shapes text, why unknown) of op i, computed once per distinct call (cost_key)."""
-        cached = self._costs[i]
-        if cached is None:
-            op = self.ops[i]
-            if op.category == "user_annotation" and op.name.startswith(GLOO_PREFIX) and self.device_kind == "cpu":
-                gloo = collective_from_gloo(op.name, op.input_dims, op.input_types, self.world_size)
-                cached = (collective_cost(gloo), gloo.shapes(), "") if gloo else \
-                    (None, "", "gloo annotation without the buffer's dims and type")
-            elif op.category != "cpu_op":
-                cached = (None, "", "")
-            elif "Collective name" in op.args:  # record_param_comms: on GPU its kernels do the work
-                nccl = collective_from_args(op.args) if self.device_kind == "cuda" else None
-                why = "collective of a kind, size or dtype not modelled" if self.device_kind == "cuda" else ""
-                cached = (collective_cost(nccl), nccl.shapes(), "") if nccl else (None, "", why)
-            elif not ("kernel_num_gb" in op.args or op.name in self.compiled_kernels or has_formula(op.name)):
-                cached = (None, "", "")
-            else:
-                # children, then grandchildren: an op's hints may sit one level down (index_put_ ->
-                # _index_put_impl_ -> masked_fill_ holds the boolean mask)
-                kids = self.children[i]
-                children = [self.ops[c] for c in kids] + [self.ops[g] for c in kids for g in self.children[c]]
-                key = (cost_key(op, children), repr(sorted(op.args.items())) if op.args else "")
-                cached = self._by_call.get(key)
-                if cached is None:
-                    cached = self._by_call[key] = self._compute_cost(op, children)
-            self._costs[i] = cached
-        return cached
-
-    def _compute_cost(self, op: RawOp, children: list[RawOp]) -> tuple[OpCost | None, str, str]:
-        if "kernel_num_gb" in op.args:
-            call = op_call(op)
-            return (triton_kernel_cost(op.name, op.args, call), shapes_text(call), "")
-        if op.name in self.compiled_kernels:
-            buffers = self.compiled_kernels[op.name].get("buffers")
-            shapes = " x ".join(str(b["shape"]) for b in buffers or [])
-            return (cpp_kernel_cost(op.name, buffers), shapes, "")
-        call = op_call(op, children)
-        cost, why = explain_cost(call)
-        return (cost, shapes_text(call), why)
-
-    def label(self, i: int) -> str:
-        """The op column: the op's name, the aten ops a generated kernel fused, or for a
-        collective's record_param_comms the c10d op that called it."""
-        name = self.ops[i].name if i >= 0 else ""
-        if i >= 0 and "Collective name" in self.ops[i].args and self.parent[i] >= 0 \
-                and self.ops[self.parent[i]].name.startswith("c10d::"):
-            return self.ops[self.parent[i]].name
-        return fused_label(name) if is_generated_kernel(name) else name
-
-    def source(self, i: int) -> str:
-        """cost_source of op i's cost: inductor for generated kernels, analytic for our formulas."""
-        return "inductor" if is_generated_kernel(self.ops[i].name) else "analytic"
-
-    def why_unknown(self, i: int) -> str:
-        """Why no op at or above i gave a cost: a formula's failure if one failed (the innermost),
-        else that the innermost op has no formula, else that no op is linked."""
-        inner = self.innermost_cpu_op(i)
-        if inner < 0:
-            return "no op linked: the trace links this kernel to no CPU op"
-        j = inner
-        while j >= 0:
-            if self.ops[j].category == "cpu_op" and self._explained(j)[2]:
-                return self._explained(j)[2]
-            j = self.parent[j]
-        return f"no cost formula for {self.ops[inner].name}"
-
-    def costed_ancestor(self, i: int) -> int:
-        """Nearest op at or above i with a known cost, -1 if none."""
-        ops, costs = self.ops, self._costs
-        while i >= 0:
-            if ops[i].category == "cpu_op" and ((costs[i] or self._explained(i))[0] is not None):
-                return i
-            i = self.parent[i]
-        return -1
-
-    def is_work_unit(self, i: int) -> bool:
-        """CPU: an op with a cost formula, or a gloo worker's collective annotation."""
-        return (self.ops[i].category == "cpu_op" or self.ops[i].name.startswith(GLOO_PREFIX)) \
-            and self.cost(i)[0] is not None
-
-    def innermost_cpu_op(self, i: int) -> int:
-        while i >= 0 and self.ops[i].category != "cpu_op":
-            i = self.parent[i]
-        return i
-
-
-def _inside(ts_ns: int, starts: list[int], spans: list[tuple[int, int]]) -> bool:
-    """ts within one of the merged, sorted spans (binary search: traces have many regions)."""
-    i = bisect.bisect_right(starts, ts_ns) - 1
-    return i >= 0 and ts_ns <= spans[i][1]
 
 
 @functools.lru_cache(maxsize=8192)  # a long run launches the same few hundred kernels over and over
@@ -299,7 +86,7 @@ def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
 
 def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> Attributed:
     world = metadata.get("world_size") or trace.distributed.get("world_size") or 1
-    index = _OpIndex(trace, device_kind, int(world))
+    index = OpIndex(trace, device_kind, int(world))
     records = Records(metadata)
     if device_kind == "cuda":
         _gpu_records(trace, index, records)
@@ -312,7 +99,7 @@ def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> At
                       region_runs=index.region_runs)
 
 
-def _compile_work_s(trace: RawTrace, index: _OpIndex, device_kind: str) -> float:
+def _compile_work_s(trace: RawTrace, index: OpIndex, device_kind: str) -> float:
     """Time torch.compile spent running work while compiling: GPU kernels it launched (autotuning
     benchmarks), or on CPU its outermost ops, inside the counted window."""
     if device_kind == "cuda":
@@ -324,7 +111,7 @@ def _compile_work_s(trace: RawTrace, index: _OpIndex, device_kind: str) -> float
     return total / 1e9
 
 
-def _window_ns(launches: pd.DataFrame, index: _OpIndex) -> int:
+def _window_ns(launches: pd.DataFrame, index: OpIndex) -> int:
     """Wall time of the counted work: per region, from its first counted kernel's start to its last
     kernel's end (kernels run after the host launched them, so the device timeline is what counts);
     without regions, the span of all counted work."""
@@ -341,15 +128,19 @@ def _window_ns(launches: pd.DataFrame, index: _OpIndex) -> int:
     return int((spans["last"] - spans["first"]).sum())
 
 
-def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
-    triton_queue = DeclaredLaunches(trace)
+# Per launch, in launch order: the kernel, its own op (External id), its op (a replay: the
+# capture's), the costed op above it (-1: none), its Triton declaration, its launch time, and its
+# instance (the graph launch's correlation for a replayed kernel, else -1).
+Pending = tuple[RawKernel, int, int, int, dict[str, Any] | None, int, int]
+
+
+def _pending_launches(trace: RawTrace, index: OpIndex, triton_queue: DeclaredLaunches) -> list[Pending]:
+    """The launches in the counted window, each with the ops it belongs to (compile work left out)."""
     replayed = replay_sources(trace, lambda ext: index.ops[i].name if (i := index.by_external.get(ext, -1)) >= 0 else None)
-    pending: list[tuple[RawKernel, int, int, int, dict[str, Any] | None, int, int]] = []
+    pending: list[Pending] = []
     # names bound once: this loop runs once per launch (millions on a long run)
     ops, by_external, launch_ts_ns, compile_work = index.ops, index.by_external, trace.launch_ts_ns, index.compile_work
     windowed = bool(index.region_spans or index.excluded_spans)  # else every launch is in the window
-    # per launch: kernel, its own op, its op (a replay: the capture's), costed op, triton cost, launch ts,
-    # instance (graph replay, or -1)
     for k in trace.kernels:
         own_i = by_external.get(k.external_id, -1)  # a replayed kernel's: the op around the graph launch
         source = replayed.get(id(k)) if replayed else None
@@ -363,83 +154,123 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
             continue
         costed = -1 if declared or k.category != "kernel" else index.costed_ancestor(op_i)
         pending.append((k, own_i, op_i, costed, declared, ts, k.correlation if source is not None else -1))
-    time_by_op: dict[tuple[int, int], int] = defaultdict(int)  # an op's cost is split among its kernels per run
+    return pending
+
+
+def _gpu_records(trace: RawTrace, index: OpIndex, records: Records) -> None:
+    """One record per launch in the window (attribute's rules). Most launches of a long run repeat
+    an earlier launch of the same kind (kernel, launch configuration, op, module): those are looked
+    up and only their own numbers added (_GpuJoin.known_kind); a new kind is attributed in full."""
+    join = _GpuJoin(trace, index, records)
+    pending = _pending_launches(trace, index, join.triton_queue)
     for k, _, _, costed, _, _, instance in pending:
         if costed >= 0:
-            time_by_op[(costed, instance)] += k.dur_ns
-    graph_correlations = set(trace.graph_launches)
-    # A launch of a costed op, not replayed, whose row differs from an earlier one's only in its
-    # own numbers: its kind is looked up, not built again (most launches of a long run).
-    kinds: dict[tuple[Any, ...], int] = {}
-    declared_numbers: dict[int, tuple[float, float]] = {}  # kind -> FLOPs and bytes of a Triton summary's launch
-    # label and cost source of an op depend on its name alone, unless it launched a collective
-    # (label then names the c10d op around it): remembered per name for the rest
-    labels: dict[str, tuple[str, str]] = {}
-    looked_up: list[tuple[int, float, float, float, int, int, int, int]] = []  # launches of known kinds, in order
+            join.time_by_op[(costed, instance)] += k.dur_ns
+    ops = index.ops
     for k, own_i, op_i, costed, declared, ts, instance in pending:
         inner = op_i if op_i >= 0 and ops[op_i].category == "cpu_op" else index.innermost_cpu_op(op_i)
         module = index.module(op_i) or (index.module(own_i) if own_i != op_i else "")
-        common = costed >= 0 and declared is None and instance < 0 and k.category == "kernel"
-        if common:
-            entry = index.explained_entry(costed)
-            costed_op = ops[costed]
-            collective = "Collective name" in costed_op.args
-            named = None if collective else labels.get(costed_op.name)
-            if named is None:
-                named = (index.label(costed), index.source(costed))
-                if not collective:
-                    labels[costed_op.name] = named
-            key = (k.name, k.grid, k.block, k.registers_per_thread, k.shared_memory, id(entry), *named, module,
-                   inner >= 0)
-            kind = kinds.get(key)
-            if kind is not None:
-                total = time_by_op[(costed, instance)]
-                share = k.dur_ns / total if total > 0 else 1.0
-                cost = entry[0]
-                looked_up.append((kind, k.dur_ns / 1e9, cost.flops * share, cost.bytes * share, k.ts_ns,
-                                  k.ts_ns + k.dur_ns, ts, k.correlation))
-                continue
-        if declared is not None:  # a launch of a Triton summary seen before, with the same launch and op
-            key = (id(declared), k.correlation in graph_correlations, k.grid, k.block, k.registers_per_thread,
-                   k.shared_memory, module, inner)
-            seen = kinds.get(key)
-            if seen is not None:
-                looked_up.append((seen, k.dur_ns / 1e9, *declared_numbers[seen], k.ts_ns, k.ts_ns + k.dur_ns, ts,
-                                  k.correlation))
-                continue
-        records.add_kinds(looked_up)  # the launches before this one first: the table keeps launch order
-        looked_up.clear()
-        blocks, threads = _product(k.grid), _product(k.block)
-        origin = kernel_origin(k.name, inner >= 0 and not is_custom_op(ops[inner].name), declared is not None)
-        launch = Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
-                        _known(k.registers_per_thread), _known(k.shared_memory), k.correlation)
-        replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
-        if k.category != "kernel":
-            how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
-        elif declared is not None:
-            around = ops[inner].name if inner >= 0 and is_custom_op(ops[inner].name) else k.name  # a user's op
-            how = triton_queue.attribution(k.name, k.correlation, declared, origin, around)
-        elif costed >= 0:
-            cost, shapes = index.cost(costed)
-            total = time_by_op[(costed, instance)]
-            share = k.dur_ns / total if total > 0 else 1.0
-            how = Attribution(index.label(costed), cost, share, shapes, origin, index.source(costed), replay_note)
-        else:
-            op_name = index.label(_working_op(index, inner))
-            note = ("replayed from a CUDA graph whose capture the trace does not hold (captured before profiling?): "
-                    "no op, so no cost" if k.correlation in graph_correlations and instance < 0
-                    else "Inductor kernel compiled without its cost annotations (benchmark_kernel off)"
-                    if is_generated_kernel(k.name) else index.why_unknown(op_i))
-            how = Attribution(op_name, None, 0.0, "", origin, "none", note)
-        kind = records.add(launch, how)
-        if common or declared is not None:
-            kinds[key] = kind
+        key = join.kind_key(k, costed, declared, instance, module, inner)
+        if key is not None and join.known_kind(key, k, costed, declared, instance, ts):
+            continue
+        records.add_kinds(join.looked_up)  # the launches before this one first: the table keeps launch order
+        join.looked_up.clear()
+        join.new_kind(key, k, module, inner, op_i, costed, declared, instance, ts)
+    records.add_kinds(join.looked_up)
+
+
+class _GpuJoin:
+    """The state of one GPU join: kinds seen, each op's kernel time per run, names' labels."""
+
+    def __init__(self, trace: RawTrace, index: OpIndex, records: Records) -> None:
+        self.index, self.records = index, records
+        self.triton_queue = DeclaredLaunches(trace)
+        self.time_by_op: dict[tuple[int, int], int] = defaultdict(int)  # an op's cost is split among its kernels per run
+        self.graph_correlations = set(trace.graph_launches)
+        # A launch of a costed op, not replayed, whose row differs from an earlier one's only in its
+        # own numbers: its kind is looked up, not built again (most launches of a long run).
+        self.kinds: dict[tuple[Any, ...], int] = {}
+        self.declared_numbers: dict[int, tuple[float, float]] = {}  # kind -> FLOPs and bytes of a Triton summary's launch
+        # label and cost source of an op depend on its name alone, unless it launched a collective
+        # (label then names the c10d op around it): remembered per name for the rest
+        self.labels: dict[str, tuple[str, str]] = {}
+        self.looked_up: list[tuple[int, float, float, float, int, int, int, int]] = []  # launches of known kinds, in order
+
+    def kind_key(self, k: RawKernel, costed: int, declared: dict[str, Any] | None, instance: int, module: str,
+                 inner: int) -> tuple[Any, ...] | None:
+        """What makes a launch's row the same as an earlier one's but for its own numbers: for a
+        costed op's kernel (not replayed) or a Triton summary's launch; None for the rest."""
         if declared is not None:
-            declared_numbers[kind] = (how.cost.flops, how.cost.bytes) if how.cost is not None else (math.nan, math.nan)
-    records.add_kinds(looked_up)
+            return (id(declared), k.correlation in self.graph_correlations, k.grid, k.block, k.registers_per_thread,
+                    k.shared_memory, module, inner)
+        if costed < 0 or instance >= 0 or k.category != "kernel":
+            return None
+        index = self.index
+        entry = index.explained_entry(costed)
+        costed_op = index.ops[costed]
+        collective = "Collective name" in costed_op.args
+        named = None if collective else self.labels.get(costed_op.name)
+        if named is None:
+            named = (index.label(costed), index.source(costed))
+            if not collective:
+                self.labels[costed_op.name] = named
+        return ("op", k.name, k.grid, k.block, k.registers_per_thread, k.shared_memory, id(entry), *named, module,
+                inner >= 0)
+
+    def known_kind(self, key: tuple[Any, ...], k: RawKernel, costed: int, declared: dict[str, Any] | None,
+                   instance: int, ts: int) -> bool:
+        """Queue the launch as one of a kind seen before (True), or say it is new (False)."""
+        kind = self.kinds.get(key)
+        if kind is None:
+            return False
+        if declared is not None:
+            flops, nbytes = self.declared_numbers[kind]
+        else:
+            total = self.time_by_op[(costed, instance)]
+            share = k.dur_ns / total if total > 0 else 1.0
+            cost = self.index.explained_entry(costed)[0]
+            flops, nbytes = cost.flops * share, cost.bytes * share
+        self.looked_up.append((kind, k.dur_ns / 1e9, flops, nbytes, k.ts_ns, k.ts_ns + k.dur_ns, ts, k.correlation))
+        return True
+
+    def new_kind(self, key: tuple[Any, ...] | None, k: RawKernel, module: str, inner: int, op_i: int, costed: int,
+                 declared: dict[str, Any] | None, instance: int, ts: int) -> None:
+        """Attribute a launch in full and record it (and its kind, when it has one)."""
+        ops = self.index.ops
+        origin = kernel_origin(k.name, inner >= 0 and not is_custom_op(ops[inner].name), declared is not None)
+        launch = Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, _product(k.grid),
+                        _product(k.block), _known(k.registers_per_thread), _known(k.shared_memory), k.correlation)
+        how = self.attribution(k, inner, op_i, costed, declared, instance, origin)
+        kind = self.records.add(launch, how)
+        if key is not None:
+            self.kinds[key] = kind
+        if declared is not None:
+            self.declared_numbers[kind] = (how.cost.flops, how.cost.bytes) if how.cost is not None else (math.nan, math.nan)
+
+    def attribution(self, k: RawKernel, inner: int, op_i: int, costed: int, declared: dict[str, Any] | None,
+                    instance: int, origin: str) -> Attribution:
+        """Whose cost a launch carries and why: its own size (memset, memcpy), its Triton
+        declaration, its share of the costed op above it, or none (with the reason)."""
+        index, ops = self.index, self.index.ops
+        if k.category != "kernel":
+            return _transfer_attribution(k, ops[inner].name if inner >= 0 else "")
+        if declared is not None:
+            around = ops[inner].name if inner >= 0 and is_custom_op(ops[inner].name) else k.name  # a user's op
+            return self.triton_queue.attribution(k.name, k.correlation, declared, origin, around)
+        if costed >= 0:
+            cost, shapes = index.cost(costed)
+            total = self.time_by_op[(costed, instance)]
+            share = k.dur_ns / total if total > 0 else 1.0
+            replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
+            return Attribution(index.label(costed), cost, share, shapes, origin, index.source(costed), replay_note)
+        note = ("replayed from a CUDA graph whose capture the trace does not hold (captured before profiling?): "
+                "no op, so no cost" if k.correlation in self.graph_correlations and instance < 0
+                else "Inductor kernel compiled without its cost annotations (benchmark_kernel off)"
+                if is_generated_kernel(k.name) else index.why_unknown(op_i))
+        return Attribution(index.label(_working_op(index, inner)), None, 0.0, "", origin, "none", note)
 
 
-def _working_op(index: _OpIndex, i: int) -> int:
+def _working_op(index: OpIndex, i: int) -> int:
     """The op an unknown kernel is shown under: the innermost op around it that may do work, not
     a metadata child it launched from (nonzero's as_strided_); i itself when none may."""
     j = i
@@ -473,7 +304,7 @@ def _transfer_attribution(k: RawKernel, op_name: str) -> Attribution:
     return Attribution(op_name, cost, 1.0, "", "aten", "analytic")
 
 
-def _cpu_records(index: _OpIndex, records: Records) -> None:
+def _cpu_records(index: OpIndex, records: Records) -> None:
     """One row per unit of CPU work (attribution/cpu_work.py: no op's time left out or counted twice)."""
     roots = [i for i, p in enumerate(index.parent) if p == -1]
     for i, time_ns, cost, own_time in work_rows(index, roots, is_generated_kernel):

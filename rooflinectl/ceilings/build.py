@@ -53,42 +53,16 @@ def gpu_spec_ceilings(info: GpuInfo) -> Ceilings:
     """
     spec = match_spec(info.name)
     missing = list(info.missing)
-    compute: dict[str, Roof] = {}
     rates_key = spec.rates if spec else rates_for(info.compute_capability)
     if spec is None:
         missing.append(f"'{info.name}' is not in the spec table: roofs are estimates"
                        + (f" from {rates_key} per-SM rates" if rates_key else ""))
     sms = info.sms or (spec.sms if spec else None)
     clock_hz = info.max_sm_clock_hz or (spec.boost_mhz * 1e6 if spec else None)
-    clock_src = "NVML/torch max SM clock" if info.max_sm_clock_hz else "datasheet boost clock"
-    for key, rate in (RATES.get(rates_key, {}) if rates_key else {}).items():
-        datasheet = spec.datasheet_flops_per_s.get(key) if spec else None
-        clock_mhz: float | None = None  # a datasheet figure does not say its clock
-        if datasheet and not (info.sms and info.max_sm_clock_hz):
-            value, source, note = datasheet, "spec", "datasheet (SM count or SM clock not read)"
-        elif sms and clock_hz:
-            value = clock_scaled_flops_per_s(rates_key, key, sms, clock_hz)
-            note = f"{sms} SMs x {rate} FLOP/clk/SM x {clock_hz / 1e6:.0f} MHz ({clock_src})"
-            if datasheet:
-                note += f"; datasheet {datasheet / 1e12:.1f} TFLOP/s"
-            source = ("spec-clock-scaled" if info.max_sm_clock_hz else "spec") if spec else "estimate"
-            clock_mhz = clock_hz / 1e6
-        else:
-            continue
-        compute[key] = Roof(value, source, note, clock_mhz)
+    compute = _compute_roofs(info, spec, rates_key, sms, clock_hz)
     if not compute:
         missing.append("no compute roofs: neither the name nor the compute capability is known")
-
-    from_clocks = info.dram_bytes_per_s_from_clocks()
-    clocks_note = f"; memory clock x bus width give {from_clocks / 1e12:.2f} TB/s" if from_clocks else ""
-    if spec:
-        dram = Roof(spec.dram_bytes_per_s, "spec", f"datasheet{clocks_note}")
-    elif from_clocks:
-        dram = Roof(from_clocks, "estimate", "2 x memory clock x bus width / 8")
-    else:
-        dram = Roof(UNKNOWN_DRAM_GUESS_BYTES_PER_S, "estimate",
-                    "placeholder: neither the spec table nor the clocks could say; run --measure")
-        missing.append("DRAM bandwidth unknown: a 1 TB/s placeholder is used")
+    dram = _dram_roof(info, spec, missing)
     memory = {"dram": dram, "host_pinned": host_link_roof(info, spec)}
     levels: dict[str, dict[str, Any]] = {}
     if sms and clock_hz:
@@ -113,6 +87,43 @@ def gpu_spec_ceilings(info: GpuInfo) -> Ceilings:
                             "typical empty-kernel duration; run `rooflinectl ceilings --measure`"),
         details=details,
     )
+
+
+def _compute_roofs(info: GpuInfo, spec: GpuSpec | None, rates_key: str | None, sms: int | None,
+                   clock_hz: float | None) -> dict[str, Roof]:
+    """Per-dtype compute roofs: SMs x FLOP/clk/SM x the SM clock where both are known (the
+    datasheet figure in the note), the datasheet figure where the SMs or clock were not read."""
+    compute: dict[str, Roof] = {}
+    clock_src = "NVML/torch max SM clock" if info.max_sm_clock_hz else "datasheet boost clock"
+    for key, rate in (RATES.get(rates_key, {}) if rates_key else {}).items():
+        datasheet = spec.datasheet_flops_per_s.get(key) if spec else None
+        clock_mhz: float | None = None  # a datasheet figure does not say its clock
+        if datasheet and not (info.sms and info.max_sm_clock_hz):
+            value, source, note = datasheet, "spec", "datasheet (SM count or SM clock not read)"
+        elif sms and clock_hz:
+            value = clock_scaled_flops_per_s(rates_key, key, sms, clock_hz)
+            note = f"{sms} SMs x {rate} FLOP/clk/SM x {clock_hz / 1e6:.0f} MHz ({clock_src})"
+            if datasheet:
+                note += f"; datasheet {datasheet / 1e12:.1f} TFLOP/s"
+            source = ("spec-clock-scaled" if info.max_sm_clock_hz else "spec") if spec else "estimate"
+            clock_mhz = clock_hz / 1e6
+        else:
+            continue
+        compute[key] = Roof(value, source, note, clock_mhz)
+    return compute
+
+
+def _dram_roof(info: GpuInfo, spec: GpuSpec | None, missing: list[str]) -> Roof:
+    """DRAM bandwidth: the datasheet's, else memory clock x bus width, else a placeholder (said in missing)."""
+    from_clocks = info.dram_bytes_per_s_from_clocks()
+    clocks_note = f"; memory clock x bus width give {from_clocks / 1e12:.2f} TB/s" if from_clocks else ""
+    if spec:
+        return Roof(spec.dram_bytes_per_s, "spec", f"datasheet{clocks_note}")
+    if from_clocks:
+        return Roof(from_clocks, "estimate", "2 x memory clock x bus width / 8")
+    missing.append("DRAM bandwidth unknown: a 1 TB/s placeholder is used")
+    return Roof(UNKNOWN_DRAM_GUESS_BYTES_PER_S, "estimate",
+                "placeholder: neither the spec table nor the clocks could say; run --measure")
 
 
 def host_link_roof(info: GpuInfo, spec: GpuSpec | None) -> Roof:

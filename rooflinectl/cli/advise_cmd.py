@@ -19,7 +19,6 @@ import click
 from rooflinectl.analysis.advice import RULES, SEVERITIES, Thresholds, advise, exit_code
 from rooflinectl.cli.common import FormatChoice, show_or_write, terminal_width
 from rooflinectl.cli.config import load_config
-from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import load_arguments_paths
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
@@ -29,6 +28,7 @@ from rooflinectl.outputs.advice_render import (
     report_link_markdown,
     rich_renderable,
 )
+from rooflinectl.outputs.output_paths import write_text_output
 
 _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
 

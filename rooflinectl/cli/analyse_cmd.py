@@ -12,21 +12,19 @@ the reason in its note) and the math modes (TF32) the run had; the metadata name
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from rooflinectl.cli.output_paths import checked_output
 from rooflinectl.cli.profile_cmd import IterationsMode, is_capture, is_profile
 from rooflinectl.errors import UsageError, printable
+from rooflinectl.outputs.output_paths import checked_output
 from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
 if TYPE_CHECKING:
-    from rooflinectl.capture.session import Capture
-    from rooflinectl.ceilings.model import Ceilings
+    from rooflinectl.capture.run.session import Capture
     from rooflinectl.profile_model import ProfileData
 
 
@@ -74,17 +72,11 @@ def command(trace: Path, output: str, force: bool, iterations_mode: str, top: in
 
 def profile_of_trace(trace: Path, *, command: list[str], iterations_mode: str = "auto",
                      before_analysis: Callable[[], None] | None = None) -> tuple[ProfileData, str]:
-    """The profile of a saved trace and where its roofs come from: what `analyse` writes, and what
-    `rooflinectl.trace_handler` gives inside a user's own torch.profiler schedule (one path)."""
-    from rooflinectl.pipeline import build_profile
+    """The profile of a saved trace or capture file, and where its roofs come from."""
+    from rooflinectl.saved_trace import profile_of_capture
 
-    capture = _load(trace)
-    ceilings, roofs_from = _ceilings(capture)
-    if before_analysis is not None:
-        before_analysis()
-    data, _ = build_profile(capture, command=command, completed=True, exit_code=None, ceilings=ceilings,
-                            iterations_mode=iterations_mode)
-    return data, roofs_from
+    return profile_of_capture(_load(trace), command=command, iterations_mode=iterations_mode,
+                              before_analysis=before_analysis)
 
 
 def _analysis_imports() -> None:
@@ -98,53 +90,17 @@ def _analysis_imports() -> None:
 def _load(path: Path) -> Capture:
     """The capture in the file: a capture file as saved, or a Chrome trace read into one."""
     # no torch and no pandas before the read: they load while its workers decode (_analysis_imports)
-    from rooflinectl.capture.chrome_json import TraceFormatError
-    from rooflinectl.capture.trace import read_chrome_trace
+    from rooflinectl.capture.read.chrome_json import TraceFormatError
+    from rooflinectl.saved_trace import capture_of_chrome_trace
+
+    if not is_capture(path):
+        return capture_of_chrome_trace(path, meanwhile=_analysis_imports)
+    from rooflinectl.capture.run.session import load_capture
 
     try:
-        if is_capture(path):
-            from rooflinectl.capture.session import load_capture
-
-            return load_capture(str(path))
-        trace = read_chrome_trace(path, meanwhile=_analysis_imports)
+        return load_capture(str(path))
     except TraceFormatError as exc:
         raise UsageError(str(exc)) from None
-    except (KeyError, TypeError, AttributeError) as exc:  # JSON, but not laid out as either
+    except (KeyError, TypeError, AttributeError) as exc:  # JSON, but not laid out as a capture
         raise UsageError(f"{path} is not a Chrome trace or a capture file rooflinectl can read "
                          f"(missing or odd field: {exc}).") from None
-    if not trace.ops and not trace.kernels:
-        raise UsageError(f"{path} holds no CPU ops and no kernels: nothing to analyse "
-                         "(is it torch.profiler's trace, with its traceEvents?).")
-    from rooflinectl.capture.session import Capture
-
-    # the device's name comes with the roofs (pipeline.build_profile takes the ceilings' name)
-    device_kind = "cuda" if trace.kernels else "cpu"
-    return Capture(device_kind=device_kind, trace=trace, metadata={"device_kind": device_kind, "source_file": str(path)})
-
-
-def _recorded_gpu(capture: Capture) -> dict[str, Any]:
-    """The deviceProperties entry of the GPU most kernels ran on (the first entry if none says);
-    a capture file from before device properties were kept gives its device's name alone."""
-    trace = capture.trace
-    properties = trace.device_properties if trace else []
-    if not properties:
-        name = capture.metadata.get("device_name")
-        return {"name": name} if name else {}
-    devices = Counter(k.device for k in (trace.kernels[:10_000] if trace else []))
-    busiest = devices.most_common(1)[0][0] if devices else None
-    return next((p for p in properties if p.get("id") == busiest), properties[0])
-
-
-def _ceilings(capture: Capture) -> tuple[Ceilings, str]:
-    """The roofs, and where they come from. GPU: the spec roofs of the GPU the trace names. CPU:
-    this machine's roofs (a trace says nothing of the CPU it ran on), and the line printed says so."""
-    from rooflinectl.ceilings import current_ceilings, recorded_gpu_ceilings
-
-    if capture.device_kind != "cuda":
-        ceilings = current_ceilings("cpu")
-        return ceilings, f"this machine's CPU ({ceilings.device_name}): the trace does not say which CPU it ran on"
-    ceilings = recorded_gpu_ceilings(_recorded_gpu(capture))
-    if ceilings.details.get("spec_entry") is None:  # not in the spec table: nothing of it is known for sure
-        return ceilings, (f"estimates: the {ceilings.device_name} the trace names is not in the spec table "
-                          "(not measured here; `rooflinectl ceilings` lists the GPUs known)")
-    return ceilings, f"the spec roofs of the {ceilings.device_name} the trace names (not measured here)"

@@ -35,7 +35,7 @@ def console(width: int | None = None) -> Console:
 def show_or_write(renderable: RenderableType, output: str | None, width: int, **check: Any) -> None:
     """Print to the terminal at `width`, or write it as plain text to -o FILE ('-': standard output
     gets the coloured table); check: write_text_output's inputs and force."""
-    from rooflinectl.cli.output_paths import STDOUT, write_text_output
+    from rooflinectl.outputs.output_paths import STDOUT, write_text_output
 
     if output is None or output == STDOUT:
         console(width).print(renderable)

@@ -18,7 +18,6 @@ import click
 from rooflinectl.analysis.diff import diff_profiles
 from rooflinectl.cli.common import FormatChoice, show_or_write, terminal_width
 from rooflinectl.cli.config import load_config
-from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import expand, load_arguments
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError
@@ -29,6 +28,7 @@ from rooflinectl.outputs.diff import (
     render_diff_junit,
     render_diff_markdown,
 )
+from rooflinectl.outputs.output_paths import write_text_output
 
 FORMATS = ("table", "markdown", "json", "github", "junit")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
+from rooflinectl.capture.run.distributed import rank_info, rank_output_path, rank_pattern
 from rooflinectl.ceilings.measure_link import keep_multicast_off
 from rooflinectl.errors import UsageError
 

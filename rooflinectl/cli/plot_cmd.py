@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from rooflinectl.cli.output_paths import check_writable
 from rooflinectl.cli.profiles import (
     expand,
     load_arguments_paths,
@@ -17,6 +16,7 @@ from rooflinectl.cli.profiles import (
     rank_set_problem,
 )
 from rooflinectl.errors import RooflineError, UsageError
+from rooflinectl.outputs.output_paths import check_writable
 from rooflinectl.profile_model import ProfileData
 
 MAX_DPI = 1200  # beyond this a chart is tens of thousands of pixels wide

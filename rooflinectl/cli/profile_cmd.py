@@ -9,16 +9,29 @@ from __future__ import annotations
 
 import sys
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
-from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
-from rooflinectl.cli.report_cmd import report_path_option, write_profile_report
+from rooflinectl.capture.run.distributed import rank_info, rank_output_path, rank_pattern
+from rooflinectl.cli.report_cmd import report_path_option
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import OutputWriteError, UsageError
+from rooflinectl.html_report import write_profile_report
+from rooflinectl.outputs.output_paths import (
+    STDOUT,
+    checked_ncu_report,
+    checked_output,
+    holds_marker,
+)
 from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
+
+if TYPE_CHECKING:
+    from rooflinectl.capture.run.runner import RunOutcome
+    from rooflinectl.cli.profile_output import ProfileWriter
+    from rooflinectl.profiling import ProfilePipeline, ProfileResult
 
 # What runs the profile (torch through capture, pandas) is imported in the functions below:
 # `rooflinectl --help`, `profile --help` and Tab completion must not pay seconds for it.
@@ -136,17 +149,10 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     partial profile written, and rooflinectl exits with the script's own exit code. With --counters the program runs a
     second time, under Nsight Compute, after the profile is written.
     """
-    from rooflinectl.analysis.regroup import regroup
-    from rooflinectl.capture.progress import report
-    from rooflinectl.capture.runner import split_target
+    from rooflinectl.capture.run.runner import split_target
     from rooflinectl.ceilings import resolve_device_kind
-    from rooflinectl.cli.common import console, terminal_width
-    from rooflinectl.cli.profile_counters import CounterOptions, counters_line
-    from rooflinectl.cli.profile_output import ProfileWriter
-    from rooflinectl.cli.script_stdout import script_stdout_to_stderr
-    from rooflinectl.cli.status import status_line
-    from rooflinectl.outputs.table import render_profile
-    from rooflinectl.profiling import ProfilePipeline, ProfileRequest, ProfileResult, steps_for
+    from rooflinectl.profiling import ProfilePipeline, ProfileRequest, steps_for
+    from rooflinectl.profiling_counters import CounterOptions
 
     path, function = split_target(target)
     if function is not None and script_args:
@@ -162,81 +168,142 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
                         save_trace=trace_path, quiet=quiet, iterations_mode=iterations_mode,
                         profile_steps=profile_steps)
         return
-    pattern = output  # each rank of a distributed job writes its own files
-    output = rank_output_path(output, ranks)
+    outputs = _checked_outputs(output, ranks, path, force, trace_path, capture_path, ncu_report, counters)
+    command_line = ("rooflinectl", *sys.argv[1:])
+    pipeline = ProfilePipeline(ProfileRequest(  # --device cuda without CUDA: one sentence, exit 3
+        target=target, script_args=tuple(script_args), device=device, warmup=warmup, iters=iters,
+        iterations_mode=iterations_mode, profile_steps=profile_steps, keep_trace=outputs.trace is not None,
+        counters=CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path,
+                                outputs.ncu_report),
+        command=command_line))
+    _profile(ctx, pipeline, outputs, ranks, quiet=quiet, top=top, report_path=report_path)
+
+
+@dataclass
+class _Outputs:
+    """Where `profile` writes, each path checked (and made absolute) before the script runs."""
+
+    shown: str  # -o as given, with the rank in it (a distributed job's rank files)
+    pattern: str  # -o as given ({rank} not filled in)
+    profile: Path | None  # None: standard output
+    capture: Path | None
+    trace: Path | None
+    ncu_report: str | None
+
+    @property
+    def to_stdout(self) -> bool:
+        return self.shown == STDOUT
+
+
+def _checked_outputs(output: str, ranks: dict | None, script: Path, force: bool, trace_path: str | None,
+                     capture_path: str | None, ncu_report: str | None, counters: str) -> _Outputs:
+    """The output paths, each rank's own in a distributed job, checked and made absolute before the
+    script runs (it may chdir, or fail late)."""
+    shown = rank_output_path(output, ranks)
     trace_path = rank_output_path(trace_path, ranks) if trace_path else None
     capture_path = rank_output_path(capture_path, ranks) if capture_path else None
-    # paths are checked and made absolute before the script runs (it may chdir, or fail late)
-    to_stdout = output == STDOUT  # the profile JSON on standard output (and no table there)
-    profile_target = None if to_stdout else checked_output(output, what="profile", script=path, force=force,
-                                                           ours=is_profile)
-    capture_target = checked_output(capture_path, what="capture", ours=is_capture, script=path,
-                                    force=force, others=[profile_target]) if capture_path else None
-    trace_target = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=path,
-                                  force=force, others=[profile_target, capture_target]) if trace_path else None
+    profile = None if shown == STDOUT else checked_output(shown, what="profile", script=script, force=force,
+                                                          ours=is_profile)
+    capture = checked_output(capture_path, what="capture", ours=is_capture, script=script,
+                             force=force, others=[profile]) if capture_path else None
+    trace = checked_output(trace_path, what="trace", ours=holds_marker(TRACE_MARKER), script=script,
+                           force=force, others=[profile, capture]) if trace_path else None
     if ncu_report is not None:
         if counters == "none":
             raise UsageError("--ncu-report keeps Nsight Compute's report of the counters run: give --counters ncu "
                              "(or auto) with it.")
-        others = [t for t in (profile_target, capture_target, trace_target) if t is not None]
-        ncu_report = str(checked_ncu_report(ncu_report, script=path, others=others, force=force))
-    command_line = ("rooflinectl", *sys.argv[1:])
-    pipeline = ProfilePipeline(ProfileRequest(  # --device cuda without CUDA: one sentence, exit 3
-        target=target, script_args=tuple(script_args), device=device, warmup=warmup, iters=iters,
-        iterations_mode=iterations_mode, profile_steps=profile_steps, keep_trace=trace_target is not None,
-        counters=CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report),
-        command=command_line))
-    writer = ProfileWriter(profile_target, output, list(command_line), iterations_mode,
-                           builder=pipeline.build_capture)
-    # a status line on this terminal (not for -q, -o -, or the ranks of a distributed job)
-    with status_line(enabled=not quiet and not to_stdout and ranks is None) as line:
-        line.workload(f"profiling {target} ({pipeline.device_kind}); the table follows when it ends")
-        with script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout:
+        others = [t for t in (profile, capture, trace) if t is not None]
+        ncu_report = str(checked_ncu_report(ncu_report, script=script, others=others, force=force))
+    return _Outputs(shown, output, profile, capture, trace, ncu_report)
+
+
+def _profile(ctx: click.Context, pipeline: ProfilePipeline, outputs: _Outputs, ranks: dict | None, *, quiet: bool,
+             top: int, report_path: str | None) -> None:
+    """Run the pipeline's steps around what the command writes and says; exits with the script's
+    code, else the counters' or the writing's status."""
+    from rooflinectl.cli.profile_output import ProfileWriter
+
+    writer = ProfileWriter(outputs.profile, outputs.shown, list(pipeline.request.command),
+                           pipeline.request.iterations_mode, builder=pipeline.build_capture)
+    outcome, result, status, message = _run_and_write(pipeline, writer, outputs, quiet=quiet or ranks is not None)
+    if result is None:  # nothing recorded: said, and no profile written
+        ctx.exit(outcome.exit_code)
+        return
+    counters = pipeline.request.counters.mode
+    if counters != "none":
+        result = pipeline.add_counters(result, say=None if quiet else lambda text: click.echo(text, err=True))
+        status, message = writer.save(result.data, completed=result.outcome.completed)
+    speaks = ranks is None or ranks["rank"] == 0  # in a distributed job rank 0 speaks for the ranks
+    _tell(result, outputs, ranks, status, message, quiet=quiet, speaks=speaks, top=top, report_path=report_path,
+          counted=counters != "none")
+    if result.outcome.exit_code:
+        ctx.exit(result.outcome.exit_code)
+    if result.counters_problem is not None:
+        if counters == "ncu":
+            raise result.counters_problem
+        click.echo(f"rooflinectl: counters not read: {str(result.counters_problem).rstrip('.')}; the profile holds "
+                   "analytic costs only.", err=True)
+    ctx.exit(status)
+
+
+def _run_and_write(pipeline: ProfilePipeline, writer: ProfileWriter, outputs: _Outputs,
+                   quiet: bool) -> tuple[RunOutcome, ProfileResult | None, int, str]:
+    """Run under a status line (not for -q, -o - or a rank), then write the profile (before
+    anything can fail), the capture and the trace. (outcome, result, status, message); result
+    None: nothing was recorded (said, and no profile written)."""
+    from rooflinectl.capture.progress import report
+    from rooflinectl.cli.script_stdout import script_stdout_to_stderr
+    from rooflinectl.cli.status import status_line
+    from rooflinectl.profiling import ProfileResult
+
+    counters = pipeline.request.counters.mode
+    with status_line(enabled=not quiet and not outputs.to_stdout) as line:
+        line.workload(f"profiling {pipeline.request.target} ({pipeline.device_kind}); the table follows when it ends")
+        with script_stdout_to_stderr() if outputs.to_stdout else nullcontext() as real_stdout:
             writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output
             outcome = pipeline.run(on_hard_exit=writer.save_on_hard_exit)
         writer.stdout = None
         built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
-        if built is None:  # nothing recorded: said, and no profile written
-            ctx.exit(outcome.exit_code)
-            return
+        if built is None:
+            return outcome, None, 0, ""
         result = ProfileResult(outcome, *built)
         status, message = 0, ""
-        if not (to_stdout and counters != "none"):  # standard output gets one profile: the final one
-            report(f"writing {output}")
+        if not (outputs.to_stdout and counters != "none"):  # standard output gets one profile: the final one
+            report(f"writing {outputs.shown}")
             status, message = writer.save(result.data, completed=outcome.completed)  # saved before anything can fail
         try:  # the profile is saved: a failure now still says where it is
-            if capture_target is not None:
-                report(f"writing {capture_target}")
-                pipeline.save_capture(result, capture_target)
-            if trace_target is not None:
-                report(f"writing {trace_target}")
-                pipeline.save_trace(result, trace_target)
+            if outputs.capture is not None:
+                report(f"writing {outputs.capture}")
+                pipeline.save_capture(result, outputs.capture)
+            if outputs.trace is not None:
+                report(f"writing {outputs.trace}")
+                pipeline.save_trace(result, outputs.trace)
         except OutputWriteError as exc:
             raise OutputWriteError(f"{exc} ({message or 'the profile was written'})") from None
-    if counters != "none":
-        result = pipeline.add_counters(result, quiet=quiet)
-        status, message = writer.save(result.data, completed=outcome.completed)
-    data, problem = result.data, result.counters_problem
-    speaks = ranks is None or ranks["rank"] == 0  # in a distributed job rank 0 speaks for the ranks
-    if not quiet and not to_stdout and speaks:
+    return outcome, result, status, message
+
+
+def _tell(result: ProfileResult, outputs: _Outputs, ranks: dict | None, status: int, message: str, *, quiet: bool,
+          speaks: bool, top: int, report_path: str | None, counted: bool) -> None:
+    """The table, the counters' line, where the profile went, the report, and the ranks' files."""
+    from rooflinectl.analysis.regroup import regroup
+    from rooflinectl.cli.common import console, terminal_width
+    from rooflinectl.cli.profile_counters import counters_line
+    from rooflinectl.outputs.table import render_profile
+
+    data = result.data
+    assert data is not None
+    if not quiet and not outputs.to_stdout and speaks:
         width = terminal_width()
         console(width).print(render_profile(data, regroup(data.kernels, "kernel", data.ceilings), top=top,
                                             width=width))
-        if counters != "none" and problem is None:
+        if counted and result.counters_problem is None:
             click.echo(counters_line(data.summary), err=True)
     if speaks or status:
         click.echo(message, err=True)
     if report_path is not None and speaks:
-        click.echo(write_profile_report(data, report_path, Path(output).name), err=True)
+        click.echo(write_profile_report(data, report_path, Path(outputs.shown).name), err=True)
     if ranks is not None and speaks and not quiet:
-        files = rank_pattern(pattern, ranks)
+        files = rank_pattern(outputs.pattern, ranks)
         click.echo(f"each of the {ranks['world_size']} ranks writes its own profile: {files} (on each rank's host); "
                    f"read them together: rooflinectl show '{files}'", err=True)
-    if outcome.exit_code:
-        ctx.exit(outcome.exit_code)
-    if problem is not None:
-        if counters == "ncu":
-            raise problem
-        click.echo(f"rooflinectl: counters not read: {str(problem).rstrip('.')}; the profile holds analytic costs only.",
-                   err=True)
-    ctx.exit(status)

@@ -18,9 +18,9 @@ from typing import TextIO
 import click
 import pandas as pd
 
-from rooflinectl.capture.session import Capture, active_capture
-from rooflinectl.cli.output_paths import fallback_path
+from rooflinectl.capture.run.session import Capture
 from rooflinectl.errors import EXIT_USAGE
+from rooflinectl.outputs.output_paths import fallback_path
 from rooflinectl.outputs.profile_file import profile_json, save_profile
 from rooflinectl.pipeline import build_profile
 from rooflinectl.profile_model import ProfileData
@@ -77,13 +77,12 @@ class ProfileWriter:
                                 f"the profile{note} is saved at {spare} instead.")
         return 0, f"profile written to {self.shown}{note}"
 
-    def save_on_hard_exit(self, exit_code: int, what: str) -> None:
-        """Called by capture/hard_exit.py just before os._exit or SIGTERM ends the process."""
-        capture = active_capture()
-        if capture is None or capture.finish is None:
+    def save_on_hard_exit(self, capture: Capture | None, exit_code: int, what: str) -> None:
+        """Called just before os._exit or SIGTERM ends the process (capture/run/hard_exit.py) with
+        the finished capture of the session that was recording (runner.HardExitWatch), or None."""
+        if capture is None:
             click.echo(f"rooflinectl: the script ended by {what} before profiling began: no profile written.", err=True)
             return
-        capture.finish()
         click.echo(f"rooflinectl: the script ended by {what}; saving what ran.", err=True)
         built = self.build(capture, completed=False, exit_code=exit_code)
         if built is not None:

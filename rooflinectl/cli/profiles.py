@@ -17,7 +17,7 @@ from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 from rooflinectl.profile_model import ProfileData
 
 DEFAULT_RANK_GLOB = "rooflinectl.profile.rank*.json"
-FOLDER_RANK_GLOB = "*.rank*.json"  # capture/distributed.rank_output_path: `.rank<R>` before the suffix
+FOLDER_RANK_GLOB = "*.rank*.json"  # capture/run/distributed.rank_output_path: `.rank<R>` before the suffix
 _GLOB_CHARS = set("*?[")
 
 

@@ -1,37 +1,24 @@
 """`rooflinectl report`: one self-contained, interactive HTML file of a profile, two profiles
 compared, or the ranks of a job side by side.
 
-Analysis (advice, diff, matching) runs here; outputs/report_data.py only turns its results into
+Analysis (advice, diff, matching) runs in rooflinectl/html_report.py; outputs/report_data.py turns its results into
 the page's data and outputs/report_html.py writes the page.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from rooflinectl._version import __version__
-from rooflinectl.cli.output_paths import checked_output, holds_marker
-from rooflinectl.errors import RooflineError, UsageError
+from rooflinectl.errors import RooflineError
+from rooflinectl.html_report import checked_report_path, report_document
 
 if TYPE_CHECKING:  # pandas is imported when a report is written, not by `profile --help`
     from rooflinectl.profile_model import ProfileData
 
-REPORT_SUFFIXES = (".html", ".htm")
 DEFAULT_REPORT_PATH = "report.html"
-
-
-def checked_report_path(path: str, force: bool = False) -> Path:
-    """The report's path made absolute, once it is known to end in .html, to be writable, and not
-    to be an HTML file of someone else's (one rooflinectl wrote says so in its head; force replaces any)."""
-    from rooflinectl.outputs.report_html import GENERATOR_MARKER
-
-    if Path(path).suffix.lower() not in REPORT_SUFFIXES:
-        raise UsageError(f"Cannot write {path}: the report is an HTML file (.html or .htm).")
-    return checked_output(path, what="report", ours=holds_marker(GENERATOR_MARKER), force=force)
 
 
 def report_path_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -72,41 +59,6 @@ def load_report_profiles(arguments: tuple[str, ...]) -> tuple[str, list[ProfileD
     ranks = [loaded[p] for p in expanded]
     names = ["all ranks (mean)"] + [f"rank {p.metadata.get('rank')}" for p in ranks]
     return "ranks", [merged, *sorted(ranks, key=lambda p: int(p.metadata.get("rank") or 0))], names, notes
-
-
-def report_document(mode: str, profiles: list[ProfileData], names: list[str]) -> dict[str, Any]:
-    """The page's data: the views, the advice on the first view's profile, and the comparison."""
-    from rooflinectl.analysis.advice import Thresholds, advise
-    from rooflinectl.outputs import report_data
-
-    if mode == "compare":
-        from rooflinectl.analysis.diff import diff_profiles
-        from rooflinectl.analysis.matching import match_groups, per_iteration
-
-        base, new = profiles
-        comparison = report_data.comparison_view(diff_profiles(base, new),
-                                                 match_groups(per_iteration(base), per_iteration(new)), base, new)
-        comparison.update(base_name=names[0], new_name=names[1])
-        views = [report_data.profile_view(new, names[1]), report_data.profile_view(base, names[0])]
-        advised, title = new, f"Roofline comparison: {names[0]} → {names[1]}"
-    else:
-        comparison = None
-        views = [report_data.profile_view(p, n) for p, n in zip(profiles, names)]
-        advised = profiles[0]
-        title = f"Roofline report: {views[0]['device'] or 'unknown device'}"
-    advice = report_data.advice_view(advise(advised, Thresholds()))
-    return report_data.report_document(views, advice, mode=mode, title=title, tool_version=__version__,
-                                       comparison=comparison)
-
-
-def write_profile_report(data: ProfileData, path: str | os.PathLike[str], name: str = "profile",
-                         force: bool = False) -> str:
-    """Write the report of one profile in memory (`profile --report`, Profile.report); returns what to tell the user."""
-    from rooflinectl.outputs.report_html import write_report
-
-    target = checked_report_path(str(path), force)
-    write_report(report_document("single", [data], [name]), target)
-    return f"report written to {path}"
 
 
 def report_files(arguments: tuple[str, ...], output: str, force: bool = False) -> list[str]:

@@ -15,8 +15,8 @@ from rooflinectl.cli.common import (
     show_or_write,
     terminal_width,
 )
-from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import load_arguments_paths
+from rooflinectl.outputs.output_paths import write_text_output
 from rooflinectl.outputs.table import render_profile, table_csv, table_json, unknown_table
 from rooflinectl.profile_model import ProfileData
 

@@ -5,7 +5,7 @@ Sources, each named in the cost note:
   after the kernel, with benchmark_kernel on): the buffers the kernel reads and writes, slices
   counted as read, in-place buffers twice. Better than a sum of the argument buffers, which
   counts a whole embedding table for a gather (tests compare both).
-- Bytes of a C++ kernel: its buffers as the generated wrapper allocates them (capture/inductor.py):
+- Bytes of a C++ kernel: its buffers as the generated wrapper allocates them (capture/run/inductor.py):
   inputs read once, outputs written once, in-place buffers read and written.
 - FLOPs: Inductor's `kernel_flop` counts matmul-like ops only (flop_counter's registry), 0 for
   element-wise math. Where it is 0 or absent we count our own: the FLOPs per element of each
@@ -144,7 +144,7 @@ def triton_kernel_cost(kernel: str, inductor_args: dict[str, Any], call: OpCall)
 
 
 def cpp_kernel_cost(kernel: str, buffers: list[dict[str, Any]] | None) -> OpCost | None:
-    """The cost of one call of an Inductor C++ kernel from its buffers (capture/inductor.py)."""
+    """The cost of one call of an Inductor C++ kernel from its buffers (capture/run/inductor.py)."""
     if not buffers:
         return None
     total = 0.0

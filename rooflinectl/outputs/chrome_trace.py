@@ -23,7 +23,7 @@ import pandas as pd
 
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.attribution.group import GROUP_KEY
-from rooflinectl.capture.trace import KERNEL_CATEGORIES
+from rooflinectl.capture.read.spec import KERNEL_CATEGORIES
 from rooflinectl.gzip_file import write_packed_text
 from rooflinectl.profile_model import ProfileData
 
@@ -56,14 +56,14 @@ def _launch_args(launch: Any, row: pd.Series, data: ProfileData, duration_s: flo
 
 
 def _ns(us: float, base_us: float) -> int:
-    return int(round((float(us) - base_us) * 1000.0))  # the same clock as capture/trace.py
+    return int(round((float(us) - base_us) * 1000.0))  # the same clock as capture/read/builder.py
 
 
 def annotate(trace: dict[str, Any], launches: pd.DataFrame, data: ProfileData) -> int:
     """Add our args to the trace's kernel events in place; returns how many were annotated.
 
     A launch is found by its name and start (nanoseconds from the trace's first event, as
-    capture/trace.py computes them): GPU kernels among kernel events, CPU work among cpu_ops.
+    capture/read/builder.py computes them): GPU kernels among kernel events, CPU work among cpu_ops.
     """
     events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X"]
     timed = [float(e["ts"]) for e in events if "ts" in e]

@@ -52,7 +52,7 @@ COMMUNICATION = {  # analysis/communication.py; read by outputs/ranks_text.py, a
     "exposed_s": Needed(NUMBER), "exposed_per_iteration_s": Needed(NUMBER), "compute_busy_s": NUMBER,
     "collective_time_s": NUMBER, "bus_bytes": NUMBER, "collective_fields": ListOf(TEXT), "collectives": ListOf(ListOf(ANY)),
 }
-COUNTERS = {  # pipeline.add_counters, cli/profile_counters.py; read by validate and plot --levels
+COUNTERS = {  # pipeline.add_counters, profiling_counters.py; read by validate and plot --levels
     "status": TEXT, "reason": TEXT, "ncu_version": TEXT, "launches_measured": NUMBER, "launches_counted": NUMBER,
     "rows_measured": NUMBER, "rows": NUMBER, "time_share_measured": NUMBER, "wall_s": NUMBER, "notes": ListOf(TEXT),
 }
@@ -74,7 +74,7 @@ METADATA_SHAPES: dict[str, Any] = {
     "completed": FLAG, "exit_code": NUMBER, "device_kind": TEXT, "device_name": TEXT, "rank": NUMBER,
     "world_size": NUMBER, "local_rank": NUMBER, "host": TEXT,
     "device_index": NUMBER,
-    "nvml": {"status": TEXT, "message": TEXT, "period_s": NUMBER, "own_pid": NUMBER,  # capture/nvml_sampler.py
+    "nvml": {"status": TEXT, "message": TEXT, "period_s": NUMBER, "own_pid": NUMBER,  # capture/run/nvml_sampler.py
              "devices": ListOf({"index": NUMBER, "max_sm_clock_mhz": NUMBER, "max_mem_clock_mhz": NUMBER,
                                 "power_limit_w": NUMBER, "samples": MapOf(ListOf(NUMBER)),
                                 "processes": ListOf(ListOf(ANY)), "process_util_max_pct": ListOf(ListOf(NUMBER))})},

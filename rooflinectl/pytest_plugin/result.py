@@ -15,7 +15,7 @@ Definitions (docs/pytest-plugin.md):
   written once, a storage counted once. Tensors the function captures from outside are not seen.
 - time_s: the kernels' time per call, profiled; unprofiled_time_s: the median of `iters` calls
   timed without the profiler after the profiled ones and one untimed call (the API's own timing,
-  capture/runner.time_calls: CUDA events around each call on a GPU, the host clock on a CPU).
+  capture/run/runner.time_calls: CUDA events around each call on a GPU, the host clock on a CPU).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import torch
 
 from rooflinectl.api import Profile, profile
 from rooflinectl.attribution.transfers import memory_level
-from rooflinectl.capture.runner import time_calls
+from rooflinectl.capture.run.runner import time_calls
 from rooflinectl.ceilings.model import Ceilings
 
 
@@ -261,7 +261,7 @@ def tensor_bytes(*objs: Any) -> int:
 def plain_times(prof: Profile, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                 iters: int, device_kind: str, warmup: int) -> tuple[list[float], str]:
     """Seconds of `iters` calls without the profiler: the ones the API already timed after its
-    session (capture/runner.time_calls, metadata "unprofiled_calls"), else timed here by the same
+    session (capture/run/runner.time_calls, metadata "unprofiled_calls"), else timed here by the same
     function (the API's timing failed); "cuda_events", or "host_clock" on a CPU."""
     plain = prof.data.metadata.get("unprofiled_calls")
     if not isinstance(plain, dict) or not plain.get("call_times_s"):

@@ -96,7 +96,7 @@ def eager_and_graph(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
 def cuda_graph(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
     """Function mode: the profiled function called eagerly against its CUDA-graph replay, on the
     inputs its file's make_inputs() gives; the difference counts once per profiled iteration."""
-    from rooflinectl.capture.runner import load_function
+    from rooflinectl.capture.run.runner import load_function
 
     metadata = kernels.attrs.get("metadata", {})
     summary = kernels.attrs.get("summary", {})

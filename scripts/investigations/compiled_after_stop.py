@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench_distributed import timing_lines  # scripts/ is on the path of a script run from it
 
-NO_ANNOTATIONS = ("import contextlib, sys; import rooflinectl.capture.session as s; "
+NO_ANNOTATIONS = ("import contextlib, sys; import rooflinectl.capture.run.session as s; "
                   "s.inductor_annotations = contextlib.nullcontext; from rooflinectl.cli.main import main; "
                   "sys.argv[0] = 'rooflinectl'; main()")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 
-from rooflinectl.capture.session import profiling
+from rooflinectl.capture.run.session import profiling
 
 
 def before_and_after(step: Callable[[], None], *, warmup: int, steps: int, rounds: int, decimals: int = 3) -> str:

@@ -65,10 +65,10 @@ def main() -> None:
         after = timed(args.steps)
     else:
         if args.mode == "ours-noscopes":
-            import rooflinectl.capture.session as session
+            import rooflinectl.capture.run.session as session
 
             session.module_scopes = lambda *a, **k: __import__("contextlib").nullcontext(lambda: None)
-        from rooflinectl.capture.session import profiling
+        from rooflinectl.capture.run.session import profiling
 
         with profiling("cuda", profile_steps=3):
             timed(3)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from rooflinectl.analysis.advice.common import (
     LONG_KERNEL_S,
     cell_float,
@@ -53,59 +56,91 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
         return []
     idle_s = summary_float(ctx, "device_idle_s")
     window_s = summary_float(ctx, "window_s")
-    if idle_s is None or not window_s or idle_s <= 0:
+    if idle_s is None or not window_s or idle_s <= 0 or idle_s / window_s < MIN_IDLE_SHARE:
         return []
+    idle = _graphable_idle(ctx, idle_s, window_s)
+    if idle is None:
+        return []
+    launches, short = _launch_counts(ctx)
+    launches_left = launches - sum(r.launches - sum(r.lengths.values()) for r in idle.batched)
+    saving_s = min(idle.graphable_s, max(0.0, idle.graphable_s - launches_left * GRAPH_GAP_S))
+    if saving_s <= 0:  # the gaps are already what a graph replay leaves (e.g. the run uses graphs)
+        return []
+    return [_launch_finding(ctx, idle, idle_s, window_s, launches, short, saving_s)]
+
+
+@dataclass
+class _Idle:
+    """The idle time a CUDA graph could take away, and what is taken out of it first."""
+
+    expected_s: float  # the idle time to expect without the profiler
+    unprofiled_s: float | None  # the summary's device_idle_unprofiled_s
+    source: str | None  # how that was had: "measured" (un-profiled steps) or "calibration"
+    sync_s: float  # idle after host synchronisations: host.sync's, and a graph cannot hold a sync
+    runs_s: float  # idle inside runs of back-to-back same-shape GEMMs: gemm.batch-small's
+    batched: list[Any]  # those runs (rules_small_gemm.batchable_runs)
+
+    @property
+    def graphable_s(self) -> float:
+        return self.expected_s - self.sync_s - self.runs_s
+
+
+def _graphable_idle(ctx: AdviceContext, idle_s: float, window_s: float) -> _Idle | None:
+    """The idle time left for a graph to remove, or None when it is under MIN_IDLE_SHARE of the
+    window (measured: of the un-profiled window, busy + its idle)."""
+    unprofiled_s = summary_float(ctx, "device_idle_unprofiled_s")
+    expected_idle_s = idle_s if unprofiled_s is None else min(unprofiled_s, idle_s)
+    source = ctx.summary.get("device_idle_unprofiled_source")
+    bar_window_s = window_s  # measured: the window the un-profiled steps take (busy + their idle)
+    if source == "measured":
+        bar_window_s = min(window_s, (summary_float(ctx, "device_busy_s") or 0.0) + expected_idle_s) or window_s
+    sync_idle_s = min(summary_float(ctx, "host_sync_idle_s") or 0.0, expected_idle_s)
+    batched = [r for r in batchable_runs(ctx) if r.saving_s > 0] if ctx.thresholds.runs("gemm.batch-small") else []
+    runs_idle_s = min(sum(r.idle_saving_s for r in batched), expected_idle_s - sync_idle_s)
+    idle = _Idle(expected_idle_s, unprofiled_s, source, sync_idle_s, runs_idle_s, batched)
+    return None if idle.graphable_s < MIN_IDLE_SHARE * bar_window_s else idle
+
+
+def _launch_counts(ctx: AdviceContext) -> tuple[float, float]:
+    """(launches, launches shorter than SHORT_LAUNCH_S) in the counted work."""
     launches = summary_float(ctx, "launches") or float(ctx.kernels["calls"].sum())
     short = summary_float(ctx, "short_launches")
     if short is None:
         short_rows = ctx.kernels[[is_short_launch(r) for _, r in ctx.kernels.iterrows()]]
         short = float(short_rows["calls"].sum()) if len(short_rows) else 0.0
-    idle_share = idle_s / window_s
-    if idle_share < MIN_IDLE_SHARE:
-        return []
-    unprofiled_s = summary_float(ctx, "device_idle_unprofiled_s")
-    expected_idle_s = idle_s if unprofiled_s is None else min(unprofiled_s, idle_s)
-    source = ctx.summary.get("device_idle_unprofiled_source")
-    measured = source == "measured"
-    bar_window_s = window_s  # measured: the window the un-profiled steps take (busy + their idle)
-    if measured:
-        bar_window_s = min(window_s, (summary_float(ctx, "device_busy_s") or 0.0) + expected_idle_s) or window_s
-    sync_idle_s = min(summary_float(ctx, "host_sync_idle_s") or 0.0, expected_idle_s)
-    batched = [r for r in batchable_runs(ctx) if r.saving_s > 0] if ctx.thresholds.runs("gemm.batch-small") else []
-    runs_idle_s = min(sum(r.idle_saving_s for r in batched), expected_idle_s - sync_idle_s)
-    graphable_s = expected_idle_s - sync_idle_s - runs_idle_s  # a graph cannot hold a host synchronisation
-    if graphable_s < MIN_IDLE_SHARE * bar_window_s:
-        return []
-    launches_left = launches - sum(r.launches - sum(r.lengths.values()) for r in batched)
-    saving_s = min(graphable_s, max(0.0, graphable_s - launches_left * GRAPH_GAP_S))
-    if saving_s <= 0:  # the gaps are already what a graph replay leaves (e.g. the run uses graphs)
-        return []
+    return launches, short
+
+
+def _launch_finding(ctx: AdviceContext, idle: _Idle, idle_s: float, window_s: float, launches: float, short: float,
+                    saving_s: float) -> Finding:
+    """The finding, its evidence in the user's numbers; a calibrated saving is a zero-saving note."""
+    calibrated = idle.source == "calibration"
     per_launch_s = window_s / launches if launches else 0.0
-    estimate = "" if source != "calibration" else (f" Saving: an estimate, between 0 and {seconds(saving_s, decimals=2)} (the profiled "
-                                    "idle less the profiler's calibrated cost; measured steps were 1.5-15x lower on the "
-                                    "H200): not ranked; the default sampling or FILE.py:FUNCTION measures it.")
-    return [make_finding(
+    estimate = "" if not calibrated else (f" Saving: an estimate, between 0 and {seconds(saving_s, decimals=2)} (the profiled "
+                                          "idle less the profiler's calibrated cost; measured steps were 1.5-15x lower on the "
+                                          "H200): not ranked; the default sampling or FILE.py:FUNCTION measures it.")
+    return make_finding(
         "launch.overhead",
         evidence=(f"The GPU was idle {seconds(idle_s, decimals=2)} of a {seconds(window_s, decimals=2)} window "
-                  f"({percent(idle_share)}) across {int(launches)} launches "
+                  f"({percent(idle_s / window_s)}) across {int(launches)} launches "
                   f"({int(short)} shorter than {SHORT_LAUNCH_S * 1e6:.0f} us); "
                   f"one launch every {seconds(per_launch_s, decimals=2)}"
-                  + _unprofiled_words(ctx, unprofiled_s, expected_idle_s)
+                  + _unprofiled_words(ctx, idle.unprofiled_s, idle.expected_s)
                   + _host_causes(ctx)
-                  + (f"; {seconds(runs_idle_s, decimals=2)} of the idle time is inside runs of back-to-back "
+                  + (f"; {seconds(idle.runs_s, decimals=2)} of the idle time is inside runs of back-to-back "
                      "same-shape GEMMs: gemm.batch-small's saving (one bmm per run), not counted here"
-                     if runs_idle_s > 0 else "") + "." + estimate),
+                     if idle.runs_s > 0 else "") + "." + estimate),
         recommendation=("Capture the step in a CUDA graph: torch.compile(model, mode=\"reduce-overhead\"), "
                         "or torch.cuda.graphs / torch.cuda.make_graphed_callables with static input "
                         "buffers; also batch more work per call if you can."),
-        est_saving_s=0.0 if source == "calibration" else saving_s,
+        est_saving_s=0.0 if calibrated else saving_s,
         rows=(),
-        numbers={"device_idle_s": idle_s, "device_idle_unprofiled_s": expected_idle_s, "window_s": window_s,
-                 "launches": launches, "short_launches": short, "host_sync_idle_s": sync_idle_s,
-                 "batch_runs_idle_s": runs_idle_s, **({"estimated_saving_s": saving_s} if source == "calibration" else {})},
+        numbers={"device_idle_s": idle_s, "device_idle_unprofiled_s": idle.expected_s, "window_s": window_s,
+                 "launches": launches, "short_launches": short, "host_sync_idle_s": idle.sync_s,
+                 "batch_runs_idle_s": idle.runs_s, **({"estimated_saving_s": saving_s} if calibrated else {})},
         subject="launches",
-        idle_saving_s=0.0 if source == "calibration" else saving_s,
-    )]
+        idle_saving_s=0.0 if calibrated else saving_s,
+    )
 
 
 def _unprofiled_words(ctx: AdviceContext, unprofiled_s: float | None, expected_idle_s: float) -> str:

@@ -45,7 +45,7 @@ def _counted(regions: bool):
 
     import torch
 
-    from rooflinectl.capture.region import arm_counter_ranges
+    from rooflinectl.capture.run.region import arm_counter_ranges
 
     cuda = torch.cuda.is_available()  # without CUDA (tests) there is nothing to count
 
@@ -77,7 +77,7 @@ def run(argv: list[str]) -> int:
 
 
 def _run_program(args: argparse.Namespace) -> tuple[int, bool]:
-    from rooflinectl.capture.runner import _as_main_script, _guarded, load_function
+    from rooflinectl.capture.run.runner import _as_main_script, _guarded, load_function
 
     path = Path(args.path)
     if args.mode == "script":

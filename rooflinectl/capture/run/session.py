@@ -1,7 +1,7 @@
 """One profiling session: torch.profiler (CPU + CUDA activities), module scopes, Triton and
-Inductor costs (capture/inductor.py).
+Inductor costs (capture/run/inductor.py).
 
-The session knows nothing of rooflines: it yields raw events (capture/trace.py) and the facts
+The session knows nothing of rooflines: it yields raw events (capture/read/raw.py) and the facts
 about the run that later stages need (device, math modes, library versions).
 """
 
@@ -24,30 +24,29 @@ from typing import Any
 import torch
 
 from rooflinectl.atomic import atomic_file
-from rooflinectl.capture.chrome_json import (
+from rooflinectl.capture.progress import mark, report
+from rooflinectl.capture.read.chrome_json import (
     TraceFormatError,
     decode_json,
     encode_json,
     gc_paused,
     open_trace,
 )
-from rooflinectl.capture.distributed import own_device_index, rank_info
-from rooflinectl.capture.inductor import compiled_cpp_kernels, inductor_annotations
-from rooflinectl.capture.modules import module_scopes
-from rooflinectl.capture.nvml_sampler import nvml_sampling
-from rooflinectl.capture.progress import mark, report
-from rooflinectl.capture.quiet import kineto_noise_filtered
-from rooflinectl.capture.region import CALIBRATION_NAME
-from rooflinectl.capture.step_limit import StepLimit, resolve_steps
-from rooflinectl.capture.tensor_identities import _tensor_info, _tensor_info_at
-from rooflinectl.capture.trace import (
-    RawTrace,
-    add_tensor_info,
-    read_chrome_trace,
-)
-from rooflinectl.capture.triton_hook import triton_launches
-from rooflinectl.capture.user_profiler import cooperating, deliver_exports
-from rooflinectl.capture.workers import counting_workers
+from rooflinectl.capture.read.identities import add_tensor_info
+from rooflinectl.capture.read.raw import RawTrace
+from rooflinectl.capture.read.trace import read_chrome_trace
+from rooflinectl.capture.run.distributed import own_device_index, rank_info
+from rooflinectl.capture.run.inductor import compiled_cpp_kernels, inductor_annotations
+from rooflinectl.capture.run.modules import module_scopes
+from rooflinectl.capture.run.nvml_sampler import nvml_sampling
+from rooflinectl.capture.run.process import THIS_PROCESS
+from rooflinectl.capture.run.quiet import kineto_noise_filtered
+from rooflinectl.capture.run.region import CALIBRATION_NAME
+from rooflinectl.capture.run.step_limit import StepLimit, resolve_steps
+from rooflinectl.capture.run.tensor_identities import _tensor_info, _tensor_info_at
+from rooflinectl.capture.run.triton_hook import triton_launches
+from rooflinectl.capture.run.user_profiler import cooperating, deliver_exports
+from rooflinectl.capture.run.workers import counting_workers
 from rooflinectl.errors import UsageError
 
 
@@ -58,8 +57,7 @@ class Capture:
     device_kind: str
     trace: RawTrace | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    chrome_trace_path: str | None = None  # torch.profiler's own trace, kept under keeping_chrome_traces()
-    finish: Callable[[], None] | None = field(default=None, repr=False)
+    chrome_trace_path: str | None = None  # torch.profiler's own trace, kept when the session was asked to
 
 
 def run_metadata(device_kind: str) -> dict[str, Any]:
@@ -167,7 +165,7 @@ def _tiny_op_loop_s(device: str) -> float:
 
 
 def _probe_device(device_kind: str) -> str:
-    """Where the overhead probe runs: this process's own GPU (capture/distributed.own_device_index)."""
+    """Where the overhead probe runs: this process's own GPU (capture/run/distributed.own_device_index)."""
     return f"cuda:{own_device_index()}" if device_kind == "cuda" else device_kind
 
 
@@ -202,27 +200,6 @@ def _cupti_torn_down_after_stop() -> Callable[[], None]:
     return lambda: os.environ.pop(TEARDOWN_ENV, None)
 
 
-_SESSIONS_STARTED = [0]  # profiling sessions this process has started
-_ACTIVE: list[Capture] = []
-_KEEP_TRACE_FILES = [0]  # > 0: sessions keep torch's Chrome trace file for the caller (--save-trace)
-
-
-def active_capture() -> Capture | None:
-    """The capture of the session running now (None outside one): what a hard exit saves."""
-    return _ACTIVE[-1] if _ACTIVE else None
-
-
-@contextmanager
-def keeping_chrome_traces() -> Iterator[None]:
-    """Sessions in the block leave torch.profiler's own trace in capture.chrome_trace_path (a temp
-    file removed at exit); outside one it is removed as soon as the session has read it."""
-    _KEEP_TRACE_FILES[0] += 1
-    try:
-        yield
-    finally:
-        _KEEP_TRACE_FILES[0] -= 1
-
-
 def _refuse_nested() -> None:
     if torch.autograd.profiler._is_profiler_enabled:
         raise UsageError("A torch.profiler session is already running here; rooflinectl cannot start its own "
@@ -236,12 +213,20 @@ class ProfilingSession:
     limit's iteration boundary, or at the end), and at the step limit also takes off what costs
     host time in the un-profiled steps (module scopes, the Triton hook, the NVML thread);
     finish() reads the trace into the capture (once: at the end, or first by a hard exit).
-    close() then removes every hook. The state is the session's own; what is process-wide
-    (sessions started, the one running, whether traces are kept) is in the three lists above."""
+    close() then removes every hook. As a context manager: start on entry, finish and close on
+    exit (also on error). All its state is its own; the one process-wide fact it reads (whether
+    it is the process's first session) is in capture/run/process.py.
 
-    def __init__(self, device_kind: str, profile_steps: int | str | None = None, runs_on: bool = False) -> None:
+    keep_trace_file: leave torch.profiler's own trace in capture.chrome_trace_path (a temp file
+    removed at exit, for --save-trace); otherwise it is removed as soon as it has been read.
+    runs_on: the program runs on after the block, timed (CUPTI is detached as at a step limit).
+    """
+
+    def __init__(self, device_kind: str, profile_steps: int | str | None = None, runs_on: bool = False,
+                 keep_trace_file: bool = False) -> None:
         self.device_kind = device_kind
         self.runs_on = runs_on  # the program runs on, timed, after the session (function mode's plain calls)
+        self.keep_trace_file = keep_trace_file
         mark("session: run metadata")
         self.capture = Capture(device_kind=device_kind, metadata=run_metadata(device_kind))
         self.ranks = rank_info()
@@ -260,26 +245,42 @@ class ProfilingSession:
         self.nvml = ExitStack()  # the NVML sampler: closed after the trace is set, to align the samples
         self.scopes_off: Callable[[], None] = lambda: None
         self.nvml_off: Callable[[], None] = lambda: None
-        self.stopped = False
+        self.started = self.stopped = self.finished = False
         steps, rule = resolve_steps(profile_steps)
         self.limit = StepLimit(steps, device_kind, self.stop_at_limit, rule) if steps is not None else None
 
+    def __enter__(self) -> ProfilingSession:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            self.finish()
+        finally:
+            self.close()
+
+    @property
+    def running(self) -> bool:
+        """Started and not finished yet: what a hard exit would save by finishing it."""
+        return self.started and not self.finished
+
     def start(self) -> Capture:
-        """Install the hooks, calibrate, start the profiler; on failure nothing stays installed."""
+        """Install the hooks, calibrate, start the profiler; on failure nothing stays installed.
+        Refused in one sentence inside a torch.profiler session that is already running."""
+        _refuse_nested()
         try:
             self._install()
         except BaseException:
             self.close()
             raise
-        _ACTIVE.append(self.capture)
-        self.capture.finish = self.finish
+        self.started = True
         return self.capture
 
     def _install(self) -> None:
         stack, capture, limit = self.hooks, self.capture, self.limit
         probe = _probe_device(self.device_kind)
-        _SESSIONS_STARTED[0] += 1
-        if (limit is not None or self.runs_on) and self.device_kind == "cuda" and _SESSIONS_STARTED[0] == 1:
+        first = THIS_PROCESS.session_started()
+        if (limit is not None or self.runs_on) and self.device_kind == "cuda" and first:
             stack.callback(_cupti_torn_down_after_stop())  # the run goes on after the stop: detach CUPTI
         mark("session: hooks")
         self.scopes_off = stack.enter_context(module_scopes(limit.at_top_level_call if limit is not None else None))
@@ -331,9 +332,9 @@ class ProfilingSession:
     def finish(self) -> None:
         """Read the trace into the capture (once; the temp trace file goes unless kept)."""
         capture, limit = self.capture, self.limit
-        if capture not in _ACTIVE:
+        if not self.running:
             return
-        _ACTIVE.remove(capture)
+        self.finished = True
         if limit is not None:
             if limit.stopped and self.device_kind == "cuda":
                 with suppress(RuntimeError):  # the timed steps' events must have completed
@@ -352,7 +353,7 @@ class ProfilingSession:
             if self.ranks is not None and trace.distributed:
                 capture.metadata["distributed"] = trace.distributed  # backend, process groups
             capture.metadata["user_profiler_exports"] = deliver_exports(path)
-            if _KEEP_TRACE_FILES[0]:
+            if self.keep_trace_file:
                 capture.chrome_trace_path = path
                 atexit.register(lambda: Path(path).unlink(missing_ok=True))
                 kept = True
@@ -362,33 +363,24 @@ class ProfilingSession:
         self.nvml.close()
 
     def close(self) -> None:
-        """Remove every hook (after finish); the capture no longer refers to the session (that
-        cycle would keep the profiler's events, millions of objects on a long run, until exit)."""
-        self.capture.finish = None
+        """Remove every hook (after finish). The capture never refers to the session: that cycle
+        would keep the profiler's events, millions of objects on a long run, until exit."""
         self.hooks.close()
 
 
 @contextmanager
-def profiling(device_kind: str, profile_steps: int | str | None = None, runs_on: bool = False) -> Iterator[Capture]:
+def profiling(device_kind: str, profile_steps: int | str | None = None, runs_on: bool = False,
+              keep_trace_file: bool = False) -> Iterator[Capture]:
     """Profile the block (a ProfilingSession); on exit (also on error) the capture holds what ran.
 
-    capture.finish() ends the session early (a hard exit saves what ran); it runs once.
     profile_steps: stop recording after that many iterations ("auto": step_limit.AUTO_STEPS;
-    None or "all": never) and time the later ones without the profiler (capture/step_limit.py);
+    None or "all": never) and time the later ones without the profiler (capture/run/step_limit.py);
     the trace is still read when the block ends. At the stop, module scopes, the Triton hook and
     the NVML sampling thread go: the un-profiled steps keep only the iteration marker.
-    runs_on: the program runs on after the block, timed (CUPTI is detached as at a step limit).
+    runs_on, keep_trace_file: see ProfilingSession.
     """
-    _refuse_nested()
-    session = ProfilingSession(device_kind, profile_steps, runs_on)
-    capture = session.start()
-    try:
-        yield capture
-    finally:
-        try:
-            session.finish()
-        finally:
-            session.close()
+    with ProfilingSession(device_kind, profile_steps, runs_on, keep_trace_file) as session:
+        yield session.capture
 
 
 def save_capture(capture: Capture, path: str) -> None:

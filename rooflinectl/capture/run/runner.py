@@ -23,11 +23,12 @@ from typing import Any
 
 import torch
 
-from rooflinectl.capture.hard_exit import SaveOnExit, saving_on_hard_exit
-from rooflinectl.capture.region import WARMUP_NAME
-from rooflinectl.capture.session import Capture, profiling
-from rooflinectl.capture.user_profiler import stand_ins_installed
-from rooflinectl.capture.workers import PACKAGE_FOLDER
+from rooflinectl.capture.run.hard_exit import saving_on_hard_exit
+from rooflinectl.capture.run.process import THIS_PROCESS
+from rooflinectl.capture.run.region import WARMUP_NAME
+from rooflinectl.capture.run.session import Capture, ProfilingSession
+from rooflinectl.capture.run.user_profiler import stand_ins_installed
+from rooflinectl.capture.run.workers import PACKAGE_FOLDER
 from rooflinectl.errors import RooflineError, UsageError
 
 
@@ -110,47 +111,71 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-# The script's globals (and, when it raised, its exception with the frames that hold them), kept
-# until the interpreter exits, as `python script.py` keeps them. Freed earlier, when run_path
-# returns, a DDP model's Reducer and its ProcessGroupGloo die on this thread holding the GIL; the
-# destructor joins gloo's threads, one of which frees an AsyncWork whose propagated thread-local
-# state holds a Python object (autograd's backward stashes a contextvars copy there,
-# torch/autograd/graph.py _engine_run_backward) and waits for the GIL: a deadlock (issue 36, 4
-# runs in 10). At interpreter exit those threads are let go, as for any Python program.
-_KEPT_UNTIL_EXIT: list[object] = []
-
-
 def _guarded(run: Callable[[], object]) -> tuple[int, bool]:
+    """Run the user's code; (exit code, completed) as `python` would give them. What it returns
+    (a script's globals) or raises is kept until the interpreter exits (capture/run/process.py:
+    freed earlier, a DDP job could deadlock)."""
     try:
-        _KEPT_UNTIL_EXIT.append(run())
+        THIS_PROCESS.keep_until_exit(run())
     except RooflineError:
         raise
     except SystemExit as exc:
-        _KEPT_UNTIL_EXIT.append(exc)
+        THIS_PROCESS.keep_until_exit(exc)
         code = _exit_code(exc)
         return code, code == 0
     except KeyboardInterrupt as exc:
-        _KEPT_UNTIL_EXIT.append(exc)
+        THIS_PROCESS.keep_until_exit(exc)
         _print_user_traceback(exc)
         return 130, False
     except Exception as exc:  # noqa: BLE001 - the user's error, shown as Python shows it
-        _KEPT_UNTIL_EXIT.append(exc)
+        THIS_PROCESS.keep_until_exit(exc)
         _print_user_traceback(exc)
         return 1, False
     return 0, True
 
 
-def run_script(path: Path, argv: list[str], device_kind: str, on_hard_exit: SaveOnExit | None = None,
-               profile_steps: int | str | None = None) -> RunOutcome:
+# What a hard exit saves: given the capture of the session that was recording (finished first,
+# so it holds what ran), or None when none was (it ended before profiling began), the exit code
+# and what ended it ("os._exit(3)", "SIGTERM").
+SaveCapture = Callable[[Capture | None, int, str], None]
+
+
+class HardExitWatch:
+    """The session of one run that a hard exit (capture/run/hard_exit.py) must save: the run
+    names it when it starts; at os._exit or SIGTERM the session still recording is finished
+    and its capture handed to `save`."""
+
+    def __init__(self, save: SaveCapture) -> None:
+        self.save = save
+        self.session: ProfilingSession | None = None
+
+    def __call__(self, exit_code: int, what: str) -> None:
+        session = self.session
+        if session is None or not session.running:
+            self.save(None, exit_code, what)
+            return
+        session.finish()
+        self.save(session.capture, exit_code, what)
+
+
+def _watch(save: SaveCapture | None) -> HardExitWatch | None:
+    return HardExitWatch(save) if save is not None else None
+
+
+def run_script(path: Path, argv: list[str], device_kind: str, on_hard_exit: SaveCapture | None = None,
+               profile_steps: int | str | None = None, keep_trace_file: bool = False) -> RunOutcome:
     """Run the script profiled; a script that does not compile runs nothing (trace None, exit 1).
     profile_steps: profile that many iterations ("auto", N; None or "all": the whole run), then
-    run on unprofiled (capture/step_limit.py)."""
+    run on unprofiled (capture/run/step_limit.py). keep_trace_file: see ProfilingSession."""
     if not _compiles(path):
         return RunOutcome(Capture(device_kind=device_kind), 1, False)
-    with (_as_main_script(path, argv), saving_on_hard_exit(on_hard_exit),
-          profiling(device_kind, profile_steps=profile_steps) as capture):
+    watch = _watch(on_hard_exit)
+    with (_as_main_script(path, argv), saving_on_hard_exit(watch),
+          ProfilingSession(device_kind, profile_steps, keep_trace_file=keep_trace_file) as session):
+        if watch is not None:
+            watch.session = session
         code, completed = _guarded(lambda: runpy.run_path(str(path), run_name="__main__"))
-    return RunOutcome(capture, code, completed)
+    return RunOutcome(session.capture, code, completed)
 
 
 def _check_inputs_fit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], path: Path,
@@ -221,7 +246,7 @@ def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     the end; the host clock on CPU). Run after the session (its hooks removed): a function that
     torch.compile compiles must compile under the session (Inductor's annotations, a CUDA graph
     captured in the trace); the session detaches CUPTI at its stop when it is the process's
-    first (capture/session.py), else a later session's plain calls may pay for CUPTI left
+    first (capture/run/session.py), else a later session's plain calls may pay for CUPTI left
     attached. What idle and launch advice compare the profiled calls with."""
     for _ in range(max(warmup, 0)):
         fn(*args, **kwargs)
@@ -245,12 +270,14 @@ def time_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 
 def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int,
-                  iters: int, device_kind: str, plain_timing: bool = True, own_process: bool = False) -> Capture:
+                  iters: int, device_kind: str, plain_timing: bool = True, own_process: bool = False,
+                  keep_trace_file: bool = False, watch: HardExitWatch | None = None) -> Capture:
     """Call fn `warmup` times, then `iters` times under the profiler (exceptions propagate);
     then, with plain_timing, once more and `iters` times without it (time_calls: metadata
     "unprofiled_calls"). own_process: the CLI's run, where this is the process's one session: it
     then detaches CUPTI at its stop for the plain calls (not in a notebook or a test process,
-    where later sessions follow: capture/session._cupti_torn_down_after_stop).
+    where later sessions follow: capture/run/session._cupti_torn_down_after_stop).
+    keep_trace_file: see ProfilingSession; watch: told the session, for a hard exit.
 
     The warm-up runs profiled too, inside an annotation that is never counted: a function that
     torch.compile compiles there is compiled as it will run (module scopes and Inductor's
@@ -258,7 +285,10 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     is in the trace, so its replays get the ops of its capture."""
     if iters < 1:
         raise UsageError("--iters must be at least 1.")
-    with profiling(device_kind, runs_on=plain_timing and own_process) as capture:
+    with ProfilingSession(device_kind, runs_on=plain_timing and own_process,
+                          keep_trace_file=keep_trace_file) as session:
+        if watch is not None:
+            watch.session = session
         with torch.profiler.record_function(WARMUP_NAME):
             for _ in range(max(warmup, 0)):
                 fn(*args, **kwargs)
@@ -266,6 +296,7 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
                 torch.cuda.synchronize()
         for _ in range(iters):
             fn(*args, **kwargs)
+    capture = session.capture
     capture.metadata["iterations"] = iters  # known: no iteration search
     if plain_timing:
         try:
@@ -277,16 +308,18 @@ def profile_calls(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
 
 
 def run_function(path: Path, name: str, *, warmup: int, iters: int, device_kind: str,
-                 on_hard_exit: SaveOnExit | None = None) -> RunOutcome:
+                 on_hard_exit: SaveCapture | None = None, keep_trace_file: bool = False) -> RunOutcome:
+    """Import the file, call its function profiled (profile_calls), as the CLI's own process does."""
     holder: dict[str, Capture] = {}
+    watch = _watch(on_hard_exit)
 
     def run() -> None:
         fn, args, kwargs = load_function(path, name)
         holder["capture"] = profile_calls(fn, args, kwargs, warmup=warmup, iters=iters, device_kind=device_kind,
-                                          own_process=True)
+                                          own_process=True, keep_trace_file=keep_trace_file, watch=watch)
 
     # the stand-in for the file's own profiler is in place before it is imported (see user_profiler)
-    with _as_main_script(path, []), stand_ins_installed(), saving_on_hard_exit(on_hard_exit):
+    with _as_main_script(path, []), stand_ins_installed(), saving_on_hard_exit(watch):
         code, completed = _guarded(run)
     capture = holder.get("capture")
     if capture is None:

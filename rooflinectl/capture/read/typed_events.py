@@ -6,11 +6,11 @@ flow ids, "Record function id", "est. achieved occupancy %", ...) the reader nev
 msgspec decodes each event into a dict of the named keys only (a TypedDict), `args` likewise,
 and skips the rest without making objects of them: the reader reads both forms alike. An
 op's input lists come as raw JSON text (msgspec.Raw): a long run repeats a few distinct inputs,
-and the reader decodes each distinct text once (capture/trace.py).
+and the reader decodes each distinct text once (capture/read/builder.py).
 
 On a 190 MB range of a 1,000,000-launch trace (2-core machine, two runs): orjson decoded it in
 0.67-0.79 s and its objects were freed in 0.23-0.26 s; here 0.35-0.38 s and 0.15-0.16 s. The keys
-to keep come from the reader's spec (capture/trace.py), so a field added there is decoded here
+to keep come from the reader's spec (capture/read/spec.py), so a field added there is decoded here
 too. Used when msgspec is installed; without it the reader decodes dicts of every key as
 before, into the same records (tests/test_typed_events.py).
 """

@@ -10,7 +10,7 @@ output written in place over an input, or two views of one buffer, are one span.
 constexprs count nothing. Tuples of tensors (Triton 3 takes them) are opened one level deep.
 
 Triton hands a launch's arguments to `CompiledKernel.launch_metadata(grid, stream, *args)`, and the
-launch-enter hook (capture/triton_hook.py) only the lazy dict that builds: while recording we wrap
+launch-enter hook (capture/run/triton_hook.py) only the lazy dict that builds: while recording we wrap
 that method so an undeclared kernel's dict gets `bytes` (and the arguments' shapes and widest
 dtype) too, computed once per launch. Kernels named triton_* are Inductor's (costed from its own
 annotations) and kernels with a launch_metadata function declare their own cost: both are left
@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from rooflinectl.capture.triton_hook import FROM_ARGUMENTS
+from rooflinectl.capture.run.triton_hook import FROM_ARGUMENTS
 
 INDUCTOR_PREFIX = "triton_"  # Inductor's kernels: costed from Inductor's own annotations
 _SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",

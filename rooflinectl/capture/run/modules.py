@@ -22,7 +22,7 @@ torch.profiler.record_function calls: under a profiler recording shapes, an ente
 2.4 us against 27.6 us on the H200 machine's host (Python 3.12), 0.6 us against 9 us on the CPU
 machine (docs/benchmarks/steady-state.md), paid at every module call of a launch-bound step.
 Its event is recorded as a `cpu_op`, not a `user_annotation`: the trace parser reads scopes by
-their name whatever the category (capture/trace.py). The ops remain the fallback for a torch
+their name whatever the category (capture/read/builder.py). The ops remain the fallback for a torch
 without it.
 """
 
@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from rooflinectl.capture.region import MODULE_PREFIX
+from rooflinectl.capture.run.region import MODULE_PREFIX
 
 # torch warns, once per compiled module, that global hooks fire once more for OptimizedModule:
 # true of any global hook, and not the user's concern here (our hooks name modules only).
@@ -248,7 +248,7 @@ def module_scopes(on_outermost: Callable[[torch.nn.Module], None] | None = None)
     """Annotate every eager nn.Module call while the block runs (nested uses share the outer one).
 
     on_outermost(module) is called at each eager call of a module that no other module called
-    (capture/step_limit.py finds the top-level module so). The block gets a function that turns
+    (capture/run/step_limit.py finds the top-level module so). The block gets a function that turns
     the scopes off for the rest of it (`--profile-steps` after its stop): sys.monitoring's events
     are switched off; global hooks are removed, or return at once where Dynamo has compiled."""
     if _active:

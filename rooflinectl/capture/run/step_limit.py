@@ -13,7 +13,7 @@ Iterations are found live by what the program marks, as attribution/iterations.p
 after the run: steps of the first optimizer that steps (torch's global optimizer step hook),
 else calls of the first top-level module (a forward pre-hook on that one module, added at its
 first call and removed at the end), else calls of the first torch.compile'd graph that runs (a
-loop over a compiled function: capture/compiled_calls.py). The profiler stops right after the
+loop over a compiled function: capture/run/compiled_calls.py). The profiler stops right after the
 N-th optimizer step, or when the top-level module or the graph is called for the (N+1)-th time;
 an annotation open at that moment (the optimizer's own, a region, Dynamo's compiled region)
 simply ends there. A run of M iterations gives M - N - 1 timed steps: each is the time from one
@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from rooflinectl.capture.compiled_calls import graph_name, watch_calls
+from rooflinectl.capture.run.compiled_calls import graph_name, watch_calls
 
 MAX_TIMED_STEPS = 100_000  # boundaries kept: a long run's timing stays a few MB
 AUTO_STEPS = 5  # --profile-steps auto: setup, 1-2 warm-up iterations and 3 steady ones profiled

@@ -1,5 +1,5 @@
 """Tensor identities from a stopped profiler's event tree: which inputs of an op are the same
-tensor (x * x reads x once), read only for the ops that need them (capture/session.read_trace)."""
+tensor (x * x reads x once), read only for the ops that need them (capture/run/session.read_trace)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 
 import torch
 
-from rooflinectl.capture.trace import RawTrace, identity_candidates
+from rooflinectl.capture.read.identities import identity_candidates
+from rooflinectl.capture.read.raw import RawTrace
 
 
 def _tensor_info(prof: torch.profiler.profile, trace: RawTrace) -> dict[tuple[str, int], dict[str, Any]]:
@@ -19,7 +20,7 @@ def _tensor_info(prof: torch.profiler.profile, trace: RawTrace) -> dict[tuple[st
 def _tensor_info_at(prof: torch.profiler.profile, times_us: list[int]) -> dict[tuple[str, int], dict[str, Any]]:
     """Tensor identities (TensorImpl pointers) and tensor-list dtypes from the profiler's event
     tree (private API: when it is missing, a tensor passed twice is simply counted twice), read
-    only for the ops that need them (capture.trace.identity_candidates): walking the whole tree
+    only for the ops that need them (capture.read.identities.identity_candidates): walking the whole tree
     costs more than the rest of the capture on a long run, and most ops cannot share an input.
 
     We key on the TensorImpl, not the storage pointer: q, k and v split from one packed qkv

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import torch
 
-from rooflinectl.capture.trace import MODULE_PREFIX as TRACE_MODULE_PREFIX
+from rooflinectl.capture.read.spec import MODULE_PREFIX as TRACE_MODULE_PREFIX
 
 REGION_PREFIX = "rooflinectl.region:"
 MODULE_PREFIX = TRACE_MODULE_PREFIX  # nn.Module scopes: defined where the trace parser reads them

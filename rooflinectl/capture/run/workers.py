@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-PACKAGE_FOLDER = str(Path(__file__).resolve().parents[1])  # rooflinectl's own files: frames that are not the user's
+PACKAGE_FOLDER = str(Path(__file__).resolve().parents[2])  # rooflinectl's own files: frames that are not the user's
 
 
 def _from_user_code() -> bool:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from rooflinectl.capture.trace import RawTrace
+from rooflinectl.capture.read.raw import RawTrace
 
 SYNC_NAME = "rooflinectl.nvml_sync"
 DEFAULT_PERIOD_S = 0.02
@@ -252,7 +252,7 @@ def _cuda_device() -> tuple[int, str | None]:
     """The GPU to sample and its UUID (NVML numbers devices without CUDA_VISIBLE_DEVICES): a rank of
     a torchrun job samples its own (LOCAL_RANK), which its script has not selected yet; else the
     current device."""
-    from rooflinectl.capture.distributed import own_device_index
+    from rooflinectl.capture.run.distributed import own_device_index
     from rooflinectl.ceilings.detect import read_torch_props
 
     index = own_device_index()

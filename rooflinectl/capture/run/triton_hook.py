@@ -8,7 +8,7 @@ kernel of that name. A CUDA graph's replay runs no Python and calls no hook, so 
 here; a launch made while a stream was being captured into a graph is marked `captured`, and
 attribution gives its cost to the kernels the graph's replays run (attribution/graph_costs.py).
 
-A kernel that declares nothing still shows its arguments: capture/triton_args.py adds the bytes
+A kernel that declares nothing still shows its arguments: capture/run/triton_args.py adds the bytes
 its tensor arguments span to the dict, and _summarise keeps them as a minimum (`from_arguments`).
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-FROM_ARGUMENTS = "bytes_from_arguments"  # the key capture/triton_args.py marks a cost from the arguments with
+FROM_ARGUMENTS = "bytes_from_arguments"  # the key capture/run/triton_args.py marks a cost from the arguments with
 FLOP_KEYS = ("flops", "flops8", "flops16", "flops32", "flops64")
 WIDTH_DTYPES = {"flops8": "fp8", "flops16": "fp16", "flops32": "fp32", "flops64": "fp64"}
 HALF_DTYPES = ("fp16", "bf16")
@@ -62,7 +62,7 @@ def summarise_declaration(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _from_arguments(data: dict[str, Any]) -> dict[str, Any] | None:
-    """An undeclared launch's minimum bytes from its tensor arguments (capture/triton_args.py):
+    """An undeclared launch's minimum bytes from its tensor arguments (capture/run/triton_args.py):
     FLOPs unknown (None), the widest argument's dtype as its precision."""
     if data.get("bytes") is None:
         return None
@@ -96,7 +96,7 @@ def triton_launches(sink: list[dict[str, Any]]) -> Iterator[None]:
         return
     import triton
 
-    from rooflinectl.capture.triton_args import (
+    from rooflinectl.capture.run.triton_args import (
         argument_bytes_recorded,  # torch: imported only to record
     )
 

@@ -5,9 +5,9 @@ Reading a trace is Python work per event (decoding, then a record per op and ker
 torch writes each top-level event as its own indented block, so `\\n  },\\n  {` (with the first
 event's indentation; JSON strings hold no raw newline, and nested objects are indented deeper)
 separates two top-level events and nothing else. The file is cut there into
-ranges, a few per worker process (`python -m rooflinectl.capture.trace_parallel`, which imports
+ranges, a few per worker process (`python -m rooflinectl.capture.read.trace_parallel`, which imports
 neither torch, pandas nor numpy); a worker decodes each of its ranges in blocks, runs the
-TraceBuilder over it, and writes its rows in columns (capture/columns.py) before starting its
+TraceBuilder over it, and writes its rows in columns (capture/read/columns.py) before starting its
 next range.
 The parent joins the ranges in file order as they land, while the workers read on (on two cores
 that saved 2.5 s of a 16.6 s read), shares equal input lists across them as the serial reader
@@ -17,7 +17,7 @@ does, and finishes the trace: the same RawTrace as read_chrome_trace's serial pa
 The columns travel as pickle files in a temporary folder the parent made for this read (mode
 0700) and removes: only our own workers' output is unpickled, never a file the user gave.
 
-When the profiler that wrote the trace still holds its events (`profile`, capture/session.py),
+When the profiler that wrote the trace still holds its events (`profile`, capture/run/session.py),
 the parent joins nothing until every range is read: the workers also write the start times of
 the ops that may share an input, the caller reads those ops' tensor identities from the
 profiler's event tree and frees its events, and only then are the records joined. The process's
@@ -41,25 +41,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rooflinectl.capture.chrome_json import _EVENTS_KEY, HEADER_LIMIT_BYTES, decode_json, gc_paused
-from rooflinectl.capture.columns import from_columns, rows_to_columns, to_columns
 from rooflinectl.capture.progress import report
-from rooflinectl.capture.trace import (
-    RawKernel,
-    RawOp,
-    RawSync,
-    RawTrace,
-    TraceBuilder,
-    decode_events,
-    identity_times_us,
-    profiler_times_us,
+from rooflinectl.capture.read.builder import TraceBuilder
+from rooflinectl.capture.read.chrome_json import (
+    _EVENTS_KEY,
+    HEADER_LIMIT_BYTES,
+    decode_json,
+    gc_paused,
 )
+from rooflinectl.capture.read.columns import from_columns, rows_to_columns, to_columns
+from rooflinectl.capture.read.identities import identity_times_us, profiler_times_us
+from rooflinectl.capture.read.raw import RawKernel, RawOp, RawSync, RawTrace
+from rooflinectl.capture.read.spec import INPUT_LISTS, decode_events
 
 WORKERS_ENV = "ROOFLINECTL_READ_WORKERS"
 MIN_PARALLEL_BYTES = 64 << 20  # below this, starting processes costs more than it saves
 BYTES_PER_WORKER = 32 << 20
 MAX_WORKERS = 8
-INPUT_FIELDS = ("input_dims", "input_types", "input_strides", "concrete_inputs")  # shared as one (trace._shared)
 RANGES_PER_WORKER = 3  # the parent joins a worker's first ranges while it reads its later ones
 BLOCK_BYTES = 8 << 20  # a worker decodes this much at a time (bounded memory)
 WORKER_TIMEOUT_S = 600.0
@@ -130,7 +128,7 @@ def read_parallel(path: str | Path, workers: int, meanwhile: Callable[[], None] 
     before_join: called once every range is read and before any is joined, with the start times
     (whole microseconds of the profiler's clock, as identity_candidates' ops would give them) of
     the ops that may share an input. While the profiler that wrote the trace still holds its
-    events, the caller reads their identities there and frees them (capture/session.py): the
+    events, the caller reads their identities there and frees them (capture/run/session.py): the
     joined records then grow from what is left, not on top of the profiler's events."""
     try:
         with open(path, "rb") as handle:
@@ -172,7 +170,7 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, wor
     the start times of its ops that may share an input, the keys after the array); `identities`
     gets them, in file order, once every range is written, and only then are the ranges taken.
     False if any worker failed."""
-    package_root = str(Path(__file__).resolve().parents[2])
+    package_root = str(Path(__file__).resolve().parents[3])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
            **WORKER_THREADS_ENV}
     with tempfile.TemporaryDirectory(prefix="rooflinectl-read-") as folder:
@@ -184,7 +182,7 @@ def _run_workers(path: str, ranges: list[tuple[int, int]], separator: bytes, wor
                          if i % workers == w]
                 with open(os.path.join(folder, f"worker{w}.err"), "wb") as errors:
                     procs.append(subprocess.Popen(  # noqa: S603 - our own module, our own arguments
-                        [sys.executable, "-m", "rooflinectl.capture.trace_parallel", path, separator.hex(), folder,
+                        [sys.executable, "-m", "rooflinectl.capture.read.trace_parallel", path, separator.hex(), folder,
                          str(int(identities is not None)), *specs],
                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True))
             timer.start()
@@ -253,7 +251,7 @@ class _Joiner:
         """Equal input lists made one object across blocks and ranges (a worker's ops already share
         theirs), in the block's columns before any record is made: once per distinct combination
         of the four lists' table entries, not once per op."""
-        columns = [ops.get(name) for name in INPUT_FIELDS]
+        columns = [ops.get(name) for name in INPUT_LISTS]
         if not all(isinstance(c, dict) for c in columns):  # plain lists: a block without ops
             return
         keys = list(zip(*(c["index"] for c in columns)))  # per op: its four lists' places in the tables
@@ -263,7 +261,7 @@ class _Joiner:
             at[key] = len(shared)
             shared.append(self.builder._shared(tuple(c["table"][i] for c, i in zip(columns, key))))
         index = list(map(at.__getitem__, keys))
-        for n, name in enumerate(INPUT_FIELDS):
+        for n, name in enumerate(INPUT_LISTS):
             ops[name] = {"table": [lists[n] for lists in shared], "index": index}
 
     def finish(self, top: dict[str, Any]) -> RawTrace:
