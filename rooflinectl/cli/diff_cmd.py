@@ -10,44 +10,33 @@ changes are noise).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from rooflinectl.analysis.diff import diff_profiles
-from rooflinectl.cli.common import FormatChoice, show_or_write, terminal_width
+from rooflinectl.cli.common import emit, format_option, terminal_width, top_options
 from rooflinectl.cli.config import load_config
-from rooflinectl.cli.output_paths import write_text_output
 from rooflinectl.cli.profiles import expand, load_arguments
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError
-from rooflinectl.outputs.diff import (
-    diff_dict,
-    diff_renderable,
-    render_diff_github,
-    render_diff_junit,
-    render_diff_markdown,
-)
-
-FORMATS = ("table", "markdown", "json", "github", "junit")
+from rooflinectl.outputs.formats import chosen_format, render
 
 
 @click.command(name="diff")
 @click.argument("base")
 @click.argument("new")
-@click.option("--format", "fmt", type=FormatChoice(FORMATS), default="table", show_default=True,
-              help="table (terminal), markdown (PR comment), json, github (annotations), junit (XML).")
+@format_option("diff")
 @click.option("--fail-on-regression", "pct", type=FiniteFloatRange(min=0), default=None, metavar="PCT",
               help="Exit 1 when the total, or a group, got more than PCT percent slower.")
-@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Groups to show (0: all).")
+@top_options(20, "groups shown")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="pyproject.toml with [tool.rooflinectl] fail_on_regression (default: nearest above cwd).")
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="Write the report to FILE instead of stdout ('-': stdout).")
 @click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
 @click.pass_context
-def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None, top: int,
+def command(ctx: click.Context, base: str, new: str, fmt: str | None, pct: float | None, top: int,
             config_path: Path | None, output: str | None, force: bool) -> None:
     """Compare two profiles: per group, time change and roofline move.
 
@@ -60,6 +49,7 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
     incomplete profile (its run failed, or it recorded no kernels).
     """
     try:
+        fmt = chosen_format("diff", fmt, output)
         if pct is None:
             config = load_config(config_path, section="diff")
             if config.message:
@@ -74,16 +64,7 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)
         return
-    if fmt == "table":
-        show_or_write(diff_renderable(report, pct, top), output, terminal_width(), inputs=inputs, force=force)
-    else:
-        text = {
-            "json": lambda: json.dumps(diff_dict(report, pct), indent=1) + "\n",
-            "markdown": lambda: render_diff_markdown(report, pct, top),
-            "github": lambda: render_diff_github(report, pct, top),
-            "junit": lambda: render_diff_junit(report, pct, top),
-        }[fmt]()
-        write_text_output(text, output, inputs=inputs, force=force)
+    emit(render("diff", fmt, report=report, pct=pct, top=top), output, terminal_width(), inputs=inputs, force=force)
     if pct is not None and report.incomplete:
         click.echo(f"rooflinectl: an incomplete profile fails the gate ({'; '.join(report.incomplete)}).", err=True)
         ctx.exit(EXIT_INCOMPLETE)

@@ -5,6 +5,7 @@ Renderers return strings, dicts or rich renderables; they never print and comput
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict
 from typing import Any
@@ -51,6 +52,11 @@ def diff_dict(report: DiffReport, fail_on_regression: float | None = None) -> di
         "fail_on_regression": fail_on_regression,
         "regressions": report.regressions(fail_on_regression) if fail_on_regression is not None else [],
     })
+
+
+def render_diff_json(report: DiffReport, pct: float | None = None) -> str:
+    """`diff --format json`: diff_dict as text."""
+    return json.dumps(diff_dict(report, pct), indent=1) + "\n"
 
 
 def _ms(seconds: float) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +22,7 @@ from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
+from rooflinectl.analysis.selection import filter_groups
 from rooflinectl.atomic import atomic_file
 from rooflinectl.errors import UsageError
 from rooflinectl.outputs.escape import plain
@@ -85,16 +85,7 @@ def figure_with_strips(dpi: float, heights_in: list[float]) -> tuple[Figure, Sub
     return fig, chart, strips
 
 
-def filter_table(kernels: pd.DataFrame, filter_regex: str | None) -> pd.DataFrame:
-    """Rows whose kernel, op, module or op family matches the regex (search, not full match)."""
-    if not filter_regex:
-        return kernels
-    try:
-        pattern = re.compile(filter_regex)
-    except re.error as exc:
-        raise UsageError(f"--filter {filter_regex!r} is not a valid regular expression ({exc}).") from None
-    text = kernels[["kernel", "op", "module", "op_family"]].astype(str).agg(" ".join, axis=1)
-    return kernels[text.map(lambda s: bool(pattern.search(s)))]
+filter_table = filter_groups  # --filter, the same as `show --filter` (analysis/selection.py)
 
 
 _Draw = TypeVar("_Draw", bound=Callable[..., Any])

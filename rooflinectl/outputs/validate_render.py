@@ -18,6 +18,7 @@ from rich.text import Text
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.outputs.escape import markdown, rich_text
 from rooflinectl.outputs.plot_names import shorten_kernel_name
+from rooflinectl.outputs.table import table_csv
 from rooflinectl.units import percent, seconds, si
 
 
@@ -114,3 +115,8 @@ def validate_json(summary: dict[str, Any], rows: pd.DataFrame, families: pd.Data
     return json.dumps(json_ready({"counters": counters, "agreement": agreement,
                                    "families": families.to_dict(orient="records"),
                                    "kernels": rows.to_dict(orient="records")}), indent=1, allow_nan=False, default=str)
+
+
+def validate_csv(rows: pd.DataFrame) -> str:
+    """`validate --format csv`: every row, every column."""
+    return table_csv(rows)
