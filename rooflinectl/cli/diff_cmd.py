@@ -19,13 +19,15 @@ from rooflinectl.cli.common import emit, format_option, terminal_width, top_opti
 from rooflinectl.cli.config import load_config
 from rooflinectl.cli.profiles import expand, load_arguments
 from rooflinectl.cli.values import FiniteFloatRange
-from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError
+from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError, UsageError
 from rooflinectl.outputs.formats import chosen_format, render
+from rooflinectl.outputs.profile_previous import PREVIOUS_PROFILE_PATH
+from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
 
 @click.command(name="diff")
-@click.argument("base")
-@click.argument("new")
+@click.argument("base", required=False)
+@click.argument("new", required=False)
 @format_option("diff")
 @click.option("--fail-on-regression", "pct", type=FiniteFloatRange(min=0), default=None, metavar="PCT",
               help="Exit 1 when the total, or a group, got more than PCT percent slower.")
@@ -36,20 +38,22 @@ from rooflinectl.outputs.formats import chosen_format, render
               help="Write the report to FILE instead of stdout ('-': stdout).")
 @click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
 @click.pass_context
-def command(ctx: click.Context, base: str, new: str, fmt: str | None, pct: float | None, top: int,
+def command(ctx: click.Context, base: str | None, new: str | None, fmt: str | None, pct: float | None, top: int,
             config_path: Path | None, output: str | None, force: bool) -> None:
     """Compare two profiles: per group, time change and roofline move.
 
     Per kernel group: the change in time and the move on the roofline; new and vanished kernels.
 
     BASE and NEW are profile files, or each the rank profiles of one job (a folder or a quoted
-    glob): their kernel tables averaged over the ranks are compared.
+    glob): their kernel tables averaged over the ranks are compared. NEW defaults to
+    rooflinectl.profile.json, BASE to rooflinectl.profile.prev.json (the profile it replaced).
 
     Exit codes: 0 no regression above PCT; 1 regression; 2 usage or input error; 5 a gate on an
     incomplete profile (its run failed, or it recorded no kernels).
     """
     try:
         fmt = chosen_format("diff", fmt, output)
+        base, new = _default_pair(base, new)
         if pct is None:
             config = load_config(config_path, section="diff")
             if config.message:
@@ -69,3 +73,15 @@ def command(ctx: click.Context, base: str, new: str, fmt: str | None, pct: float
         click.echo(f"rooflinectl: an incomplete profile fails the gate ({'; '.join(report.incomplete)}).", err=True)
         ctx.exit(EXIT_INCOMPLETE)
     ctx.exit(EXIT_FINDINGS if pct is not None and report.regressions(pct) else EXIT_OK)
+
+
+def _default_pair(base: str | None, new: str | None) -> tuple[str, str]:
+    """No NEW: the default profile; no BASE: the one it replaced (outputs/profile_previous.py)."""
+    new = new or DEFAULT_PROFILE_PATH
+    if base is None:
+        if not Path(PREVIOUS_PROFILE_PATH).is_file():
+            raise UsageError(f"diff compares two profiles: give BASE and NEW (with none, it compares "
+                             f"{PREVIOUS_PROFILE_PATH}, which `profile` keeps when it replaces {DEFAULT_PROFILE_PATH}, "
+                             "and there is none here).")
+        base = PREVIOUS_PROFILE_PATH
+    return base, new

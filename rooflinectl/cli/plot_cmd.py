@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from rooflinectl.cli.common import top_options
 from rooflinectl.cli.output_paths import check_writable
 from rooflinectl.cli.profiles import (
     expand,
@@ -112,8 +113,7 @@ def _short_name(path: str) -> str:
 @click.argument("profiles", nargs=-1)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Chart file: .png, .svg or .pdf ('-': PNG on stdout; default roofline.png unless --terminal).")
-@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
-              help="Label this many groups, largest time first (0: all).")
+@top_options(10, "groups listed beside the chart, largest first")
 @click.option("--color-by", type=click.Choice(["bound", "family"]), default="bound", show_default=True,
               help="Colour points by what bounds them or by op family.")
 @click.option("--filter", "filter_regex", default=None, metavar="REGEX",

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pattern
+from rooflinectl.cli.common import top_options
 from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
 from rooflinectl.cli.report_cmd import report_path_option, write_profile_report
 from rooflinectl.cli.values import FiniteFloatRange
@@ -94,7 +95,7 @@ class IterationsMode(click.ParamType):
                    "top-level module, else calls of the first compiled graph), then let the script run on without "
                    "the profiler and report the later iterations' un-profiled step time (CUDA events); auto: 5 "
                    "(1-2 warm-up, 3 steady); all: profile the whole run")
-@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
+@top_options(15)
 @click.option("--save-trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="also write the Chrome/Perfetto trace, each kernel annotated with its FLOPs, bytes, roof and "
                    "efficiency (.json or .json.gz; opens in Perfetto, TensorBoard, HTA)")
@@ -132,7 +133,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
 
     Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
-    Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
+    Arguments after the script (or after `--`) go to the script; an unknown option before it is an error. A failing script still gets its
     partial profile written, and rooflinectl exits with the script's own exit code. With --counters the program runs a
     second time, under Nsight Compute, after the profile is written.
     """
@@ -143,11 +144,16 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     from rooflinectl.cli.common import console, terminal_width
     from rooflinectl.cli.profile_counters import CounterOptions, counters_line
     from rooflinectl.cli.profile_output import ProfileWriter
+    from rooflinectl.cli.script_args import check_target, forwarded_lookalike
     from rooflinectl.cli.script_stdout import script_stdout_to_stderr
     from rooflinectl.cli.status import status_line
     from rooflinectl.outputs.table import render_profile
     from rooflinectl.profiling import ProfilePipeline, ProfileRequest, ProfileResult, steps_for
 
+    check_target(target, ctx.command)  # `--wramup 3 script.py`: a typo, not the script (cli/script_args.py)
+    lookalike = forwarded_lookalike(script_args, ctx.command)
+    if lookalike:
+        click.echo(f"rooflinectl: {lookalike}", err=True)
     path, function = split_target(target)
     if function is not None and script_args:
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")

@@ -43,6 +43,7 @@ from rooflinectl.outputs.plot_roofs import (
     roof_lines,
     setup_axes,
 )
+from rooflinectl.outputs.table import number_cells
 from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import seconds
 
@@ -238,8 +239,8 @@ def draw_table(ax: Axes, points: pd.DataFrame, top: int, iterations: float = 1.0
         where = {"unknown": "no cost", "no_flops": "0 FLOP", "link": "link ↓"}.get(r.where, "")
         bound = where or str(r.bound)
         color = WARN_COLOR if r.above_roof else ("#8c8c8c" if r.where == "unknown" else "#111111")
-        time_s = seconds(r.time_s / iterations, micro="µs")
-        head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {time_s:>9}  {bound:<8} "
+        cells = number_cells(r, iterations)  # the numbers as `show` writes them
+        head = f"{r.rank_by_time:>2} {cells['share']:>6} {cells['time']:>9}  {bound:<8} "
         head += ellipsize(f"{r.op or '?'}" + (f" · {r.module}" if r.module else ""), 34)
         ax.text(0, y, head, family="monospace", fontsize=8, color=color, va="top", gid=f"table:row:{r.rank_by_time}")
         ax.text(0.045, y - line_h * 0.42, shorten_kernel_name(str(r.kernel), 62), family="monospace", fontsize=7,

@@ -19,8 +19,9 @@ from rooflinectl.outputs.plot_roofs import (
     place_groups,
     roof_lines,
 )
+from rooflinectl.outputs.table import number_cells
 from rooflinectl.profile_model import ProfileData, iterations_of
-from rooflinectl.units import seconds, si
+from rooflinectl.units import si
 
 BOUND_STYLES = {"memory": "bold blue", "compute": "bold dark_orange", "latency": "bold magenta", "unknown": "dim"}
 _SYMBOLS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -96,8 +97,9 @@ def render_terminal(data: ProfileData, width: int = 80, height: int = 22, top: i
     for r in points.head(min(top, len(_SYMBOLS))).itertuples():
         where = {"unknown": "no cost (not drawn)", "no_flops": "0 FLOP (not drawn)"}.get(r.where, str(r.bound))
         style = "bold red" if r.above_roof else BOUND_STYLES.get(str(r.bound), "")
-        key.add_row(Text(_SYMBOLS[r.rank_by_time - 1], style=style), f"{100 * r.time_share:.1f}%",
-                    seconds(r.time_s / iterations, micro='µs'), where + (" ⚠ above roof" if r.above_roof else ""),
+        cells = number_cells(r, iterations)  # the numbers as `show` writes them
+        key.add_row(Text(_SYMBOLS[r.rank_by_time - 1], style=style), cells["share"],
+                    cells["time"], where + (" ⚠ above roof" if r.above_roof else ""),
                     rich_text(group_label(r, 40)))
     roofs = Text("  ".join(("/ " if r.kind == "memory" else "─ ") + r.label for r in lines if r.key not in ("l2", "l1", "cache")),
                  style="grey50")
