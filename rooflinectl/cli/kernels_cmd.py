@@ -157,11 +157,12 @@ def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, inter
     profile = lessons_profile(table, ceilings, device_kind, command=["rooflinectl", *sys.argv[1:]], extra=extra)
     save_profile(profile, output)
     if plot_path is not None:
+        from rooflinectl.analysis.charts import chart_model
         from rooflinectl.outputs.plot import plot_profile, save_figure
 
         title = f"Reference kernels on {ceilings.device_name} (--size {size})"
         try:
-            save_figure(plot_profile(profile, top=CHART_LABELS, title=title), plot_path)
+            save_figure(plot_profile(profile, model=chart_model(profile), top=CHART_LABELS, title=title), plot_path)
         except Exception as exc:  # the chart is a by-product: the figures and the profile must still come out
             click.echo(f"rooflinectl: could not draw {plot_path} ({type(exc).__name__}: {exc}); "
                        f"`rooflinectl plot {output}` draws it from the profile", err=True)
