@@ -33,6 +33,8 @@ class ClockStrip:
     counted_end_s: float  # the counted kernels' span: [0, counted_end_s]
     capped_spans: list[tuple[float, float]]
     busy: np.ndarray  # bool per sample: not flagged idle (or no reasons read)
+    capped: np.ndarray  # bool per sample: a power or thermal cap on
+    reason_names: list[str]  # per sample: the throttle reasons NVML gave, idle left out
 
 
 @dataclass(frozen=True)
@@ -61,18 +63,28 @@ def _spans(t_s: np.ndarray, on: np.ndarray, half_s: float) -> list[tuple[float, 
 
 def clock_strip(data: ProfileData) -> ClockStrip:
     """The clock strip of a profile, or one sentence saying why it has none."""
+    strip = clock_strip_or_why(data)
+    if isinstance(strip, str):
+        raise UsageError(f"--clocks needs the NVML samples of a GPU run; this profile has none ({strip}).")
+    return strip
+
+
+def clock_strip_or_why(data: ProfileData) -> ClockStrip | str:
+    """The NVML samples over the run as the strip and the report draw them, or why there are none."""
     samples = device_samples(data.metadata)
     if samples is None:
         nvml = data.metadata.get("nvml") or {}
-        why = nvml.get("message") or ("a CPU run" if data.metadata.get("device_kind") == "cpu"
-                                      else "the profile holds no NVML samples")
-        raise UsageError(f"--clocks needs the NVML samples of a GPU run; this profile has none ({why}).")
+        return str(nvml.get("message") or ("a CPU run" if data.metadata.get("device_kind") == "cpu"
+                                           else "the profile holds no NVML samples"))
     span = (data.summary.get("clocks") or {}).get("span_ns") or [float(samples.t_ns[0]), float(samples.t_ns[-1])]
     zero = float(span[0])
     t_s = (samples.t_ns - zero) / 1e9
     capped = (samples.reasons >= 0) & ((samples.reasons & CAPPING_MASK) != 0)
     busy = (samples.reasons < 0) | ((samples.reasons & IDLE_BIT) == 0)
-    return ClockStrip(samples, t_s, (float(span[1]) - zero) / 1e9, _spans(t_s, capped, samples.period_s / 2), busy)
+    names = [", ".join(n for bit, n in THROTTLE_REASONS.items() if r >= 0 and r & bit and bit != IDLE_BIT)
+             for r in samples.reasons.tolist()]
+    return ClockStrip(samples, t_s, (float(span[1]) - zero) / 1e9, _spans(t_s, capped, samples.period_s / 2), busy,
+                      capped, names)
 
 
 def chart_model(data: ProfileData, clocks: bool = False) -> ChartModel:
