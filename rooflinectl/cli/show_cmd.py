@@ -19,7 +19,7 @@ from rooflinectl.profile_model import ProfileData
               help="one row per kernel (summed over modules), per op, or per module (backward and optimizer work too)")
 @top_options(15)
 @click.option("--sort", "sort_key", type=click.Choice(list(SORT_KEYS)), default="time", show_default=True,
-              help="order of the rows (efficiency: lowest first), as `plot --sort`")
+              help="order of the rows: largest first (efficiency: lowest first)")
 @click.option("--filter", "filter_regex", default=None, metavar="REGEX",
               help="only groups whose kernel, op, module or op family matches, as `plot --filter`")
 @format_option("profile")
