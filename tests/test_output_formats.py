@@ -103,6 +103,10 @@ def test_top_and_all_everywhere_and_the_count_is_said() -> None:
     assert f"3 of {groups} groups shown; {groups - 3} more hold" in three.output
     every = _run("show", MLP, "--all", "--wide")
     assert _body_rows(every.output) == groups and "groups shown" not in every.output
+    diff = _run("diff", NAIVE, SDPA, "--top", "1")
+    matched = int(re.search(r"(\d+) matched", diff.output).group(1))
+    assert matched > 1 and f"1 of {matched} matched groups shown" in diff.output
+    assert "groups shown" not in _run("diff", NAIVE, SDPA, "--all").output
     for name in ("show", "diff", "validate", "profile", "analyse", "plot", "advise"):
         command = main.get_command(click.Context(main), name)
         assert {"--top", "--all"} <= {o for p in command.params for o in p.opts}, name

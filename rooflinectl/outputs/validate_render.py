@@ -82,6 +82,9 @@ def kernel_rows_table(rows: pd.DataFrame, top: int) -> Table:
                      si(r.bytes, "B"), si(r.dram_bytes, "B"), _ratio(r.bytes_ratio), si(r.l2_bytes, "B"),
                      si(r.l1_bytes, "B"), rich_text(f"{r.analytic_roof} → {r.measured_precision or 'no FLOPs'}"), bound,
                      rich_text(shorten_kernel_name(str(r.kernel), 40)), rich_text(f"{r.op} · {r.shapes}"))
+    if top < len(rows):  # nothing left out without saying so
+        grid.caption = f"{top} of {len(rows)} groups shown (--all shows every one)"
+        grid.caption_justify = "left"
     return grid
 
 
