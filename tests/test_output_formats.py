@@ -189,3 +189,8 @@ def test_csv_and_json_carry_totals_and_the_iterations(four_iterations: Path) -> 
     assert frame["time_s"].sum() == pytest.approx(data.kernels["time_s"].sum())  # totals, not per iteration
     rows = json.loads(_run("show", four_iterations, "--format", "json").output)["kernels"]
     assert {r["iterations"] for r in rows} == {4}
+    advice = json.loads(_run("advise", four_iterations, "--format", "json").output)
+    assert advice["iterations"] == 4
+    assert advice["run_time_s"] == pytest.approx(data.kernels["time_s"].sum())  # advice times are totals...
+    assert "totals over 4 profiled iterations" in _run("advise", four_iterations).output  # ...and say so
+    assert "profiled iterations" not in _run("advise", MLP).output

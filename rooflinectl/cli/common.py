@@ -63,14 +63,15 @@ class FormatChoice(click.Choice):
         return super().convert(value, param, ctx)
 
 
-def format_option(kind: str) -> Callable[[Any], Any]:
+def format_option(kind: str, from_output: bool = True) -> Callable[[Any], Any]:
     """The --format option of a command that renders a report of this kind: choices from the
-    registry; no default, so that -o's extension can choose (formats.chosen_format)."""
+    registry; no default, so that -o's extension can choose (formats.chosen_format).
+    from_output=False: -o is not the report (kernels: its profile), the default is table."""
     from rooflinectl.outputs.formats import FORMATS
 
     listed = "; ".join(f"{f.name}: {f.help}" for f in FORMATS[kind].values())
-    return click.option("--format", "fmt", type=FormatChoice(kind), default=None,
-                        help=f"{listed} [default: from -o's extension, else table]")
+    default = "from -o's extension, else table" if from_output else "table"
+    return click.option("--format", "fmt", type=FormatChoice(kind), default=None, help=f"{listed} [default: {default}]")
 
 
 def emit(rendered: RenderableType | str, output: str | None, width: int, **check: Any) -> None:

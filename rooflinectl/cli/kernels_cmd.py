@@ -86,7 +86,7 @@ KERNELS_PROFILE_PATH = "rooflinectl.kernels.profile.json"
 @click.option("--size", type=click.Choice(["small", "large"]), default=None,
               help="Input sizes: large (the default on a GPU: inputs beyond L2, the targets' sizes) or small.")
 @click.option("--plot", "plot_path", default=None, metavar="FILE", help="Also write the roofline chart (.png, .svg, .pdf).")
-@format_option("kernels")
+@format_option("kernels", from_output=False)
 @click.option("-o", "--output", default=KERNELS_PROFILE_PATH, show_default=True,
               help="The profile file of the run (for show, plot, advise); not `profile`'s default file.")
 @click.option("--interpret", is_flag=True,

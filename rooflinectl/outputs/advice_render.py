@@ -47,8 +47,14 @@ def _headline(report: AdviceReport, fail_on: str | None, cli: bool = True) -> st
     warning = (f"INCOMPLETE PROFILE: {report.incomplete}; no gate passes on it. " if report.incomplete else "")
     return (f"{warning}{_counts(report, cli)} on {plain(report.device_name)}; estimated saving "
             f"{seconds(report.total_saving_s, decimals=2)} of {seconds(report.run_time_s, decimals=2)} "
-            f"({_share(report, report.total_saving_s)}, Amdahl-capped)" + (";" if verified or verdict else "")
+            f"({_share(report, report.total_saving_s)}, Amdahl-capped{_over(report)})"
+            + (";" if verified or verdict else "")
             + f"{verified}{verdict}.")
+
+
+def _over(report: AdviceReport) -> str:
+    """Advice times are totals: over how many profiled iterations, when there are several."""
+    return f", totals over {report.iterations:g} profiled iterations" if report.iterations > 1 else ""
 
 
 def _counts(report: AdviceReport, cli: bool = True) -> str:
