@@ -85,7 +85,7 @@ def emit(rendered: RenderableType | str, output: str | None, width: int, **check
         show_or_write(rendered, output, width, **check)
 
 
-def top_options(default: int, what: str = "rows in the table", minimum: int = 0) -> Callable[[Any], Any]:
+def top_options(default: int, what: str = "rows in the table") -> Callable[[Any], Any]:
     """--top N and --all, the same on every command that leaves rows out: --all is --top 0 (every
     row). The command receives `top` only."""
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -95,7 +95,7 @@ def top_options(default: int, what: str = "rows in the table", minimum: int = 0)
                 kwargs["top"] = 0
             return command(*args, **kwargs)
 
-        with_all = click.option("--all", "show_all", is_flag=True, help=f"every one of the {what} (as --top 0)")(with_all)
-        return click.option("--top", type=click.IntRange(min=minimum), default=default, show_default=True,
-                            help=f"{what} ({'0: all' if minimum == 0 else 'at least 1'}; --all: every one)")(with_all)
+        with_all = click.option("--all", "show_all", is_flag=True, help=f"{what}: every one (--top 0)")(with_all)
+        return click.option("--top", type=click.IntRange(min=0), default=default, show_default=True,
+                            help=f"{what} (0: every one, as --all)")(with_all)
     return decorate
