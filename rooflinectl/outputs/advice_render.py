@@ -17,13 +17,14 @@ from rich.text import Text
 from rooflinectl.analysis.advice.engine import AdviceReport, exit_code
 from rooflinectl.analysis.advice.registry import Finding, severity_rank
 from rooflinectl.outputs.escape import github_data, github_property, markdown, plain, rich_text
+from rooflinectl.outputs.formats import names
 from rooflinectl.outputs.junit import JUnitSuite
 from rooflinectl.outputs.plain_text import plain_text
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.outputs.table import fit_columns
 from rooflinectl.units import seconds
 
-FORMATS: tuple[str, ...] = ("table", "markdown", "json", "github", "junit")
+FORMATS: tuple[str, ...] = names("advice")  # the registry's (outputs/formats.py)
 _STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 _GITHUB_LEVEL = {"info": "notice", "warning": "warning", "error": "error"}
 
@@ -340,10 +341,12 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
 
 
 def render_text(report: AdviceReport, fmt: str, fail_on: str | None = None, width: int = 100) -> str:
-    """Any format as a string (rich without colour), for files and tests."""
+    """Any format of the registry (outputs/formats.py) as a string (the table without colour), for
+    files and tests."""
+    from rooflinectl.outputs.formats import render
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     if fmt == "table":
         return plain_text(rich_renderable(report, fail_on, width), width)
-    renderers = {"markdown": render_markdown, "json": render_json, "github": render_github, "junit": render_junit}
-    if fmt not in renderers:
-        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
-    return renderers[fmt](report, fail_on)
+    return render("advice", fmt, report=report, fail_on=fail_on, width=width)
