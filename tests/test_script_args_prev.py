@@ -41,6 +41,14 @@ def test_an_unknown_option_before_the_script_is_a_typo(tmp_path: Path, typo: str
     assert not Path(f"{script}.argv").exists() and not (tmp_path / "p.json").exists()  # nothing ran
 
 
+def test_an_unknown_option_before_dashes_is_a_typo_even_after_the_script(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text(ARGV_SCRIPT)
+    result = _run("profile", "-q", script, "--wramup", "3", "--", "--batch", "2")
+    assert result.exit_code == EXIT_USAGE and "did you mean --warmup?" in result.output, result.output
+    assert not Path(f"{script}.argv").exists()
+
+
 def test_an_option_like_nothing_known_says_so_without_a_guess(tmp_path: Path) -> None:
     result = _run("profile", "--zzzz", tmp_path / "s.py")
     assert result.exit_code == EXIT_USAGE and "no option --zzzz;" in result.output and "did you mean" not in result.output
@@ -51,11 +59,14 @@ def test_arguments_after_the_script_go_to_it_unchanged(tmp_path: Path) -> None:
     script.write_text(ARGV_SCRIPT)
     out = tmp_path / "p.json"
     result = _run("profile", "--device", "cpu", "-q", "-o", out, "--iterations", "none", script,
-                  "--wramup", "3", "--", "--batch=2", "x")
+                  "--wramup", "3", "--batch=2", "x")
     assert result.exit_code == 0, result.output
     assert json.loads(Path(f"{script}.argv").read_text()) == ["--wramup", "3", "--batch=2", "x"]
     # the script gets it; the user hears where rooflinectl's own option would have gone
     assert "--wramup goes to the script; if it is rooflinectl's --warmup" in result.output
+    after = _run("profile", "--device", "cpu", "-qo", out, "--iterations", "none", "--", script, "--wramup", "3")
+    assert after.exit_code == 0, after.output  # after `--`: the script's, by intent, and nothing said
+    assert json.loads(Path(f"{script}.argv").read_text()) == ["--wramup", "3"] and "goes to the script" not in after.output
 
 
 def test_replacing_the_default_profile_keeps_the_previous(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ from rooflinectl.capture.distributed import rank_info, rank_output_path, rank_pa
 from rooflinectl.cli.common import top_options
 from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_output, holds_marker
 from rooflinectl.cli.report_cmd import report_path_option, write_profile_report
+from rooflinectl.cli.script_args import ScriptCommand
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import OutputWriteError, UsageError
 from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
@@ -74,7 +75,7 @@ class IterationsMode(click.ParamType):
         self.fail(f"{value!r} is not auto, none or a positive number of iterations", param, ctx)
 
 
-@click.command("profile", context_settings={"ignore_unknown_options": True})
+@click.command("profile", cls=ScriptCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True,
@@ -133,7 +134,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
 
     Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
-    Arguments after the script (or after `--`) go to the script; an unknown option before it is an error. A failing script still gets its
+    Arguments after the script go to it; an unknown option before the script or before `--` is an error. A failing script still gets its
     partial profile written, and rooflinectl exits with the script's own exit code. With --counters the program runs a
     second time, under Nsight Compute, after the profile is written.
     """
@@ -150,8 +151,8 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     from rooflinectl.outputs.table import render_profile
     from rooflinectl.profiling import ProfilePipeline, ProfileRequest, ProfileResult, steps_for
 
-    check_target(target, ctx.command)  # `--wramup 3 script.py`: a typo, not the script (cli/script_args.py)
-    lookalike = forwarded_lookalike(script_args, ctx.command)
+    check_target(target, ctx.command, ctx)  # `--wramup 3 script.py`: a typo, not the script (cli/script_args.py)
+    lookalike = forwarded_lookalike(script_args, ctx.command, ctx)
     if lookalike:
         click.echo(f"rooflinectl: {lookalike}", err=True)
     path, function = split_target(target)
