@@ -133,6 +133,8 @@ def test_show_sort_and_filter_are_plots() -> None:
     shown = json.loads(_run("show", MLP, "--filter", "mm", "--format", "json").output)["kernels"]
     expected = filter_groups(data.kernels, "mm")
     assert 0 < len(shown) == len(expected) < len(data.kernels)
+    said = _run("show", MLP, "--filter", "mm")
+    assert f"--filter 'mm': {len(expected)} of {len(data.kernels)} groups" in said.output  # nothing hidden unsaid
     assert {r["kernel"] for r in shown} == set(expected["kernel"])
     from rooflinectl.outputs.plot import filter_table
 

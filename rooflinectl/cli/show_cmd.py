@@ -11,6 +11,7 @@ from rooflinectl.cli.profiles import load_arguments_paths
 from rooflinectl.errors import UsageError
 from rooflinectl.outputs.formats import chosen_format, render
 from rooflinectl.profile_model import ProfileData
+from rooflinectl.units import percent
 
 
 @click.command("show")
@@ -54,9 +55,14 @@ def command(profiles: tuple[str, ...], by: str, top: int, sort_key: str, filter_
         rows = unknown_costs(data.kernels)
         emit(render("unknown", fmt, data=data, table=rows, top=top), output, width, inputs=paths, force=force)
         return
-    table = sort_groups(filter_groups(regroup(data.kernels, by, data.ceilings), filter_regex), sort_key)
+    grouped = regroup(data.kernels, by, data.ceilings)
+    table = sort_groups(filter_groups(grouped, filter_regex), sort_key)
     if filter_regex and table.empty:
         raise UsageError(f"--filter {filter_regex!r} matches no group in {' '.join(map(str, paths))}.")
+    if filter_regex and fmt == "table":  # what the filter left out, as plot's note says it
+        share = table["time_s"].sum() / grouped["time_s"].sum() if grouped["time_s"].sum() > 0 else 0.0
+        click.echo(f"rooflinectl: --filter {filter_regex!r}: {len(table)} of {len(grouped)} groups, "
+                   f"{percent(share)} of kernel time", err=True)
     if include_setup and data.setup_kernels is not None:
         setup = sort_groups(filter_groups(regroup(data.setup_kernels, by, data.ceilings), filter_regex), sort_key)
         data = ProfileData(data.kernels, data.ceilings, data.metadata, data.summary, setup)
