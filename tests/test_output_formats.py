@@ -196,3 +196,27 @@ def test_csv_and_json_carry_totals_and_the_iterations(four_iterations: Path) -> 
     assert advice["run_time_s"] == pytest.approx(data.kernels["time_s"].sum())  # advice times are totals...
     assert "totals over 4 profiled iterations" in _run("advise", four_iterations).output  # ...and say so
     assert "profiled iterations" not in _run("advise", MLP).output
+
+
+# What outputs/ may take from analysis/: the types it renders, the JSON helper, the row selection
+# --filter asked for, and the CI verdict rule (so a report's verdict is the command's exit code).
+# Anything that computes a figure is computed before the renderer is called (issue 33).
+RENDER_IMPORTS = {"AdviceReport", "Finding", "DiffReport", "GroupChange", "GroupMatch", "ChartModel", "ClockStrip",
+                  "Comparison", "json_ready", "severity_rank", "exit_code", "filter_groups"}
+
+
+def test_outputs_take_only_types_and_helpers_from_analysis() -> None:
+    import ast
+
+    import rooflinectl.outputs
+
+    found: dict[str, set[str]] = {}
+    for path in Path(rooflinectl.outputs.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rooflinectl.analysis"):
+                found.setdefault(path.name, set()).update(alias.name for alias in node.names)
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.startswith("rooflinectl.analysis") for a in node.names), path.name
+    computing = {name: names - RENDER_IMPORTS for name, names in found.items() if names - RENDER_IMPORTS}
+    assert computing == {}, computing
+    assert "plot_compare.py" in found and "plot_clocks.py" in found  # the check sees the chart modules
