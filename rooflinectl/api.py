@@ -58,11 +58,13 @@ class Profile:
         """Write the profile file (JSON, data only, written atomically: no half file on a crash)."""
         save_profile(self.data, path)
 
-    def plot(self, **options: Any) -> Any:
-        """The roofline chart as a matplotlib Figure (shown inline in Jupyter)."""
+    def plot(self, *, clocks: bool = False, **options: Any) -> Any:
+        """The roofline chart as a matplotlib Figure (shown inline in Jupyter); clocks=True adds
+        the strip of SM clock and power over the run."""
+        from rooflinectl.analysis.charts import chart_model
         from rooflinectl.outputs.plot import plot_profile
 
-        return plot_profile(self.data, **options)
+        return plot_profile(self.data, model=chart_model(self.data, clocks=clocks), **options)
 
     def advise(self, **options: Any) -> Any:
         """The findings of the advice rules, most time saved first."""

@@ -32,6 +32,7 @@ def checked_report_path(path: str, force: bool = False) -> Path:
 def report_document(mode: str, profiles: list[ProfileData], names: list[str]) -> dict[str, Any]:
     """The page's data: the views, the advice on the first view's profile, and the comparison."""
     from rooflinectl.analysis.advice import Thresholds, advise
+    from rooflinectl.analysis.charts import clock_strip_or_why
     from rooflinectl.outputs import report_data
 
     if mode == "compare":
@@ -42,11 +43,12 @@ def report_document(mode: str, profiles: list[ProfileData], names: list[str]) ->
         comparison = report_data.comparison_view(diff_profiles(base, new),
                                                  match_groups(per_iteration(base), per_iteration(new)), base, new)
         comparison.update(base_name=names[0], new_name=names[1])
-        views = [report_data.profile_view(new, names[1]), report_data.profile_view(base, names[0])]
+        views = [report_data.profile_view(new, names[1], clock_strip_or_why(new)),
+                 report_data.profile_view(base, names[0], clock_strip_or_why(base))]
         advised, title = new, f"Roofline comparison: {names[0]} → {names[1]}"
     else:
         comparison = None
-        views = [report_data.profile_view(p, n) for p, n in zip(profiles, names)]
+        views = [report_data.profile_view(p, n, clock_strip_or_why(p)) for p, n in zip(profiles, names)]
         advised = profiles[0]
         title = f"Roofline report: {views[0]['device'] or 'unknown device'}"
     advice = report_data.advice_view(advise(advised, Thresholds()))

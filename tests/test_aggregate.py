@@ -10,10 +10,10 @@ import pytest
 from test_plot_helpers import attention_pair, h200_ceilings
 
 from rooflinectl.aggregate import aggregate
+from rooflinectl.analysis.charts import compare_for_chart
 from rooflinectl.analysis.diff import diff_profiles
 from rooflinectl.analysis.regroup import regroup
 from rooflinectl.attribution.group import group_launches
-from rooflinectl.outputs.plot_compare import compared_groups
 from rooflinectl.profile_model import ProfileData
 
 
@@ -53,7 +53,7 @@ def test_every_stage_that_sums_rows_follows_the_rule() -> None:
 
 def test_diff_and_the_comparison_chart_match_the_same_groups() -> None:
     naive, sdpa = attention_pair()
-    chart = compared_groups(naive, sdpa).pairs
+    chart = compare_for_chart(naive, sdpa).match.pairs
     report = diff_profiles(naive, sdpa)
     assert sorted(chart["level"]) == sorted(g.match for g in report.changed) == ["exact", "module"]
     for pair in chart.itertuples():
@@ -67,7 +67,7 @@ def test_both_compare_per_iteration() -> None:
     doubled = ProfileData(kernels=sdpa.kernels.assign(time_s=sdpa.kernels["time_s"] * 2, calls=sdpa.kernels["calls"] * 2,
                                                       flops=sdpa.kernels["flops"] * 2, bytes=sdpa.kernels["bytes"] * 2),
                           ceilings=sdpa.ceilings, summary={"iterations": 2})
-    once, twice = compared_groups(naive, sdpa).pairs, compared_groups(naive, doubled).pairs
+    once, twice = compare_for_chart(naive, sdpa).match.pairs, compare_for_chart(naive, doubled).match.pairs
     assert list(twice["speedup"]) == pytest.approx(list(once["speedup"]))
     assert [g.new_time_s for g in diff_profiles(naive, doubled).changed] == pytest.approx(
         [g.new_time_s for g in diff_profiles(naive, sdpa).changed])

@@ -116,7 +116,9 @@ def _table_rows(text: str) -> int:
 def test_one_format_name_and_stdout_dash(tmp_path: Path) -> None:
     for args in (["advise", NAIVE], ["diff", NAIVE, SDPA], ["show", NAIVE]):
         assert _run(*args, "--format", "table").exit_code == 0
-    assert _run("advise", NAIVE, "--format", "rich").exit_code == 0  # the old name still works
+    for args in (["advise", NAIVE], ["diff", NAIVE, SDPA], ["show", NAIVE], ["ceilings"], ["validate", NAIVE]):
+        retired = _run(*args, "--format", "rich")  # one name per format, everywhere: `rich` became `table`
+        assert retired.exit_code == EXIT_USAGE and "'rich' is now called 'table'" in retired.output, retired.output
     for args in (["advise", NAIVE, "--format", "json"], ["diff", NAIVE, SDPA, "--format", "json"],
                  ["show", NAIVE, "--format", "json"]):
         out = _run(*args, "-o", "-")

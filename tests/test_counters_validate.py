@@ -76,5 +76,12 @@ def test_cli_validate(tmp_path, measured):
     kernel_cells = [line.split(" | ")[2] for line in markdown.output.splitlines() if " · " in line]
     assert kernel_cells and not any("`" in cell for cell in kernel_cells), kernel_cells
     assert any("\\_" in cell for cell in kernel_cells), kernel_cells  # names with underscores, escaped
+    groups = len(report["kernels"])
+    assert f"3 of {groups} groups shown (--all" in table.output  # what is left out is said, and how to see it
+    every = CliRunner().invoke(main, ["validate", str(with_counters), "--all"], env={"COLUMNS": "200"})
+    assert every.exit_code == 0 and "groups shown" not in every.output
+    written = tmp_path / "v.md"  # the format from -o's extension, as in every command
+    assert CliRunner().invoke(main, ["validate", str(with_counters), "-o", str(written)]).exit_code == 0
+    assert written.read_text() == markdown.output
     refused = CliRunner().invoke(main, ["validate", str(without)])
     assert refused.exit_code == 2 and "holds no counters" in refused.output and "--counters ncu" in refused.output

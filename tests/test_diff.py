@@ -86,7 +86,8 @@ def test_cli_regression_exit_codes(tmp_path, gemm_eff, pct, code):
     assert bool(data["regressions"]) == (code == 1)
 
 
-def test_cli_formats_and_bad_input(tmp_path):
+def test_cli_formats_and_bad_input(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no rooflinectl.profile.json here: `diff BASE` has no NEW to compare
     base = save(tmp_path, "base.json", profile(base_rows()))
     new = save(tmp_path, "new.json", profile(new_rows()))
     runner = CliRunner()

@@ -96,12 +96,13 @@ def test_no_chart_text_is_mathtext(evil_profile: Path) -> None:
     '$') are text, whatever the caller left in Matplotlib's settings."""
     from matplotlib.text import Text
 
+    from rooflinectl.analysis.charts import compare_for_chart
     from rooflinectl.outputs.plot import plot_profile
     from rooflinectl.outputs.plot_compare import plot_comparison
     from rooflinectl.outputs.profile_file import load_profile
 
     data, good = load_profile(evil_profile), load_profile(GOOD)
-    figures = [plot_profile(data, title="a $x$ b", filter_regex="^.*$"), plot_comparison(good, data, title="$y$")]
+    figures = [plot_profile(data, title="a $x$ b", filter_regex="^.*$"), plot_comparison(good, data, compare_for_chart(good, data), title="$y$")]
     for fig in figures:
         texts = [t for t in fig.findobj(Text) if t.get_text()]
         assert texts and not any(t.get_parse_math() for t in texts)

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from rooflinectl.analysis.lessons import compare_lessons, target_status
+from rooflinectl.analysis.lessons import compare_lessons, target_status, target_statuses
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.lessons import _row, lesson_table, lessons_profile
@@ -73,6 +73,27 @@ def test_targets_read_the_right_figure() -> None:
     assert target_status("roof", 0.75, table.loc["copy/coalesced"]) == (pytest.approx(0.8), True)
     assert target_status("roof", 0.85, table.loc["copy/coalesced"])[1] is False
     assert target_status("library", 0.85, table.loc["mm/tiled"]) == (pytest.approx(0.5), False)
+
+
+def test_each_lessons_target_is_judged_on_its_own_kernel() -> None:
+    """`kernels` judges the targets here (analysis), and its table only prints the verdicts."""
+    table = compare_lessons(lesson_table(RESULTS, _ceilings(), "cuda"), _ceilings())
+    entries = [{"name": "copy", "target": {"metric": "roof", "threshold": 0.75}},
+               {"name": "mm", "target": {"metric": "library", "threshold": 0.85}},
+               {"name": "mm", "target": None}, {"name": "absent", "target": {"metric": "roof", "threshold": 0.5}}]
+    statuses = target_statuses(table, entries)
+    assert statuses == {"copy": (pytest.approx(0.8), True), "mm": (pytest.approx(0.5), False)}
+
+
+def test_the_table_prints_the_verdicts_it_is_given() -> None:
+    from rooflinectl.outputs.lessons_report import lesson_notes
+
+    table = compare_lessons(lesson_table(RESULTS, _ceilings(), "cuda"), _ceilings())
+    entries = [{"name": "copy", "target": {"metric": "roof", "threshold": 0.75, "text": "75% of the roof"},
+                "results": [{"variant": "coalesced", "role": "lesson", "kind": "triton"}]}]
+    shown = [t.plain for t in lesson_notes(table, entries, targets=target_statuses(table, entries))]
+    assert "copy: target 75% of the roof: 80.0%, met" in shown
+    assert not [t for t in lesson_notes(table, entries, targets=None) if "target" in t.plain]  # not asked: none
 
 
 def test_cpu_rows_hold_no_tensor_roof() -> None:

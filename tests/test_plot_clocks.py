@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from nvml_samples import IDLE, SW_POWER_CAP, nvml_metadata
 
+from rooflinectl.analysis.charts import chart_model
 from rooflinectl.capture.run.session import load_capture
 from rooflinectl.ceilings.model import Ceilings, Roof
 from rooflinectl.cli.main import main
@@ -42,7 +43,7 @@ def _gid(fig, gid: str) -> list:
 
 
 def test_strip_draws_every_sample_against_seconds_since_the_first_counted_kernel(capped):
-    fig = plot_profile(capped, clocks=True, dpi=50)
+    fig = plot_profile(capped, model=chart_model(capped, clocks=True), dpi=50)
     [sm] = _gid(fig, "clocks:sm")
     [power] = _gid(fig, "clocks:power")
     first_ns = capped.summary["clocks"]["span_ns"][0]

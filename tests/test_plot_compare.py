@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 from test_plot_helpers import GPU_ROWS, attention_pair, make_profile
 
-from rooflinectl.outputs.plot_compare import compared_groups, plot_comparison
+from rooflinectl.analysis.charts import compare_for_chart
+from rooflinectl.outputs.plot_compare import pair_label, plot_comparison
 
 
 def test_match_by_kernel_then_op_then_module() -> None:
     naive, sdpa = attention_pair()
-    match = compared_groups(naive, sdpa)
+    match = compare_for_chart(naive, sdpa).match
     pairs = match.pairs
+    pairs["label"] = [pair_label(r.level, r.op_new, r.module_new) for r in pairs.itertuples()]  # the chart's names
     levels = dict(zip(pairs["label"], pairs["level"], strict=True))
     assert levels == {"attn (all ops)": "module", "mm · proj": "exact"}
     attn = pairs.set_index("label").loc["attn (all ops)"]
@@ -23,9 +25,9 @@ def test_match_by_kernel_then_op_then_module() -> None:
 def test_unmatched_groups_are_reported() -> None:
     before = make_profile(GPU_ROWS)
     after = make_profile([r for r in GPU_ROWS if r[1] != "aten::embedding"])
-    match = compared_groups(before, after)
+    match = compare_for_chart(before, after).match
     assert list(match.only_base["op"]) == ["aten::embedding"] and match.only_new.empty
-    fig = plot_comparison(before, after)
+    fig = plot_comparison(before, after, compare_for_chart(before, after))
     notes = [t.get_text() for t in fig.texts if (t.get_gid() or "").startswith("note:")]
     assert any("Only in before" in n and "embedding" in n for n in notes), notes
     assert any("cost unknown" in n and "rope" in n for n in notes), notes
@@ -33,7 +35,7 @@ def test_unmatched_groups_are_reported() -> None:
 
 def test_comparison_draws_arrows_speedups_and_totals() -> None:
     naive, sdpa = attention_pair()
-    fig = plot_comparison(naive, sdpa, names=("naive", "sdpa"))
+    fig = plot_comparison(naive, sdpa, compare_for_chart(naive, sdpa), names=("naive", "sdpa"))
     ax = fig.axes[0]
     arrows = [t for t in ax.texts if (t.get_gid() or "").startswith("arrow:")]
     assert len(arrows) == 2
@@ -53,6 +55,6 @@ def test_comparison_draws_arrows_speedups_and_totals() -> None:
 def test_comparison_flags_points_above_the_roof() -> None:
     naive, sdpa = attention_pair()
     sdpa.kernels.loc[0, "time_s"] = 1e-4  # far too fast for its FLOPs: a counting bug
-    fig = plot_comparison(naive, sdpa)
+    fig = plot_comparison(naive, sdpa, compare_for_chart(naive, sdpa))
     note = [t.get_text() for t in fig.texts if t.get_gid() == "note:above_roof"]
     assert note and "attn (all ops)" in note[0]

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from nvml_samples import SW_POWER_CAP, steady_then_capped
 from report_profiles import DATA, HOSTILE, HOSTILE_ROWS, MLP, hostile_profile
 
+from rooflinectl.analysis.charts import clock_strip_or_why
 from rooflinectl.api import Profile
 from rooflinectl.cli.main import main
 from rooflinectl.cli.report_cmd import load_report_profiles
@@ -71,7 +72,7 @@ def test_the_page_holds_every_group_with_shows_columns_and_the_advice() -> None:
 def test_clock_view_holds_the_samples_and_the_capped_ones() -> None:
     data = load_profile(MLP)
     data.metadata = {**data.metadata, "nvml": steady_then_capped(0, 200_000_000, 100_000_000, reason=SW_POWER_CAP)}
-    view = clock_view(data)
+    view = clock_view(clock_strip_or_why(data))
     assert len(view["t_s"]) == 11 and view["power_limit_w"] == 700.0
     assert view["capped"] == [t >= 0.1 for t in view["t_s"]]
     assert view["sm_clock_mhz"][-1] == 1485 and view["reasons"][-1] == "sw_power_cap"

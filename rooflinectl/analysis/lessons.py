@@ -18,6 +18,7 @@ variant, role, own_flops, own_bytes), one row per variant. Added columns:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -75,3 +76,15 @@ def target_status(metric: str, threshold: float, row: pd.Series) -> tuple[float,
     metric "roof": efficiency against its roof; "library": library time / its time."""
     value = float(row["efficiency"] if metric == "roof" else row["vs_library"])
     return value, bool(value == value and value >= threshold)
+
+
+def target_statuses(report: pd.DataFrame, entries: list[dict[str, Any]]) -> dict[str, tuple[float, bool]]:
+    """Per lesson with a target: (the figure the target is about, met or not), from the row of the
+    lesson's own kernel in compare_lessons' table; lessons without a target or a row are absent."""
+    out: dict[str, tuple[float, bool]] = {}
+    for entry in entries:
+        target = entry.get("target")
+        own = report[(report["lesson"] == entry["name"]) & (report["role"] == "lesson")]
+        if target and len(own):
+            out[entry["name"]] = target_status(target["metric"], target["threshold"], own.iloc[0])
+    return out

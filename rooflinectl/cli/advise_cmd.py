@@ -17,18 +17,13 @@ from typing import Any
 import click
 
 from rooflinectl.analysis.advice import RULES, SEVERITIES, Thresholds, advise, exit_code
-from rooflinectl.cli.common import FormatChoice, show_or_write, terminal_width
+from rooflinectl.cli.common import emit, format_option, terminal_width
 from rooflinectl.cli.config import load_config
 from rooflinectl.cli.profiles import load_arguments_paths
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
-from rooflinectl.outputs.advice_render import (
-    FORMATS,
-    render_text,
-    report_link_markdown,
-    rich_renderable,
-)
-from rooflinectl.outputs.output_paths import write_text_output
+from rooflinectl.outputs.advice_render import report_link_markdown
+from rooflinectl.outputs.formats import chosen_format, render
 
 _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
 
@@ -69,8 +64,7 @@ def rules_help() -> str:
 
 @click.command(name="advise")
 @click.argument("profiles", nargs=-1)
-@click.option("--format", "fmt", type=FormatChoice(FORMATS), default="table", show_default=True,
-              help="table (terminal), markdown (PR comment, step summary), json, github (annotations), junit (XML).")
+@format_option("advice")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
               help="Exit 1 when a finding is at or above this severity.")
 @click.option("--min-efficiency", type=FiniteFloatRange(0, 1), default=None,
@@ -89,6 +83,8 @@ def rules_help() -> str:
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="Write the report to FILE instead of stdout ('-': stdout).")
 @click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
+@click.option("--top", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Show at most N findings (0: all) [default: 10, at most 5 per rule; --all: every one].")
 @click.option("--all", "show_all", is_flag=True,
               help="Show every finding: no limit of 10 in all or 5 per rule, and the small ones too.")
 @click.option("--report-link", default=None, metavar="PATH_OR_URL",
@@ -98,10 +94,10 @@ def rules_help() -> str:
               help="GPU only: rebuild each mechanical fix's op with the profiled shapes, time it as profiled and "
                    "fixed on this GPU (a few seconds), show the measured saving and rank by it.")
 @click.pass_context
-def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: str | None, min_efficiency: float | None,
-            max_unknown_share: float | None, max_launch_overhead: float | None, config_path: Path | None,
-            select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None, output: str | None,
-            force: bool, show_all: bool, list_rules: bool, verify: bool,
+def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str | None, fail_on: str | None,
+            min_efficiency: float | None, max_unknown_share: float | None, max_launch_overhead: float | None,
+            config_path: Path | None, select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None,
+            output: str | None, force: bool, top: int | None, show_all: bool, list_rules: bool, verify: bool,
             report_link: str | None) -> None:
     """Recommend fixes: each finding with evidence and the time it saves.
 
@@ -119,24 +115,13 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
         click.echo(rules_help())
         return
     try:
+        fmt = chosen_format("advice", fmt, output)
         if report_link is not None and fmt != "markdown":
             raise UsageError("--report-link goes with --format markdown (a step summary or PR comment).")
-        config = load_config(config_path)
-        if config.message:
-            click.echo(f"rooflinectl: {config.message}", err=True)
-        settings = dict(config.values)
         flags = {"min_efficiency": min_efficiency, "max_unknown_share": max_unknown_share,
                  "max_launch_overhead": max_launch_overhead, "fail_on": fail_on, "hide_below": hide_below,
                  "select": select or None}
-        settings.update({k: v for k, v in flags.items() if v is not None})
-        if show_all:  # every limit lifted; an explicit --hide-below still holds
-            settings.update({"max_findings": 0, "max_findings_per_rule": 0,
-                             "hide_below": 0.0 if hide_below is None else hide_below})
-        if ignore:
-            settings["ignore"] = (*settings.get("ignore", ()), *ignore)
-        level = settings.get("fail_on")
-        if level is None and any(settings.get(k) is not None for k in _GATES):
-            level = "error"  # a threshold is a request to fail when it is crossed
+        settings, level = _settings(config_path, flags, ignore, show_all or top == 0, top)
         data, notes, paths = load_arguments_paths(profiles)
         for note in notes:
             click.echo(f"rooflinectl: {note}", err=True)
@@ -151,14 +136,34 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
         ctx.exit(exc.exit_code)
         return
     width = terminal_width()
-    if fmt == "table":
-        show_or_write(rich_renderable(report, level, width), output, width, inputs=paths, force=force)
-    else:
-        text = render_text(report, fmt, level, width=width)
-        write_text_output(text + ("\n" + report_link_markdown(report_link) if report_link else ""), output,
-                          inputs=paths, force=force)
+    rendered = render("advice", fmt, report=report, fail_on=level, width=width)
+    if report_link:
+        rendered += "\n" + report_link_markdown(report_link)
+    emit(rendered, output, width, inputs=paths, force=force)
     code = exit_code(report, level)
     if code == EXIT_INCOMPLETE:
         click.echo(f"rooflinectl: {report.profile_path} is an incomplete profile ({report.incomplete}): the gate fails.",
                    err=True)
     ctx.exit(code)
+
+
+def _settings(config_path: Path | None, flags: dict[str, Any], ignore: tuple[str, ...], every: bool,
+              top: int | None) -> tuple[dict[str, Any], str | None]:
+    """The merged settings ([tool.rooflinectl], then the flags) and the severity that fails:
+    --fail-on, else `error` when a gate's threshold is set (a request to fail when it is crossed)."""
+    config = load_config(config_path)
+    if config.message:
+        click.echo(f"rooflinectl: {config.message}", err=True)
+    settings = dict(config.values)
+    settings.update({k: v for k, v in flags.items() if v is not None})
+    if every:  # --all, --top 0: every limit lifted; an explicit --hide-below still holds
+        settings.update({"max_findings": 0, "max_findings_per_rule": 0,
+                         "hide_below": 0.0 if flags["hide_below"] is None else flags["hide_below"]})
+    elif top is not None:
+        settings["max_findings"] = top
+    if ignore:
+        settings["ignore"] = (*settings.get("ignore", ()), *ignore)
+    level = settings.get("fail_on")
+    if level is None and any(settings.get(k) is not None for k in _GATES):
+        level = "error"
+    return settings, level

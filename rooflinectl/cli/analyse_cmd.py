@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rooflinectl.cli.common import top_options
 from rooflinectl.cli.profile_cmd import IterationsMode, is_capture, is_profile
 from rooflinectl.errors import UsageError, printable
 from rooflinectl.outputs.output_paths import checked_output
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 @click.option("--force", is_flag=True, help="replace an -o file that is not a rooflinectl profile (never a source file)")
 @click.option("--iterations", "iterations_mode", type=IterationsMode(), default="auto", show_default=True,
               help="steady state: find the loop's iterations (auto), count the whole trace (none), or the last N")
-@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
+@top_options(15)
 @click.option("-q", "--quiet", is_flag=True, help="write the profile, print no table")
 def command(trace: Path, output: str, force: bool, iterations_mode: str, top: int, quiet: bool) -> None:
     """Build a profile from a saved torch.profiler trace, not run again.

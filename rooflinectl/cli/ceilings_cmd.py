@@ -7,9 +7,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rooflinectl.ceilings import DEFAULT_BUDGET_S, DEVICE_KINDS, current_ceilings, measure_ceilings
-from rooflinectl.cli.common import console, terminal_width
+from rooflinectl.cli.common import emit, format_option, terminal_width
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import RooflineError
+from rooflinectl.outputs.formats import chosen_format, render
 
 
 def _measure_with_bar(device: str, refresh: bool, budget_s: float):
@@ -30,12 +31,15 @@ def _measure_with_bar(device: str, refresh: bool, budget_s: float):
 @click.option("--refresh", is_flag=True, help="Re-measure even when a cached measurement exists.")
 @click.option("--device", type=click.Choice(DEVICE_KINDS), default="auto", show_default=True,
               help="Which device: the GPU when there is one (auto), or the CPU.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option("ceilings")
+@click.option("-o", "--output", default=None, metavar="FILE",
+              help="write to FILE instead of the terminal ('-': standard output); .json chooses the format")
+@click.option("--force", is_flag=True, help="replace an -o file that is not a report rooflinectl wrote")
 @click.option("--budget-s", type=FiniteFloatRange(1, 600), default=DEFAULT_BUDGET_S, show_default=True,
               help="Time allowed for measuring, seconds.")
 @click.pass_context
-def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: str,
-            budget_s: float) -> None:
+def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: str | None, output: str | None,
+            force: bool, budget_s: float) -> None:
     """What this GPU or CPU can do: spec, detected and measured roofs.
 
     Detected, spec and measured ceilings, ridge points, and what could not be read.
@@ -43,6 +47,7 @@ def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: 
     Without --measure: spec figures (clock-scaled) plus any measurement cached earlier.
     """
     try:
+        fmt = chosen_format("ceilings", fmt, output)
         if measure or refresh:
             ceilings = _measure_with_bar(device, refresh, budget_s)
         else:
@@ -51,10 +56,5 @@ def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: 
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)
         return
-    from rooflinectl.outputs.ceilings_table import ceilings_json, render_ceilings
-
-    if fmt == "json":
-        click.echo(ceilings_json(ceilings))
-    else:
-        width = terminal_width()
-        console(width).print(render_ceilings(ceilings, width))
+    width = terminal_width()
+    emit(render("ceilings", fmt, ceilings=ceilings, width=width), output, width, force=force)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -44,13 +46,56 @@ def show_or_write(renderable: RenderableType, output: str | None, width: int, **
 
 
 class FormatChoice(click.Choice):
-    """A --format choice with one name per format; old names still accepted (`rich` is `table`)."""
+    """--format: the names the output-format registry holds for a report kind (outputs/formats.py);
+    a retired name (`rich`) is refused with the name it became."""
 
-    def __init__(self, choices: tuple[str, ...], aliases: dict[str, str] | None = None) -> None:
-        super().__init__(choices)
-        self.aliases = aliases or {"rich": "table"}
+    def __init__(self, kind: str) -> None:
+        from rooflinectl.outputs.formats import names
+
+        super().__init__(names(kind))
+        self.kind = kind
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        return super().convert(self.aliases.get(value, value), param, ctx)
+        from rooflinectl.outputs.formats import RETIRED
+
+        if value in RETIRED:
+            self.fail(f"{value!r} is now called {RETIRED[value]!r}: use --format {RETIRED[value]}.", param, ctx)
+        return super().convert(value, param, ctx)
 
 
+def format_option(kind: str, from_output: bool = True) -> Callable[[Any], Any]:
+    """The --format option of a command that renders a report of this kind: choices from the
+    registry; no default, so that -o's extension can choose (formats.chosen_format).
+    from_output=False: -o is not the report (kernels: its profile), the default is table."""
+    from rooflinectl.outputs.formats import FORMATS
+
+    listed = "; ".join(f"{f.name}: {f.help}" for f in FORMATS[kind].values())
+    default = "from -o's extension, else table" if from_output else "table"
+    return click.option("--format", "fmt", type=FormatChoice(kind), default=None, help=f"{listed} [default: {default}]")
+
+
+def emit(rendered: RenderableType | str, output: str | None, width: int, **check: Any) -> None:
+    """Write what a format rendered: text as it is (ending in a newline), a rich renderable to the
+    terminal or, as plain text, to -o FILE; check: write_text_output's inputs and force."""
+    from rooflinectl.outputs.output_paths import write_text_output
+
+    if isinstance(rendered, str):
+        write_text_output(rendered if rendered.endswith("\n") else rendered + "\n", output, **check)
+    else:
+        show_or_write(rendered, output, width, **check)
+
+
+def top_options(default: int, what: str = "rows in the table") -> Callable[[Any], Any]:
+    """--top N and --all, the same on every command that leaves rows out: --all is --top 0 (every
+    row). The command receives `top` only."""
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def with_all(*args: Any, show_all: bool = False, **kwargs: Any) -> Any:
+            if show_all:
+                kwargs["top"] = 0
+            return command(*args, **kwargs)
+
+        with_all = click.option("--all", "show_all", is_flag=True, help=f"{what}: every one (--top 0)")(with_all)
+        return click.option("--top", type=click.IntRange(min=0), default=default, show_default=True,
+                            help=f"{what} (0: every one, as --all)")(with_all)
+    return decorate

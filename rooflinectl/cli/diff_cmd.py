@@ -10,56 +10,50 @@ changes are noise).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from rooflinectl.analysis.diff import diff_profiles
-from rooflinectl.cli.common import FormatChoice, show_or_write, terminal_width
+from rooflinectl.cli.common import emit, format_option, terminal_width, top_options
 from rooflinectl.cli.config import load_config
 from rooflinectl.cli.profiles import expand, load_arguments
 from rooflinectl.cli.values import FiniteFloatRange
-from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError
-from rooflinectl.outputs.diff import (
-    diff_dict,
-    diff_renderable,
-    render_diff_github,
-    render_diff_junit,
-    render_diff_markdown,
-)
-from rooflinectl.outputs.output_paths import write_text_output
-
-FORMATS = ("table", "markdown", "json", "github", "junit")
+from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, RooflineError, UsageError
+from rooflinectl.outputs.formats import chosen_format, render
+from rooflinectl.outputs.profile_previous import PREVIOUS_PROFILE_PATH
+from rooflinectl.schema import DEFAULT_PROFILE_PATH
 
 
 @click.command(name="diff")
-@click.argument("base")
-@click.argument("new")
-@click.option("--format", "fmt", type=FormatChoice(FORMATS), default="table", show_default=True,
-              help="table (terminal), markdown (PR comment), json, github (annotations), junit (XML).")
+@click.argument("base", required=False)
+@click.argument("new", required=False)
+@format_option("diff")
 @click.option("--fail-on-regression", "pct", type=FiniteFloatRange(min=0), default=None, metavar="PCT",
               help="Exit 1 when the total, or a group, got more than PCT percent slower.")
-@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Groups to show (0: all).")
+@top_options(20, "groups shown")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="pyproject.toml with [tool.rooflinectl] fail_on_regression (default: nearest above cwd).")
 @click.option("-o", "--output", default=None, metavar="FILE",
               help="Write the report to FILE instead of stdout ('-': stdout).")
 @click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
 @click.pass_context
-def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None, top: int,
+def command(ctx: click.Context, base: str | None, new: str | None, fmt: str | None, pct: float | None, top: int,
             config_path: Path | None, output: str | None, force: bool) -> None:
     """Compare two profiles: per group, time change and roofline move.
 
     Per kernel group: the change in time and the move on the roofline; new and vanished kernels.
 
     BASE and NEW are profile files, or each the rank profiles of one job (a folder or a quoted
-    glob): their kernel tables averaged over the ranks are compared.
+    glob): their kernel tables averaged over the ranks are compared. NEW defaults to
+    rooflinectl.profile.json, BASE to rooflinectl.profile.prev.json (the profile it replaced).
 
     Exit codes: 0 no regression above PCT; 1 regression; 2 usage or input error; 5 a gate on an
     incomplete profile (its run failed, or it recorded no kernels).
     """
     try:
+        fmt = chosen_format("diff", fmt, output)
+        base, new = _default_pair(base, new)
         if pct is None:
             config = load_config(config_path, section="diff")
             if config.message:
@@ -74,17 +68,20 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)
         return
-    if fmt == "table":
-        show_or_write(diff_renderable(report, pct, top), output, terminal_width(), inputs=inputs, force=force)
-    else:
-        text = {
-            "json": lambda: json.dumps(diff_dict(report, pct), indent=1) + "\n",
-            "markdown": lambda: render_diff_markdown(report, pct, top),
-            "github": lambda: render_diff_github(report, pct, top),
-            "junit": lambda: render_diff_junit(report, pct, top),
-        }[fmt]()
-        write_text_output(text, output, inputs=inputs, force=force)
+    emit(render("diff", fmt, report=report, pct=pct, top=top), output, terminal_width(), inputs=inputs, force=force)
     if pct is not None and report.incomplete:
         click.echo(f"rooflinectl: an incomplete profile fails the gate ({'; '.join(report.incomplete)}).", err=True)
         ctx.exit(EXIT_INCOMPLETE)
     ctx.exit(EXIT_FINDINGS if pct is not None and report.regressions(pct) else EXIT_OK)
+
+
+def _default_pair(base: str | None, new: str | None) -> tuple[str, str]:
+    """No NEW: the default profile; no BASE: the one it replaced (outputs/profile_previous.py)."""
+    new = new or DEFAULT_PROFILE_PATH
+    if base is None:
+        if not Path(PREVIOUS_PROFILE_PATH).is_file():
+            raise UsageError(f"diff compares two profiles: give BASE and NEW (with none, it compares "
+                             f"{PREVIOUS_PROFILE_PATH}, which `profile` keeps when it replaces {DEFAULT_PROFILE_PATH}, "
+                             "and there is none here).")
+        base = PREVIOUS_PROFILE_PATH
+    return base, new

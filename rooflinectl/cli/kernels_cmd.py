@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from rooflinectl._version import __version__
-from rooflinectl.cli.common import WIDE_WIDTH, console, terminal_width
+from rooflinectl.cli.common import WIDE_WIDTH, emit, format_option, terminal_width
 from rooflinectl.errors import EXIT_FINDINGS, EnvironmentProblem, UsageError
 
 CHART_SUFFIXES = (".png", ".svg", ".pdf")
@@ -86,14 +86,14 @@ KERNELS_PROFILE_PATH = "rooflinectl.kernels.profile.json"
 @click.option("--size", type=click.Choice(["small", "large"]), default=None,
               help="Input sizes: large (the default on a GPU: inputs beyond L2, the targets' sizes) or small.")
 @click.option("--plot", "plot_path", default=None, metavar="FILE", help="Also write the roofline chart (.png, .svg, .pdf).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option("kernels", from_output=False)
 @click.option("-o", "--output", default=KERNELS_PROFILE_PATH, show_default=True,
               help="The profile file of the run (for show, plot, advise); not `profile`'s default file.")
 @click.option("--interpret", is_flag=True,
               help="No GPU: run the small sizes on the CPU through Triton's interpreter (to learn, not to time).")
 @click.option("--wide", is_flag=True, help="Every column of the table, whatever the terminal's width.")
 @click.option("--list", "list_only", is_flag=True, help="List the lessons and exit.")
-def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt: str, output: str,
+def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt: str | None, output: str,
             interpret: bool, wide: bool, list_only: bool) -> None:
     """Run the reference kernels and place them on the roofline.
 
@@ -132,7 +132,7 @@ def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt:
         return
     device_kind = "cpu" if interpret else "cuda"
     entries = run_lessons(selected, size, torch.device(device_kind))
-    _report(entries, device_kind=device_kind, size=size, interpret=interpret, fmt=fmt, output=output,
+    _report(entries, device_kind=device_kind, size=size, interpret=interpret, fmt=fmt or "table", output=output,
             plot_path=plot_path, wide=wide)
     failed = _failed_kernels(entries)
     if failed:
@@ -143,10 +143,10 @@ def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt:
 
 def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, interpret: bool, fmt: str, output: str,
             plot_path: str | None, wide: bool = False) -> None:
-    from rooflinectl.analysis.lessons import compare_lessons
+    from rooflinectl.analysis.lessons import compare_lessons, target_statuses
     from rooflinectl.ceilings import current_ceilings
     from rooflinectl.lessons import lesson_table, lessons_profile
-    from rooflinectl.outputs.lessons_report import lessons_json, render_lessons
+    from rooflinectl.outputs.formats import render
     from rooflinectl.outputs.profile_file import save_profile
 
     ceilings = current_ceilings(device_kind)
@@ -157,11 +157,12 @@ def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, inter
     profile = lessons_profile(table, ceilings, device_kind, command=["rooflinectl", *sys.argv[1:]], extra=extra)
     save_profile(profile, output)
     if plot_path is not None:
+        from rooflinectl.analysis.charts import chart_model
         from rooflinectl.outputs.plot import plot_profile, save_figure
 
         title = f"Reference kernels on {ceilings.device_name} (--size {size})"
         try:
-            save_figure(plot_profile(profile, top=CHART_LABELS, title=title), plot_path)
+            save_figure(plot_profile(profile, model=chart_model(profile), top=CHART_LABELS, title=title), plot_path)
         except Exception as exc:  # the chart is a by-product: the figures and the profile must still come out
             click.echo(f"rooflinectl: could not draw {plot_path} ({type(exc).__name__}: {exc}); "
                        f"`rooflinectl plot {output}` draws it from the profile", err=True)
@@ -171,14 +172,14 @@ def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, inter
                   "created": profile.metadata["created"], "size": size, "interpreted": interpret,
                   "torch": profile.metadata.get("torch"), "triton": profile.metadata.get("triton"),
                   "cuda": profile.metadata.get("cuda"), "profile": output, "chart": plot_path}
-        click.echo(lessons_json(report, entries, ceilings, header))
+        emit(render("kernels", fmt, report=report, entries=entries, ceilings=ceilings, header=header), None, 0)
         return
-    header = f"device: {ceilings.device_name} ({device_kind}); size {size}; {len(entries)} lesson(s)"
+    text = f"device: {ceilings.device_name} ({device_kind}); size {size}; {len(entries)} lesson(s)"
     if interpret:
-        header += "\n" + INTERPRETER_NOTE
+        text += "\n" + INTERPRETER_NOTE
     width = WIDE_WIDTH if wide else terminal_width()
-    console(width).print(render_lessons(report, entries, ceilings, header=header,
-                                        with_targets=device_kind == "cuda" and size == "large",
-                                        with_verdicts=not interpret, width=None if wide else width))
+    targets = target_statuses(report, entries) if device_kind == "cuda" and size == "large" else None
+    emit(render("kernels", fmt, report=report, entries=entries, ceilings=ceilings, header=text, targets=targets,
+                with_verdicts=not interpret, width=None if wide else width), None, width)
     click.echo(f"wrote {output}" + (f" and {plot_path}" if plot_path else "")
                + f" ({dt.datetime.now().strftime('%H:%M:%S')})", err=True)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from rooflinectl.analysis.selection import filter_groups
+from rooflinectl.cli.common import top_options
 from rooflinectl.cli.profiles import (
     expand,
     load_arguments_paths,
@@ -19,6 +22,9 @@ from rooflinectl.errors import RooflineError, UsageError
 from rooflinectl.outputs.output_paths import check_writable
 from rooflinectl.profile_model import ProfileData
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 MAX_DPI = 1200  # beyond this a chart is tens of thousands of pixels wide
 
 
@@ -26,11 +32,35 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
                title: str | None, dpi: float, terminal: bool, clocks: bool = False,
                levels: bool = False) -> list[str]:
     """Load one or two profiles and write the chart; returns the lines to tell the user."""
-    from rooflinectl.outputs.plot import SUPPORTED_EXTENSIONS, plot_profile, save_figure
-
     data, paths, messages = _chart_profiles(profiles)
     if output is None and not terminal:
         output = "roofline.png"
+    _check_options(data, paths, output, top=top, dpi=dpi, terminal=terminal, clocks=clocks, levels=levels,
+                   filter_regex=filter_regex)
+    top = top or max(len(d.kernels) for d in data)  # 0: every group
+    if terminal:
+        _draw_terminal(data, paths, top, filter_regex)
+    if output is not None:
+        fig = _chart(data, paths, top=top, color_by=color_by, filter_regex=filter_regex, title=title, dpi=dpi,
+                     clocks=clocks, levels=levels)
+        if output == "-":  # PNG on standard output, for a pipe
+            import sys
+
+            fig.savefig(sys.stdout.buffer, format="png", dpi=dpi, facecolor="white")
+            sys.stdout.buffer.flush()
+        else:
+            from rooflinectl.outputs.plot import save_figure
+
+            save_figure(fig, output, dpi=dpi)
+            messages.append(f"wrote {output}")
+    return messages
+
+
+def _check_options(data: list[ProfileData], paths: list[str], output: str | None, *, top: int, dpi: float,
+                   terminal: bool, clocks: bool, levels: bool, filter_regex: str | None) -> None:
+    """Every option problem in one sentence before anything is drawn."""
+    from rooflinectl.outputs.plot import SUPPORTED_EXTENSIONS
+
     if output is not None and output != "-" and Path(output).suffix.lower() not in SUPPORTED_EXTENSIONS:
         raise UsageError(f"Cannot write {output}: the chart is saved as .png, .svg or .pdf.")
     if output is not None and output != "-":
@@ -43,47 +73,45 @@ def plot_files(profiles: tuple[str, ...], output: str | None, *, top: int, color
         raise UsageError("--levels draws one profile with counters, as a chart file (-o), without --terminal or --clocks.")
     if not dpi > 0 or dpi > MAX_DPI:
         raise UsageError(f"--dpi must be more than 0 and at most {MAX_DPI:g}, not {dpi:g}.")
-    if filter_regex:
-        from rooflinectl.outputs.plot import filter_table
+    for path, profile in zip(paths, data):
+        if filter_regex and filter_groups(profile.kernels, filter_regex).empty:
+            raise UsageError(f"--filter {filter_regex!r} matches no group in {path}: there would be nothing to draw.")
 
-        for path, profile in zip(paths, data):
-            if filter_table(profile.kernels, filter_regex).empty:
-                raise UsageError(f"--filter {filter_regex!r} matches no group in {path}: there would be nothing to draw.")
-    top = top or max(len(d.kernels) for d in data)  # 0: every group
-    if terminal:
-        from rooflinectl.cli.common import console
-        from rooflinectl.outputs.plot import filter_table
-        from rooflinectl.outputs.plot_terminal import render_terminal
 
-        out = console()
-        for path, profile in zip(paths, data):  # two profiles: one sketch each, before then after
-            if len(data) == 2:
-                out.rule(_short_name(path))
-            if filter_regex:
-                profile = replace(profile, kernels=filter_table(profile.kernels, filter_regex))
-            out.print(render_terminal(profile, width=min(out.width, 140), height=22, top=top))
-    if output is not None:
-        if levels:
-            from rooflinectl.outputs.plot_levels import plot_levels
+def _draw_terminal(data: list[ProfileData], paths: list[str], top: int, filter_regex: str | None) -> None:
+    """`--terminal`: the character roofline of each profile (two: before, then after)."""
+    from rooflinectl.cli.common import console
+    from rooflinectl.outputs.plot_terminal import render_terminal
 
-            fig = plot_levels(data[0], top=top, filter_regex=filter_regex, title=title, dpi=dpi)
-        elif len(data) == 2:
-            from rooflinectl.outputs.plot_compare import plot_comparison
+    out = console()
+    for path, profile in zip(paths, data):
+        if len(data) == 2:
+            out.rule(_short_name(path))
+        if filter_regex:
+            profile = replace(profile, kernels=filter_groups(profile.kernels, filter_regex))
+        out.print(render_terminal(profile, width=min(out.width, 140), height=22, top=top))
 
-            names = (_short_name(paths[0]), _short_name(paths[1]))
-            fig = plot_comparison(data[0], data[1], top=top, filter_regex=filter_regex, title=title, names=names, dpi=dpi)
-        else:
-            fig = plot_profile(data[0], top=top, color_by=color_by, filter_regex=filter_regex, title=title, dpi=dpi,
-                               clocks=clocks)
-        if output == "-":  # PNG on standard output, for a pipe
-            import sys
 
-            fig.savefig(sys.stdout.buffer, format="png", dpi=dpi, facecolor="white")
-            sys.stdout.buffer.flush()
-        else:
-            save_figure(fig, output, dpi=dpi)
-            messages.append(f"wrote {output}")
-    return messages
+def _chart(data: list[ProfileData], paths: list[str], *, top: int, color_by: str, filter_regex: str | None,
+           title: str | None, dpi: float, clocks: bool, levels: bool) -> Figure:
+    """The chart: one profile (with what analysis/charts.py computed for it), its memory levels, or
+    two compared (matched by analysis/charts.compare_for_chart)."""
+    from rooflinectl.analysis.charts import chart_model, compare_for_chart
+
+    if levels:
+        from rooflinectl.outputs.plot_levels import plot_levels
+
+        return plot_levels(data[0], top=top, filter_regex=filter_regex, title=title, dpi=dpi)
+    if len(data) == 2:
+        from rooflinectl.outputs.plot_compare import plot_comparison
+
+        names = (_short_name(paths[0]), _short_name(paths[1]))
+        return plot_comparison(data[0], data[1], compare_for_chart(data[0], data[1], filter_regex), top=top,
+                               title=title, names=names, dpi=dpi)
+    from rooflinectl.outputs.plot import plot_profile
+
+    return plot_profile(data[0], model=chart_model(data[0], clocks=clocks), top=top, color_by=color_by,
+                        filter_regex=filter_regex, title=title, dpi=dpi)
 
 
 def _chart_profiles(arguments: tuple[str, ...]) -> tuple[list[ProfileData], list[str], list[str]]:
@@ -112,8 +140,7 @@ def _short_name(path: str) -> str:
 @click.argument("profiles", nargs=-1)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Chart file: .png, .svg or .pdf ('-': PNG on stdout; default roofline.png unless --terminal).")
-@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
-              help="Label this many groups, largest time first (0: all).")
+@top_options(10, "groups listed beside the chart, largest first")
 @click.option("--color-by", type=click.Choice(["bound", "family"]), default="bound", show_default=True,
               help="Colour points by what bounds them or by op family.")
 @click.option("--filter", "filter_regex", default=None, metavar="REGEX",

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 import click
 
 from rooflinectl.capture.run.distributed import rank_info, rank_output_path, rank_pattern
+from rooflinectl.cli.common import top_options
 from rooflinectl.cli.report_cmd import report_path_option
+from rooflinectl.cli.script_args import ScriptCommand
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import OutputWriteError, UsageError
 from rooflinectl.html_report import write_profile_report
@@ -86,7 +88,7 @@ class IterationsMode(click.ParamType):
         self.fail(f"{value!r} is not auto, none or a positive number of iterations", param, ctx)
 
 
-@click.command("profile", context_settings={"ignore_unknown_options": True})
+@click.command("profile", cls=ScriptCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-o", "--output", default=DEFAULT_PROFILE_PATH, show_default=True,
@@ -107,7 +109,7 @@ class IterationsMode(click.ParamType):
                    "top-level module, else calls of the first compiled graph), then let the script run on without "
                    "the profiler and report the later iterations' un-profiled step time (CUDA events); auto: 5 "
                    "(1-2 warm-up, 3 steady); all: profile the whole run")
-@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
+@top_options(15)
 @click.option("--save-trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="also write the Chrome/Perfetto trace, each kernel annotated with its FLOPs, bytes, roof and "
                    "efficiency (.json or .json.gz; opens in Perfetto, TensorBoard, HTA)")
@@ -145,15 +147,20 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
 
     Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
 
-    Arguments after `--` go to the script (options rooflinectl does not know go there too). A failing script still gets its
+    Arguments after the script go to it; an unknown option before the script or before `--` is an error. A failing script still gets its
     partial profile written, and rooflinectl exits with the script's own exit code. With --counters the program runs a
     second time, under Nsight Compute, after the profile is written.
     """
     from rooflinectl.capture.run.runner import split_target
     from rooflinectl.ceilings import resolve_device_kind
+    from rooflinectl.cli.script_args import check_target, forwarded_lookalike
     from rooflinectl.profiling import ProfilePipeline, ProfileRequest, steps_for
     from rooflinectl.profiling_counters import CounterOptions
 
+    check_target(target, ctx.command, ctx)  # `--wramup 3 script.py`: a typo, not the script (cli/script_args.py)
+    lookalike = forwarded_lookalike(script_args, ctx.command, ctx)
+    if lookalike:
+        click.echo(f"rooflinectl: {lookalike}", err=True)
     path, function = split_target(target)
     if function is not None and script_args:
         raise UsageError(f"{target} is a function target: it takes no script arguments ({' '.join(script_args)}).")

@@ -22,6 +22,7 @@ from rooflinectl.capture.run.session import Capture
 from rooflinectl.errors import EXIT_USAGE
 from rooflinectl.outputs.output_paths import fallback_path
 from rooflinectl.outputs.profile_file import profile_json, save_profile
+from rooflinectl.outputs.profile_previous import keep_previous
 from rooflinectl.pipeline import build_profile
 from rooflinectl.profile_model import ProfileData
 
@@ -37,6 +38,7 @@ class ProfileWriter:
     stdout: TextIO | None = None  # the real standard output while the script's goes to stderr (-o -)
     # the pipeline's build step (profiling.ProfilePipeline.build_capture); unset: pipeline.build_profile
     builder: Callable[..., tuple[ProfileData, pd.DataFrame]] | None = None
+    saved: bool = False  # written once: a second save (counters) keeps no earlier version of this run
 
     def build(self, capture: Capture, *, completed: bool, exit_code: int) -> tuple[ProfileData, pd.DataFrame] | None:
         """The profile and its attributed launches (pipeline.build_profile), or None when the run
@@ -68,14 +70,16 @@ class ProfileWriter:
             stream.write(profile_json(data) + "\n")
             stream.flush()
             return 0, f"profile written to standard output{note}"
+        kept = keep_previous(self.target) if not self.saved else None  # outputs/profile_previous.py
         try:
             save_profile(data, self.target)
+            self.saved = True
         except OSError as exc:
             spare = fallback_path(self.target.name)
             save_profile(data, spare)
             return EXIT_USAGE, (f"rooflinectl: could not write {self.shown} ({exc.strerror or exc}); "
                                 f"the profile{note} is saved at {spare} instead.")
-        return 0, f"profile written to {self.shown}{note}"
+        return 0, f"profile written to {self.shown}{note}" + (f" (the previous one: {kept.name})" if kept else "")
 
     def save_on_hard_exit(self, capture: Capture | None, exit_code: int, what: str) -> None:
         """Called just before os._exit or SIGTERM ends the process (capture/run/hard_exit.py) with

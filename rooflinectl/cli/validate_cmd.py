@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from rooflinectl.analysis.validate import agreement, validate_families, validate_rows
-from rooflinectl.cli.common import console
+from rooflinectl.cli.common import emit, format_option, terminal_width, top_options
 from rooflinectl.errors import UsageError
+from rooflinectl.outputs.formats import chosen_format, render
 from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
-from rooflinectl.outputs.table import table_csv
-from rooflinectl.outputs.validate_render import render_validate, validate_json, validate_markdown
 
 
 @click.command("validate")
 @click.argument("profile", required=False)
-@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="kernel groups listed")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
-              show_default=True)
-def command(profile: str | None, top: int, fmt: str) -> None:
+@top_options(20, "kernel groups listed")
+@format_option("validate")
+@click.option("-o", "--output", default=None, metavar="FILE",
+              help="write to FILE instead of the terminal ('-': standard output); .csv, .json, .md choose the format")
+@click.option("--force", is_flag=True, help="replace an -o file that is an input, or not a report rooflinectl wrote")
+def command(profile: str | None, top: int, fmt: str | None, output: str | None, force: bool) -> None:
     """Check analytic FLOPs and bytes against measured counters.
 
     Analytic FLOPs and bytes against measured ones, per kernel group and per op family, with ratios
@@ -26,7 +29,9 @@ def command(profile: str | None, top: int, fmt: str) -> None:
     PROFILE (default: rooflinectl.profile.json here) must hold counters: `rooflinectl profile
     --counters ncu` (or `--counters auto`, which says when ncu cannot run).
     """
-    data = load_profile(profile or DEFAULT_PROFILE_PATH)
+    fmt = chosen_format("validate", fmt, output)
+    path = profile or DEFAULT_PROFILE_PATH
+    data = load_profile(path)
     counters = data.summary.get("counters") or {}
     if counters.get("status") != "measured":
         why = f" (the counters run {counters['status']}: {counters.get('reason', '')})" if counters.get("status") else ""
@@ -35,11 +40,6 @@ def command(profile: str | None, top: int, fmt: str) -> None:
     rows = validate_rows(data.kernels, data.ceilings)
     families = validate_families(rows)
     agreed = agreement(rows, float(data.kernels["time_s"].sum()))
-    if fmt == "csv":
-        click.echo(table_csv(rows), nl=False)
-    elif fmt == "json":
-        click.echo(validate_json(data.summary, rows, families, agreed))
-    elif fmt == "markdown":
-        click.echo(validate_markdown(data.summary, rows, families, agreed, top), nl=False)
-    else:
-        console().print(render_validate(data.summary, rows, families, agreed, top))
+    width = terminal_width()
+    emit(render("validate", fmt, summary=data.summary, rows=rows, families=families, agreement=agreed,
+                top=top or len(rows)), output, width, inputs=[Path(path)], force=force)

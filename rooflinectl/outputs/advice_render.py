@@ -17,13 +17,14 @@ from rich.text import Text
 from rooflinectl.analysis.advice.engine import AdviceReport, exit_code
 from rooflinectl.analysis.advice.registry import Finding, severity_rank
 from rooflinectl.outputs.escape import github_data, github_property, markdown, plain, rich_text
+from rooflinectl.outputs.formats import names
 from rooflinectl.outputs.junit import JUnitSuite
 from rooflinectl.outputs.plain_text import plain_text
 from rooflinectl.outputs.plot_names import shorten_kernel_name
 from rooflinectl.outputs.table import fit_columns
 from rooflinectl.units import seconds
 
-FORMATS: tuple[str, ...] = ("table", "markdown", "json", "github", "junit")
+FORMATS: tuple[str, ...] = names("advice")  # the registry's (outputs/formats.py)
 _STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 _GITHUB_LEVEL = {"info": "notice", "warning": "warning", "error": "error"}
 
@@ -47,8 +48,14 @@ def _headline(report: AdviceReport, fail_on: str | None, cli: bool = True) -> st
     warning = (f"INCOMPLETE PROFILE: {report.incomplete}; no gate passes on it. " if report.incomplete else "")
     return (f"{warning}{_counts(report, cli)} on {plain(report.device_name)}; estimated saving "
             f"{seconds(report.total_saving_s, decimals=2)} of {seconds(report.run_time_s, decimals=2)} "
-            f"({_share(report, report.total_saving_s)}, Amdahl-capped)" + (";" if verified or verdict else "")
+            f"({_share(report, report.total_saving_s)}, Amdahl-capped{_over(report)})"
+            + (";" if verified or verdict else "")
             + f"{verified}{verdict}.")
+
+
+def _over(report: AdviceReport) -> str:
+    """Advice times are totals: over how many profiled iterations, when there are several."""
+    return f", totals over {report.iterations:g} profiled iterations" if report.iterations > 1 else ""
 
 
 def _counts(report: AdviceReport, cli: bool = True) -> str:
@@ -334,10 +341,12 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
 
 
 def render_text(report: AdviceReport, fmt: str, fail_on: str | None = None, width: int = 100) -> str:
-    """Any format as a string (rich without colour), for files and tests."""
+    """Any format of the registry (outputs/formats.py) as a string (the table without colour), for
+    files and tests."""
+    from rooflinectl.outputs.formats import render
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     if fmt == "table":
         return plain_text(rich_renderable(report, fail_on, width), width)
-    renderers = {"markdown": render_markdown, "json": render_json, "github": render_github, "junit": render_junit}
-    if fmt not in renderers:
-        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
-    return renderers[fmt](report, fail_on)
+    return render("advice", fmt, report=report, fail_on=fail_on, width=width)

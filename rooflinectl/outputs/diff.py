@@ -5,6 +5,7 @@ Renderers return strings, dicts or rich renderables; they never print and comput
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict
 from typing import Any
@@ -53,6 +54,11 @@ def diff_dict(report: DiffReport, fail_on_regression: float | None = None) -> di
     })
 
 
+def render_diff_json(report: DiffReport, pct: float | None = None) -> str:
+    """`diff --format json`: diff_dict as text."""
+    return json.dumps(diff_dict(report, pct), indent=1) + "\n"
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
@@ -82,6 +88,8 @@ def diff_renderable(report: DiffReport, pct: float | None = None, top: int = 20)
         style = "red" if g.delta_s > 0 else "green"
         table.add_row(rich_text(g.label), _ms(g.base_time_s), _ms(g.new_time_s),
                       Text(_pct(g.delta_pct), style=style), rich_text(movement(g)), rich_text(g.match))
+    if 0 < top < len(report.changed):  # nothing left out without saying so
+        table.caption, table.caption_justify = _left_out(len(report.changed), top), "left"
     parts: list[RenderableType] = [table] if report.changed else [Text("No group matched between the two profiles.")]
     for title, rows in (("new", report.new), ("vanished", report.vanished)):
         for r in rows if top == 0 else rows[:top]:
@@ -101,8 +109,17 @@ def render_diff_markdown(report: DiffReport, pct: float | None = None, top: int 
     for title, rows in (("New", report.new), ("Vanished", report.vanished)):
         if rows:
             lines += ["", f"**{title}:** " + "; ".join(f"{markdown(r['label'])} {_ms(r['time_s'])}" for r in (rows if top == 0 else rows[:top]))]
+    if 0 < top < len(report.changed):
+        lines += ["", f"_{_left_out(len(report.changed), top, cli=False)}_"]
     lines += [f"_{markdown(note)}_" for note in report.notes]
     return "\n".join(lines) + "\n"
+
+
+def _left_out(matched: int, top: int, cli: bool = True) -> str:
+    """The count of groups a report leaves out; the option that shows them in the terminal only
+    (a pull-request comment names no options)."""
+    return (f"{top} of {matched} matched groups shown, largest changes first"
+            + (" (--all shows every one)" if cli else ""))
 
 
 def render_diff_github(report: DiffReport, pct: float | None = None, top: int = 20) -> str:

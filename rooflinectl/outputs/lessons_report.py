@@ -17,7 +17,6 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.json_values import json_ready
-from rooflinectl.analysis.lessons import target_status
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.outputs.escape import rich_text
 from rooflinectl.outputs.plot_names import ellipsize
@@ -114,7 +113,8 @@ def _autotune_text(tune: dict[str, Any]) -> str:
     return f"autotune chose {_config_text(tune['best'])} ({how})"
 
 
-def lesson_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *, with_targets: bool,
+def lesson_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *,
+                 targets: dict[str, tuple[float, bool]] | None,
                  with_verdicts: bool = True) -> list[Text]:
     """Per lesson: when not to write the kernel (with_verdicts: only where times mean something),
     autotune choices, mismatches, failures, targets."""
@@ -151,8 +151,8 @@ def lesson_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *, with_ta
             if own is not None and own["own_bytes"] == own["own_bytes"]:
                 lines.append(Text(f"{where}: {_own_cost_text(own, with_verdicts)}"))
         target = entry.get("target")
-        if with_targets and target and row is not None:
-            value, met = target_status(target["metric"], target["threshold"], row)
+        if target and name in (targets or {}):  # analysis.lessons.target_statuses: (figure, met)
+            value, met = (targets or {})[name]
             shown = percent(value) if target["metric"] == "roof" else _ratio(value)
             lines.append(Text(f"{name}: target {target['text']}: {shown}, " + ("met" if met else "NOT met"),
                               style="green" if met else "red"))
@@ -170,12 +170,13 @@ def _own_cost_text(row: pd.Series, with_figures: bool) -> str:
 
 
 def render_lessons(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: Ceilings, *, header: str,
-                   with_targets: bool, with_verdicts: bool = True, width: int | None = None) -> Group:
+                   targets: dict[str, tuple[float, bool]] | None = None, with_verdicts: bool = True,
+                   width: int | None = None) -> Group:
     dram = ceilings.dram()
     roofs = f"roofs: DRAM {si(dram.value, 'B/s')} ({dram.source}); " + ", ".join(
         f"{k} {si(r.value, 'FLOP/s')} ({r.source})" for k, r in sorted(ceilings.compute_flops_per_s.items()))
     return Group(Text(header), Text(roofs), lessons_table(report, entries, width),
-                 *lesson_notes(report, entries, with_targets=with_targets, with_verdicts=with_verdicts))
+                 *lesson_notes(report, entries, targets=targets, with_verdicts=with_verdicts))
 
 
 def lessons_json(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: Ceilings,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,10 +22,12 @@ from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
+from rooflinectl.analysis.charts import ChartModel
+from rooflinectl.analysis.selection import filter_groups
 from rooflinectl.atomic import atomic_file
 from rooflinectl.errors import UsageError
 from rooflinectl.outputs.escape import plain
-from rooflinectl.outputs.plot_clocks import draw_clock_strip, strip_samples
+from rooflinectl.outputs.plot_clocks import draw_clock_strip
 from rooflinectl.outputs.plot_layout import (
     LabelSpec,
     coincident_groups,
@@ -43,6 +44,7 @@ from rooflinectl.outputs.plot_roofs import (
     roof_lines,
     setup_axes,
 )
+from rooflinectl.outputs.table import number_cells
 from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import seconds
 
@@ -85,16 +87,7 @@ def figure_with_strips(dpi: float, heights_in: list[float]) -> tuple[Figure, Sub
     return fig, chart, strips
 
 
-def filter_table(kernels: pd.DataFrame, filter_regex: str | None) -> pd.DataFrame:
-    """Rows whose kernel, op, module or op family matches the regex (search, not full match)."""
-    if not filter_regex:
-        return kernels
-    try:
-        pattern = re.compile(filter_regex)
-    except re.error as exc:
-        raise UsageError(f"--filter {filter_regex!r} is not a valid regular expression ({exc}).") from None
-    text = kernels[["kernel", "op", "module", "op_family"]].astype(str).agg(" ".join, axis=1)
-    return kernels[text.map(lambda s: bool(pattern.search(s)))]
+filter_table = filter_groups  # --filter, the same as `show --filter` (analysis/selection.py)
 
 
 _Draw = TypeVar("_Draw", bound=Callable[..., Any])
@@ -128,42 +121,30 @@ def color_for(row: pd.Series, color_by: str, families: list[str]) -> str:
 
 
 @literal_text
-def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", filter_regex: str | None = None,
-                 title: str | None = None, dpi: float = 110, clocks: bool = False) -> Figure:
-    """The roofline chart of one profile as a Figure (shown inline by Jupyter, saved by save_figure);
-    clocks=True adds the strip of SM clock and power over the run under it (plot_clocks.py)."""
+def plot_profile(data: ProfileData, *, model: ChartModel | None = None, top: int = 10, color_by: str = "bound",
+                 filter_regex: str | None = None, title: str | None = None, dpi: float = 110) -> Figure:
+    """The roofline chart of one profile as a Figure (shown inline by Jupyter, saved by save_figure).
+    model: what analysis/charts.chart_model computed for it (the collectives' message sizes for the
+    link panel; with clocks, the strip of SM clock and power under the chart); needed when the
+    profile has collectives."""
     if color_by not in ("bound", "family"):
         raise UsageError(f"--color-by must be 'bound' or 'family', not {color_by!r}.")
     if data.ceilings.memory_bytes_per_s.get("dram") is None:
         raise UsageError("The profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
-    all_rows = data.kernels
+    if model is None:
+        if (data.kernels.get("unit", pd.Series(dtype=str)) == "link").any():
+            raise ValueError("this profile has collectives: pass model=analysis.charts.chart_model(data)")
+        model = ChartModel(pd.Series(math.nan, index=data.kernels.index, dtype=float))
+    all_rows = data.kernels.assign(message_bytes=model.message_bytes)
     total_time_s = float(all_rows["time_s"].sum())
     table = plain_names(filter_table(all_rows, filter_regex).sort_values("time_s", ascending=False, ignore_index=True))
     if total_time_s > 0:
         table = table.assign(time_share=table["time_s"] / total_time_s)
-    points = place_groups(table)
-    points["rank_by_time"] = range(1, len(points) + 1)
-    families = sorted({str(f) or "other" for f in points["op_family"]})
-    points["color"] = [color_for(r, color_by, families) for _, r in points.iterrows()]
-    points["area_pt2"] = points["time_share"].map(marker_area_pt2)
-
-    samples = strip_samples(data) if clocks else None
-    link = link_rows(points)
-    root: Figure
-    fig: Figure | SubFigure
-    heights = ([CLOCK_STRIP_IN] if samples is not None else []) + ([LINK_STRIP_IN] if len(link) else [])
-    if heights:
-        root, fig, strips = figure_with_strips(dpi, heights)
-        if samples is not None:
-            draw_clock_strip(strips[0], data, samples)
-        if len(link):
-            draw_link_panel(strips[-1], data, link, points["area_pt2"])
-    else:
-        root = fig = new_figure(dpi)
+    points, families = _placed(table, color_by)
+    root, fig = _figure_for(data, model, points, dpi)
     ax = fig.add_axes(MAIN_RECT)
     lines = roof_lines(data.ceilings, table, (data.summary.get("clocks") or {}).get("roof_shifts"))
-    bw = data.ceilings.dram().value
-    frame = compute_frame(points, lines, bw)
+    frame = compute_frame(points, lines, data.ceilings.dram().value)
     setup_axes(ax, frame)
 
     drawn = points[~points["where"].isin(["unknown", "link"])].copy()
@@ -172,23 +153,54 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     draw_points(ax, drawn)
     boxes = marker_boxes(ax, list(drawn["px"]), list(drawn["py"]), list(drawn["area_pt2"]))
     roof_texts = draw_roofs(ax, lines, frame, boxes)
+    place_labels(ax, fig.canvas.get_renderer(), label_specs(drawn[drawn["rank_by_time"] <= top]), roof_texts, boxes)
 
-    renderer = fig.canvas.get_renderer()
-    place_labels(ax, renderer, label_specs(drawn[drawn["rank_by_time"] <= top]), roof_texts, boxes)
-
-    iterations = iterations_of(data)
-    draw_table(fig.add_axes(TABLE_RECT), points, top, iterations)
+    draw_table(fig.add_axes(TABLE_RECT), points, top, iterations_of(data))
     draw_legend(fig, drawn, color_by, families)
     draw_notes(fig, points, table, all_rows, filter_regex, total_time_s)
+    _draw_headings(fig, data, title, total_time_s, len(all_rows))
+    return root
+
+
+def _placed(table: pd.DataFrame, color_by: str) -> tuple[pd.DataFrame, list[str]]:
+    """The rows placed on the chart (plot_roofs.place_groups) with rank, colour and marker area."""
+    points = place_groups(table)
+    points["rank_by_time"] = range(1, len(points) + 1)
+    families = sorted({str(f) or "other" for f in points["op_family"]})
+    points["color"] = [color_for(r, color_by, families) for _, r in points.iterrows()]
+    points["area_pt2"] = points["time_share"].map(marker_area_pt2)
+    return points, families
+
+
+def _figure_for(data: ProfileData, model: ChartModel, points: pd.DataFrame,
+                dpi: float) -> tuple[Figure, Figure | SubFigure]:
+    """(the figure to return, the part the roofline goes in): taller, with the clock strip and the
+    link panel under the chart, when there are clocks to draw or collectives."""
+    link = link_rows(points)
+    heights = ([CLOCK_STRIP_IN] if model.clocks is not None else []) + ([LINK_STRIP_IN] if len(link) else [])
+    if not heights:
+        fig = new_figure(dpi)
+        return fig, fig
+    root, chart, strips = figure_with_strips(dpi, heights)
+    if model.clocks is not None:
+        draw_clock_strip(strips[0], model.clocks)
+    if len(link):
+        draw_link_panel(strips[-1], data, link, points["area_pt2"], model)
+    return root, chart
+
+
+def _draw_headings(fig: Figure | SubFigure, data: ProfileData, title: str | None, total_time_s: float,
+                   groups: int) -> None:
+    """The title and the subtitle: kernel time (per iteration when there are several), groups, command."""
+    iterations = iterations_of(data)
     device = data.ceilings.device_name or data.metadata.get("device", "")
     heading = plain(title) if title else f"Roofline: {plain(device)}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
     per_it = f" per iteration ({iterations:g} iterations)" if iterations > 1 else ""
-    fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s / iterations, micro='µs')} of kernel time{per_it} "
-             f"in {len(all_rows)} groups"
+    fig.text(MAIN_RECT[0], 0.935, f"{seconds(total_time_s / iterations)} of kernel time{per_it} "
+             f"in {groups} groups"
              + (f" · {plain(command_text(data.metadata.get('command')))}" if data.metadata.get("command") else ""),
              fontsize=9.5, color="#444444", gid="subtitle")
-    return root
 
 
 def rank_ranges(ranks: list[int]) -> str:
@@ -247,8 +259,8 @@ def draw_table(ax: Axes, points: pd.DataFrame, top: int, iterations: float = 1.0
         where = {"unknown": "no cost", "no_flops": "0 FLOP", "link": "link ↓"}.get(r.where, "")
         bound = where or str(r.bound)
         color = WARN_COLOR if r.above_roof else ("#8c8c8c" if r.where == "unknown" else "#111111")
-        time_s = seconds(r.time_s / iterations, micro="µs")
-        head = f"{r.rank_by_time:>2} {100 * r.time_share:>5.1f}% {time_s:>9}  {bound:<8} "
+        cells = number_cells(r, iterations)  # the numbers as `show` writes them
+        head = f"{r.rank_by_time:>2} {cells['share']:>6} {cells['time']:>9}  {bound:<8} "
         head += ellipsize(f"{r.op or '?'}" + (f" · {r.module}" if r.module else ""), 34)
         ax.text(0, y, head, family="monospace", fontsize=8, color=color, va="top", gid=f"table:row:{r.rank_by_time}")
         ax.text(0.045, y - line_h * 0.42, shorten_kernel_name(str(r.kernel), 62), family="monospace", fontsize=7,

@@ -1,6 +1,6 @@
 """The strip under the roofline (`plot --clocks`): SM clock and power over the run, from the NVML
 samples the profile holds, with the spans a power or thermal cap was on and the counted kernels'
-span marked. Renders what the profile holds; computes nothing new.
+span marked. Draws what analysis/charts.clock_strip computed.
 """
 
 from __future__ import annotations
@@ -10,10 +10,7 @@ from matplotlib.figure import SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from rooflinectl.analysis.clocks import CAPPING_REASONS, IDLE_BIT, Samples, device_samples
-from rooflinectl.ceilings.detect import THROTTLE_REASONS
-from rooflinectl.errors import UsageError
-from rooflinectl.profile_model import ProfileData
+from rooflinectl.analysis.charts import ClockStrip
 
 CLOCK_COLOR = "#1f77b4"
 POWER_COLOR = "#ff7f0e"
@@ -21,43 +18,13 @@ CAP_COLOR = "#d62728"
 STRIP_RECT = (0.09, 0.2, 0.82, 0.62)
 
 
-def strip_samples(data: ProfileData) -> Samples:
-    """The samples the strip draws, or one sentence saying why there are none."""
-    samples = device_samples(data.metadata)
-    if samples is None:
-        nvml = data.metadata.get("nvml") or {}
-        why = nvml.get("message") or ("a CPU run" if data.metadata.get("device_kind") == "cpu"
-                                      else "the profile holds no NVML samples")
-        raise UsageError(f"--clocks needs the NVML samples of a GPU run; this profile has none ({why}).")
-    return samples
-
-
-def _spans(t_s: np.ndarray, on: np.ndarray, half_s: float) -> list[tuple[float, float]]:
-    """Runs of consecutive samples with `on` set, each sample standing for +- half a period."""
-    spans: list[tuple[float, float]] = []
-    for t, flag in zip(t_s, on):
-        if not flag:
-            continue
-        if spans and t - half_s <= spans[-1][1] + 1e-12:
-            spans[-1] = (spans[-1][0], t + half_s)
-        else:
-            spans.append((t - half_s, t + half_s))
-    return spans
-
-
-def draw_clock_strip(panel: SubFigure, data: ProfileData, samples: Samples) -> None:
+def draw_clock_strip(panel: SubFigure, strip: ClockStrip) -> None:
     """SM clock (left axis) and power (right axis) against seconds since the first counted kernel."""
-    clocks = data.summary.get("clocks") or {}
-    span = clocks.get("span_ns") or [float(samples.t_ns[0]), float(samples.t_ns[-1])]
-    zero = float(span[0])
-    t_s = (samples.t_ns - zero) / 1e9
+    samples, t_s, busy = strip.samples, strip.t_s, strip.busy
     ax = panel.add_axes(STRIP_RECT)
-    ax.axvspan(0.0, (float(span[1]) - zero) / 1e9, color="#eeeeee", zorder=0, gid="clocks:counted")
-    mask = sum(bit for bit, name in THROTTLE_REASONS.items() if name in CAPPING_REASONS)
-    capped = (samples.reasons >= 0) & ((samples.reasons & mask) != 0)
-    for a, b in _spans(t_s, capped, samples.period_s / 2):
+    ax.axvspan(0.0, strip.counted_end_s, color="#eeeeee", zorder=0, gid="clocks:counted")
+    for a, b in strip.capped_spans:
         ax.axvspan(a, b, color=CAP_COLOR, alpha=0.15, zorder=1, gid="clocks:capped")
-    busy = (samples.reasons < 0) | ((samples.reasons & IDLE_BIT) == 0)
     ax.plot(t_s, samples.sm_clock_mhz, color=CLOCK_COLOR, lw=1.3, zorder=3, gid="clocks:sm")
     ax.plot(t_s[~busy], samples.sm_clock_mhz[~busy], ls="", marker=".", ms=3, color="#8c8c8c", zorder=4,
             gid="clocks:idle")

@@ -13,19 +13,18 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from rooflinectl.analysis.matching import GroupMatch, match_groups, per_iteration
+from rooflinectl.analysis.charts import Comparison
 from rooflinectl.errors import UsageError
 from rooflinectl.outputs.escape import plain
 from rooflinectl.outputs.plot import (
     MAIN_RECT,
     TABLE_RECT,
     WARN_COLOR,
-    filter_table,
     literal_text,
     new_figure,
     plain_names,
 )
-from rooflinectl.outputs.plot_layout import LabelSpec, marker_boxes, place_labels
+from rooflinectl.outputs.plot_layout import Box, LabelSpec, marker_boxes, place_labels
 from rooflinectl.outputs.plot_names import ellipsize, short_op
 from rooflinectl.outputs.plot_roofs import (
     compute_frame,
@@ -55,38 +54,28 @@ def pair_label(level: str, op: str, module: str) -> str:
     return f"{short_op(op)} · {leaf}" if module else short_op(op)
 
 
-def compared_groups(before: ProfileData, after: ProfileData, filter_regex: str | None = None) -> GroupMatch:
-    """The matched pairs (analysis/matching.py, per iteration) with a chart label and the speedup."""
-    match = match_groups(filter_table(per_iteration(before), filter_regex), filter_table(per_iteration(after), filter_regex))
-    pairs = match.pairs
-    pairs["label"] = [pair_label(r.level, r.op_new, r.module_new) for r in pairs.itertuples()]
-    pairs["speedup"] = pairs["time_s_base"].astype(float) / pairs["time_s_new"].astype(float)
-    return match
-
-
 def _side(table: pd.DataFrame, side: str) -> pd.DataFrame:
     cols = {f"{c}_{side}": c for c in ("time_s", "flops", "bytes", "cost_source")}
     return place_groups(table[list(cols)].rename(columns=cols))
 
 
 @literal_text
-def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, filter_regex: str | None = None,
+def plot_comparison(before: ProfileData, after: ProfileData, comparison: Comparison, *, top: int = 10,
                     title: str | None = None, names: tuple[str, str] = ("before", "after"), dpi: float = 110) -> Figure:
-    """Roofline with an arrow per matched group, its speedup, and the total time of each profile."""
+    """Roofline with an arrow per matched group, its speedup, and the total time of each profile;
+    comparison: analysis/charts.compare_for_chart(before, after, filter_regex)."""
     if after.ceilings.memory_bytes_per_s.get("dram") is None:
         raise UsageError("The second profile has no DRAM roof in its ceilings, so no roofline can be drawn.")
-    match = compared_groups(before, after, filter_regex)
-    pairs, b_rest, a_rest = match.pairs, plain_names(match.only_base), plain_names(match.only_new)
-    pairs["label"] = pairs["label"].map(plain)
+    match = comparison.match
+    pairs, b_rest, a_rest = match.pairs.copy(), plain_names(match.only_base), plain_names(match.only_new)
+    pairs["label"] = [plain(pair_label(r.level, r.op_new, r.module_new)) for r in pairs.itertuples()]
     names = (plain(names[0]), plain(names[1]))
-    b_rows = filter_table(per_iteration(before), filter_regex)
-    a_rows = filter_table(per_iteration(after), filter_regex)
     pb, pa = _side(pairs, "base"), _side(pairs, "new")
     ob, oa = place_groups(b_rest), place_groups(a_rest)
 
     fig = new_figure(dpi)
     ax = fig.add_axes(MAIN_RECT)
-    lines = roof_lines(after.ceilings, pd.concat([b_rows, a_rows]))
+    lines = roof_lines(after.ceilings, pd.concat([comparison.base_rows, comparison.new_rows]))
     bw = after.ceilings.dram().value
     frame = compute_frame(pd.concat([pb, pa, ob, oa], ignore_index=True), lines, bw)
     setup_axes(ax, frame)
@@ -96,11 +85,39 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
         y = points["y"].where(points["where"] == "roofline", frame.strip_x * points["bytes_per_s"])
         return x, y
 
-    (bx, by), (axx, ayy) = xy(pb), xy(pa)
     drawable = ~pb["where"].isin(["unknown", "link"]) & ~pa["where"].isin(["unknown", "link"])
+    top_peak = max((r.value for r in lines if r.kind == "compute"), default=math.inf)
+    specs, anchors, above = _draw_arrows(ax, pairs, drawable, xy(pb), xy(pa), (top_peak, bw), top)
+    for rest, face, gid in ((ob, "none", "only_before"), (oa, "#555555", "only_after")):
+        shown = rest[~rest["where"].isin(["unknown", "link"])]
+        if len(shown):
+            x, y = xy(shown)
+            ax.scatter(x, y, s=40, marker="X", facecolors=face, edgecolors="#555555", zorder=4, gid=gid)
+    def boxes() -> list[Box]:  # measured again after the roofs are drawn, as place_labels needs
+        return marker_boxes(ax, [a[0] for a in anchors], [a[1] for a in anchors], [70.0] * len(anchors))
+
+    texts = draw_roofs(ax, lines, frame, boxes())
+    place_labels(ax, fig.canvas.get_renderer(), specs, texts, boxes())
+
+    _draw_totals(fig, comparison, before, after, title, names)
+    _draw_pair_table(fig.add_axes(TABLE_RECT), pairs, top, names)
+    _draw_notes(fig, pairs, drawable, b_rest, a_rest, names, comparison, before, after,
+                (pb["where"] == "link") | (pa["where"] == "link"))
+    if above:
+        fig.text(MAIN_RECT[0], 0.2, "⚠ Above the roof, check the counts (not a success): " + ", ".join(above),
+                 fontsize=8.8, color=WARN_COLOR, gid="note:above_roof")
+    return fig
+
+
+def _draw_arrows(ax: Axes, pairs: pd.DataFrame, drawable: pd.Series, before_xy: tuple[pd.Series, pd.Series],
+                 after_xy: tuple[pd.Series, pd.Series], roofs: tuple[float, float],
+                 top: int) -> tuple[list[LabelSpec], list[tuple[float, float]], list[str]]:
+    """One arrow per drawable pair, from its place before to its place after; (the labels of the
+    `top` first, the arrow heads, the pairs above a roof). roofs: (top compute peak, DRAM B/s)."""
+    (bx, by), (axx, ayy) = before_xy, after_xy
+    top_peak, bw = roofs
     specs: list[LabelSpec] = []
     anchors: list[tuple[float, float]] = []
-    top_peak = max((r.value for r in lines if r.kind == "compute"), default=math.inf)
     above: list[str] = []
     for i in pairs.index[drawable]:
         color = speedup_color(pairs.at[i, "speedup"])
@@ -117,29 +134,20 @@ def plot_comparison(before: ProfileData, after: ProfileData, *, top: int = 10, f
         if len(specs) < top:
             specs.append(LabelSpec(axx[i], ayy[i], f"{ellipsize(pairs.at[i, 'label'], 22)}  {pairs.at[i, 'speedup']:.2f}×",
                                    5.0, color, f"speedup:{i}"))
-    for rest, face, gid in ((ob, "none", "only_before"), (oa, "#555555", "only_after")):
-        shown = rest[~rest["where"].isin(["unknown", "link"])]
-        if len(shown):
-            x, y = xy(shown)
-            ax.scatter(x, y, s=40, marker="X", facecolors=face, edgecolors="#555555", zorder=4, gid=gid)
-    texts = draw_roofs(ax, lines, frame, marker_boxes(ax, [a[0] for a in anchors], [a[1] for a in anchors], [70.0] * len(anchors)))
-    place_labels(ax, fig.canvas.get_renderer(), specs, texts,
-                 marker_boxes(ax, [a[0] for a in anchors], [a[1] for a in anchors], [70.0] * len(anchors)))
+    return specs, anchors, above
 
-    t_before, t_after = float(b_rows["time_s"].sum()), float(a_rows["time_s"].sum())
+
+def _draw_totals(fig: Figure, comparison: Comparison, before: ProfileData, after: ProfileData, title: str | None,
+                 names: tuple[str, str]) -> None:
+    """The title, and each side's kernel time (of the groups --filter kept) with the overall speedup."""
+    t_before, t_after = float(comparison.base_rows["time_s"].sum()), float(comparison.new_rows["time_s"].sum())
     overall = t_before / t_after if t_after > 0 else math.inf
     per = " per iteration" if max(iterations_of(before), iterations_of(after)) > 1 else ""
     fig.suptitle(plain(title) if title else f"Roofline comparison: {plain(after.ceilings.device_name)}",
-                 x=MAIN_RECT[0], y=0.975, ha="left",
-                 fontsize=14, fontweight="bold")
-    fig.text(MAIN_RECT[0], 0.935, f"{names[0]}: {seconds(t_before, micro='µs')}  →  {names[1]}: {seconds(t_after, micro='µs')} of kernel time{per}"
-             f"  ({overall:.2f}× {'faster' if overall >= 1 else 'slower'})", fontsize=10.5, color="#222222", gid="totals")
-    _draw_pair_table(fig.add_axes(TABLE_RECT), pairs, top, names)
-    _draw_notes(fig, pairs, drawable, b_rest, a_rest, names, before, after, (pb["where"] == "link") | (pa["where"] == "link"))
-    if above:
-        fig.text(MAIN_RECT[0], 0.2, "⚠ Above the roof, check the counts (not a success): " + ", ".join(above),
-                 fontsize=8.8, color=WARN_COLOR, gid="note:above_roof")
-    return fig
+                 x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
+    fig.text(MAIN_RECT[0], 0.935, f"{names[0]}: {seconds(t_before, micro='µs')}  →  {names[1]}: "
+             f"{seconds(t_after, micro='µs')} of kernel time{per}  ({overall:.2f}× "
+             f"{'faster' if overall >= 1 else 'slower'})", fontsize=10.5, color="#222222", gid="totals")
 
 
 def _draw_pair_table(ax: Axes, pairs: pd.DataFrame, top: int, names: tuple[str, str]) -> None:
@@ -155,10 +163,11 @@ def _draw_pair_table(ax: Axes, pairs: pd.DataFrame, top: int, names: tuple[str, 
 
 
 def _draw_notes(fig: Figure, pairs: pd.DataFrame, drawable: pd.Series, b_rest: pd.DataFrame, a_rest: pd.DataFrame,
-                names: tuple[str, str], before: ProfileData, after: ProfileData, linked: pd.Series | None = None) -> None:
+                names: tuple[str, str], comparison: Comparison, before: ProfileData, after: ProfileData,
+                linked: pd.Series | None = None) -> None:
     """What has no arrow, and why: matched but cost unknown, or present on one side only."""
     notes: list[str] = []
-    t_b, t_a = per_iteration(before)["time_s"].sum(), per_iteration(after)["time_s"].sum()
+    t_b, t_a = comparison.base_total_s, comparison.new_total_s
     collective = linked if linked is not None else pd.Series(False, index=pairs.index)
     unknown = pairs[~drawable & ~collective]
     if len(unknown):

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from rooflinectl.analysis.links import link_curve, message_bytes
+from rooflinectl.analysis.charts import ChartModel
 from rooflinectl.profile_model import ProfileData
 from rooflinectl.units import si
 
@@ -27,20 +28,22 @@ POINT_COLOR = "#17becf"
 
 
 def link_rows(points: pd.DataFrame) -> pd.DataFrame:
-    """The placed rows the panel draws (chart coordinates: x message bytes, y bus bytes/s)."""
+    """The placed rows the panel draws (chart coordinates: x message bytes, y bus bytes/s): the
+    collectives whose message size analysis/charts.chart_model found (column message_bytes)."""
     rows = points[points["where"] == "link"].copy()
-    rows["msg"] = [message_bytes(s, d) for s, d in zip(rows["shapes"], rows["dtype"])]
+    rows["msg"] = rows["message_bytes"] if "message_bytes" in rows.columns else np.nan
     return rows[rows["msg"] > 0]
 
 
-def draw_link_panel(panel: SubFigure, data: ProfileData, rows: pd.DataFrame, area_pt2: pd.Series) -> None:
+def draw_link_panel(panel: SubFigure, data: ProfileData, rows: pd.DataFrame, area_pt2: pd.Series,
+                    model: ChartModel) -> None:
     """Bus bandwidth against message size: link roof, measured curve, the collectives."""
     ax = panel.add_axes(LINK_RECT)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ys = [float(v) for v in rows["bytes_per_s"] if v > 0]
     roof = data.ceilings.link()
-    curve = link_curve(data.ceilings)
+    curve = model.link_curve
     handles = []
     if curve is not None:
         ax.plot(curve[0], curve[1], color=CURVE_COLOR, marker=".", lw=1.3, gid="link:curve")

@@ -16,11 +16,10 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.advice.engine import AdviceReport
-from rooflinectl.analysis.clocks import CAPPING_REASONS, IDLE_BIT, device_samples
+from rooflinectl.analysis.charts import ClockStrip
 from rooflinectl.analysis.diff import DiffReport
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.analysis.matching import GroupMatch
-from rooflinectl.ceilings.detect import THROTTLE_REASONS
 from rooflinectl.outputs.advice_render import measured_text
 from rooflinectl.outputs.diff import movement
 from rooflinectl.outputs.plot_roofs import place_groups, roof_lines
@@ -91,8 +90,9 @@ def _plain_value(value: Any) -> Any:
     return value
 
 
-def profile_view(data: ProfileData, name: str) -> dict[str, Any]:
-    """One profile as the page shows it: summary lines, roofs, rows, table columns."""
+def profile_view(data: ProfileData, name: str, clocks: ClockStrip | str) -> dict[str, Any]:
+    """One profile as the page shows it: summary lines, roofs, rows, table columns; clocks: its
+    NVML samples or why there are none (analysis/charts.clock_strip_or_why)."""
     iterations = iterations_of(data)
     shifts = (data.summary.get("clocks") or {}).get("roof_shifts")
     roofs = [{"key": r.key, "kind": r.kind, "value": r.value, "source": r.source, "label": r.label}
@@ -108,7 +108,7 @@ def profile_view(data: ProfileData, name: str) -> dict[str, Any]:
         "roofs": roofs,
         "columns": table_columns(data.kernels, iterations),
         "rows": kernel_rows(data.kernels, iterations),
-        "clocks": clock_view(data),
+        "clocks": clock_view(clocks),
         "ranks": rank_view(distributed) if distributed else None,
     }
 
@@ -136,25 +136,17 @@ def _advice_headline(report: AdviceReport) -> str:
             + (f"; {report.hidden} small one(s) left out" if report.hidden else "") + ".")
 
 
-def clock_view(data: ProfileData) -> dict[str, Any]:
-    """The NVML samples over the run (SM clock, power, capped, idle), or why there are none."""
-    samples = device_samples(data.metadata)
-    if samples is None:
-        nvml = data.metadata.get("nvml") or {}
-        why = nvml.get("message") or ("a CPU run" if data.metadata.get("device_kind") == "cpu"
-                                      else "the profile holds no NVML samples")
-        return {"why": str(why)}
-    span = (data.summary.get("clocks") or {}).get("span_ns") or [float(samples.t_ns[0]), float(samples.t_ns[-1])]
-    zero = float(span[0])
-    mask = sum(bit for bit, name in THROTTLE_REASONS.items() if name in CAPPING_REASONS)
-    known = samples.reasons >= 0
-    names = [", ".join(n for bit, n in THROTTLE_REASONS.items() if r >= 0 and r & bit and bit != IDLE_BIT)
-             for r in samples.reasons.tolist()]
+def clock_view(strip: ClockStrip | str) -> dict[str, Any]:
+    """The NVML samples over the run (SM clock, power, capped, idle), or why there are none
+    (analysis/charts.clock_strip_or_why)."""
+    if isinstance(strip, str):
+        return {"why": strip}
+    samples = strip.samples
     return {
-        "t_s": ((samples.t_ns - zero) / 1e9).tolist(), "sm_clock_mhz": samples.sm_clock_mhz.tolist(),
-        "power_w": samples.power_w.tolist(), "capped": (known & ((samples.reasons & mask) != 0)).tolist(),
-        "idle": (known & ((samples.reasons & IDLE_BIT) != 0)).tolist(), "reasons": names,
-        "counted_s": [0.0, (float(span[1]) - zero) / 1e9], "period_s": samples.period_s,
+        "t_s": strip.t_s.tolist(), "sm_clock_mhz": samples.sm_clock_mhz.tolist(),
+        "power_w": samples.power_w.tolist(), "capped": strip.capped.tolist(),
+        "idle": (~strip.busy).tolist(), "reasons": strip.reason_names,
+        "counted_s": [0.0, strip.counted_end_s], "period_s": samples.period_s,
         "power_limit_w": samples.device.get("power_limit_w"),
         "max_sm_clock_mhz": samples.device.get("max_sm_clock_mhz"),
     }

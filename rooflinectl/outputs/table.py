@@ -132,6 +132,11 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, by: str
     for row, cells in zip(rows, numbers):
         first, second = _name_cells(row, by, (name_widths[0], name_widths[1]))
         grid.add_row(*[cells[c] for c in shown], rich_text(first), rich_text(second))
+    if len(rows) < len(table):  # nothing left out without saying so, and how to see it
+        rest = table.iloc[len(rows):]
+        share = percent(float(rest["time_share"].sum())) if "time_share" in rest.columns else "-"
+        grid.caption = f"{len(rows)} of {len(table)} groups shown; {len(rest)} more hold {share} of the time (--all)"
+        grid.caption_justify = "left"
     return grid
 
 
@@ -219,8 +224,9 @@ def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int, by: str 
     return Group(*parts)
 
 
-def unknown_table(rows: pd.DataFrame, *, top: int) -> Group:
+def unknown_table(table: pd.DataFrame, *, top: int) -> Group:
     """`show --unknown`: the ops and kernels without a cost, the time they hold and why."""
+    rows = table
     share = float(rows["time_share"].sum()) if len(rows) else 0.0
     if rows.empty:
         return Group(Text("unknown cost: none: every kernel in the profile has a cost"))
@@ -248,3 +254,24 @@ def table_csv(table: pd.DataFrame) -> str:
 def table_json(table: pd.DataFrame, data: ProfileData) -> str:
     summary = {k: v for k, v in data.summary.items() if k != "launch_sequence"}
     return json.dumps(json_ready({"summary": summary, "kernels": table.to_dict(orient="records")}), indent=1, allow_nan=False)
+
+
+def _rows_with_iterations(data: ProfileData, table: pd.DataFrame, include_setup: bool) -> pd.DataFrame:
+    """The rows a file carries: totals over the profiled iterations, with the count to divide by
+    (`iterations`), and the setup rows after them (phase=setup) when asked."""
+    rows = table.assign(iterations=iterations_of(data))
+    setup = data.setup_kernels
+    if include_setup and setup is not None:
+        rows = pd.concat([rows.assign(phase="steady"), setup.assign(phase="setup", iterations=1.0)],
+                         ignore_index=True)
+    return rows
+
+
+def profile_csv(data: ProfileData, table: pd.DataFrame, include_setup: bool = False) -> str:
+    """`show --format csv`: every column, totals, with an `iterations` column."""
+    return table_csv(_rows_with_iterations(data, table, include_setup))
+
+
+def profile_json(data: ProfileData, table: pd.DataFrame, include_setup: bool = False) -> str:
+    """`show --format json`: the summary and every row, totals, each with `iterations`."""
+    return table_json(_rows_with_iterations(data, table, include_setup), data) + "\n"

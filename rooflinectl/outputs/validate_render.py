@@ -18,6 +18,7 @@ from rich.text import Text
 from rooflinectl.analysis.json_values import json_ready
 from rooflinectl.outputs.escape import markdown, rich_text
 from rooflinectl.outputs.plot_names import shorten_kernel_name
+from rooflinectl.outputs.table import table_csv
 from rooflinectl.units import percent, seconds, si
 
 
@@ -81,6 +82,9 @@ def kernel_rows_table(rows: pd.DataFrame, top: int) -> Table:
                      si(r.bytes, "B"), si(r.dram_bytes, "B"), _ratio(r.bytes_ratio), si(r.l2_bytes, "B"),
                      si(r.l1_bytes, "B"), rich_text(f"{r.analytic_roof} → {r.measured_precision or 'no FLOPs'}"), bound,
                      rich_text(shorten_kernel_name(str(r.kernel), 40)), rich_text(f"{r.op} · {r.shapes}"))
+    if top < len(rows):  # nothing left out without saying so
+        grid.caption = f"{top} of {len(rows)} groups shown (--all shows every one)"
+        grid.caption_justify = "left"
     return grid
 
 
@@ -114,3 +118,8 @@ def validate_json(summary: dict[str, Any], rows: pd.DataFrame, families: pd.Data
     return json.dumps(json_ready({"counters": counters, "agreement": agreement,
                                    "families": families.to_dict(orient="records"),
                                    "kernels": rows.to_dict(orient="records")}), indent=1, allow_nan=False, default=str)
+
+
+def validate_csv(rows: pd.DataFrame) -> str:
+    """`validate --format csv`: every row, every column."""
+    return table_csv(rows)

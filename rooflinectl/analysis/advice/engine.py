@@ -23,7 +23,7 @@ from rooflinectl.analysis.advice.registry import (
 )
 from rooflinectl.analysis.json_values import number_or_nan
 from rooflinectl.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
-from rooflinectl.profile_model import ProfileData, incomplete_reason
+from rooflinectl.profile_model import ProfileData, incomplete_reason, iterations_of
 from rooflinectl.schema import KERNEL_COLUMNS
 
 _DEFAULTS = {"str": "", "int": 0, "float": math.nan, "bool": False}
@@ -46,6 +46,7 @@ class AdviceReport:
     hidden: int = 0  # fixes left out for saving less than Thresholds.hide_below_share of the run
     hide_below_share: float = 0.0
     left_out: list[Finding] = field(default_factory=list)  # beyond the shown limits (counted in omitted)
+    iterations: float = 1.0  # the profiled iterations its times are totals over (summary "iterations")
 
     @property
     def actions(self) -> list[Finding]:
@@ -103,6 +104,7 @@ class AdviceReport:
             "run_time_s": self.run_time_s,
             "total_kernel_time_s": self.total_kernel_time_s,
             "total_saving_s": self.total_saving_s,
+            "iterations": self.iterations,  # the times are totals over these profiled iterations
             "fail_on": fail_on,
             "exit_code": exit_code(self, fail_on),
             "incomplete": self.incomplete or None,
@@ -247,7 +249,8 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
                         active_gates=tuple(r.id for r in rules
                                            if r.gate and getattr(thresholds, r.threshold) is not None),
                         incomplete=incomplete_reason(profile) or _unjudged_gate(ctx), hidden=hidden,
-                        hide_below_share=thresholds.hide_below_share, left_out=left_out)
+                        hide_below_share=thresholds.hide_below_share, left_out=left_out,
+                        iterations=iterations_of(profile))
 
 
 def _asked_gate(rule_id: str, thresholds: Thresholds) -> bool:
