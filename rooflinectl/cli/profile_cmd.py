@@ -113,6 +113,9 @@ class IterationsMode(click.ParamType):
               help="counters: measure no launch among the first N counted ones (e.g. a cold first iteration)")
 @click.option("--ncu-timeout", type=FiniteFloatRange(min=1), default=900, show_default=True,
               help="counters: seconds before the ncu run is stopped")
+@click.option("--ncu-warm/--no-ncu-warm", "ncu_warm", default=True, show_default=True,
+              help="counters: run ncu once more with the caches as the program leaves them (DRAM bytes, one pass per "
+                   "launch), so the counters decide each group's memory level (docs/counters.md)")
 @click.option("--ncu", "ncu_path", default=None, help="counters: the ncu executable (default: PATH, $CUDA_HOME/bin)")
 @click.option("--ncu-report", type=click.Path(dir_okay=False), default=None,
               help="counters: also keep ncu's own report for Nsight Compute's UI (.ncu-rep is appended when "
@@ -126,7 +129,7 @@ class IterationsMode(click.ParamType):
 def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, force: bool, warmup: int,
             iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
-            ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None,
+            ncu_path: str | None, ncu_report: str | None, ncu_warm: bool, nproc_per_node: int | None,
             profile_steps: str, report_path: str | None) -> None:
     """Run a script or FILE.py:FUNCTION under the profiler; top kernels.
 
@@ -184,7 +187,8 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     pipeline = ProfilePipeline(ProfileRequest(  # --device cuda without CUDA: one sentence, exit 3
         target=target, script_args=tuple(script_args), device=device, warmup=warmup, iters=iters,
         iterations_mode=iterations_mode, profile_steps=profile_steps, keep_trace=trace_target is not None,
-        counters=CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report),
+        counters=CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path, ncu_report,
+                                ncu_warm),
         command=command_line))
     writer = ProfileWriter(profile_target, output, list(command_line), iterations_mode,
                            builder=pipeline.build_capture)

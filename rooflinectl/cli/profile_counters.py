@@ -39,6 +39,7 @@ from rooflinectl.capture.ncu.sampling import (
     predict,
     sampling_class,
 )
+from rooflinectl.capture.ncu.warm import measure_warm
 from rooflinectl.capture.session import Capture
 from rooflinectl.errors import CountersProblem, EnvironmentProblem, RooflineError
 from rooflinectl.outputs.validate_render import coverage_text
@@ -55,6 +56,7 @@ class CounterOptions:
     timeout_s: float = 900.0
     ncu_path: str | None = None
     report_path: str | None = None
+    warm: bool = True  # also measure DRAM bytes with warm caches (capture/ncu/warm.py)
 
 
 @dataclass
@@ -132,6 +134,12 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
                   timeout_s=options.timeout_s, env=_child_env(),
                   progress=(lambda done, kernel: progress(done, expected, kernel)) if progress else None)
     join = join_measurements(keys, run.measured, numbers, options.launch_count)
+    warm_join, warm_info = None, {"status": "off"}
+    if options.warm:  # the caches as the program left them decide the memory level (capture/ncu/warm.py)
+        say("counters: running it once more with the caches as the program leaves them (DRAM bytes, one pass each)")
+        warm_join, warm_info = measure_warm(info, spec, target.child_args(status, regions), work, lambda measured:
+                                            join_measurements(keys, measured, numbers, options.launch_count),
+                                            timeout_s=options.timeout_s, env=_child_env())
     shutil.rmtree(work, ignore_errors=True)  # kept on failure: the messages point into it
     summary_info: dict[str, Any] = {
         "tool": "ncu", "ncu_version": info.version, "ncu_path": info.path, "command": command,
@@ -144,9 +152,9 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
             "the whole script" + (f" (the table keeps its steady state, {data.summary.get('iterations_method')})"
                                   if setup else "")
             if target.function is None else f"{target.iters} calls after {target.warmup} warm-up calls"),
-        "notes": notes,
+        "notes": notes, "warm": warm_info,
     }
-    return add_counters(data, keys, join, summary_info)
+    return add_counters(data, keys, join, summary_info, warm_join)
 
 
 def counters_line(summary: dict[str, Any]) -> str:
