@@ -60,7 +60,8 @@ def level_agreement(table: pd.DataFrame) -> dict[str, float | int | None]:
     if "memory_level_source" not in table.columns or not len(table):
         return {"level_agree_time_share": None, "level_compared_time_share": None, "level_groups": 0,
                 "cache_groups_counters": 0, "cache_groups_analytic": 0}
-    memory = table[table["bound"] == "memory"]
+    costed = ~table["cost_source"].isin(["none", "ncu"]) if "cost_source" in table.columns else True
+    memory = table[(table["bound"] == "memory") & costed]  # rows the analytic tier costed, so could place
     decided = memory[memory["memory_level_source"] == "counters"]
     time_s = decided["time_s"].astype(float)
     same = decided["memory_level"] == decided["memory_level_analytic"]

@@ -34,7 +34,7 @@ def command(profile: str | None, top: int, fmt: str) -> None:
                          "`rooflinectl profile --counters ncu`.")
     rows = validate_rows(data.kernels, data.ceilings)
     families = validate_families(rows)
-    agreed = agreement(rows, float(data.kernels["time_s"].sum()))
+    agreed = agreement(rows, float(data.kernels["time_s"].sum()), data.kernels)
     if fmt == "csv":
         click.echo(table_csv(rows), nl=False)
     elif fmt == "json":
