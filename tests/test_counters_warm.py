@@ -12,10 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from counters_data import H200, recorded_profile
+from counters_data import recorded_profile
 from test_counters_run import collect, fake_ncu  # noqa: F401 - the fixture
 
-from rooflinectl.analysis.counter_levels import counters_levels, level_agreement, with_counters_levels
+from rooflinectl.analysis.counter_levels import (
+    counters_levels,
+    level_agreement,
+    with_counters_levels,
+)
 from rooflinectl.capture.ncu.command import CounterRunSpec, NcuInfo, ncu_command
 from rooflinectl.capture.ncu.csv_parse import measured_launches
 from rooflinectl.capture.ncu.metrics import ALL_METRICS

@@ -42,7 +42,7 @@ from rooflinectl.capture.ncu.sampling import (
 from rooflinectl.capture.ncu.warm import measure_warm
 from rooflinectl.capture.session import Capture
 from rooflinectl.errors import CountersProblem, EnvironmentProblem, RooflineError
-from rooflinectl.outputs.validate_render import coverage_text
+from rooflinectl.outputs.validate_render import coverage_text, warm_text
 from rooflinectl.pipeline import add_counters
 from rooflinectl.profile_model import ProfileData
 
@@ -166,7 +166,7 @@ def counters_line(summary: dict[str, Any]) -> str:
     text = (f"counters: ncu {c.get('ncu_version', '')} measured {c['launches_measured']} of {c['launches_counted']} "
             f"launches ({coverage_text(c)}" + (f", {100 * share:.1f}% of kernel time" if share is not None else "")
             + f") in {c.get('wall_s', 0):.1f} s")
-    return text + "".join(f"; {n}" for n in c.get("notes", []))
+    return text + "".join(f"; {n}" for n in [*c.get("notes", []), warm_text(c)] if n)
 
 
 def failure_record(exc: RooflineError) -> dict[str, Any]:

@@ -40,6 +40,17 @@ def coverage_text(c: dict[str, Any]) -> str:
             + (f", {shared} shared within their class" if shared else ""))
 
 
+def warm_text(c: dict[str, Any]) -> str:
+    """The warm run in a few words, for the counters line: 'warm caches: the level of 40 groups
+    (12 l2)', or why not ('' for profiles from before the warm run)."""
+    warm = c.get("warm") or {}
+    if warm.get("status") == "measured":
+        return f"warm caches: the level of {c.get('rows_warm', 0)} groups ({c.get('rows_cache_counters', 0)} l2)"
+    if warm.get("status") == "failed":
+        return f"warm caches: no level ({warm.get('reason', '')})"
+    return ""
+
+
 def headline(summary: dict[str, Any], agreement: dict[str, Any]) -> list[str]:
     """What was compared: counters coverage and bound agreement, one line each."""
     c = summary.get("counters") or {}

@@ -6,9 +6,12 @@
 # `validate` on each. FIGURE lines (scripts/counters_warm_figures.py): the warm run, the share of
 # memory-bound time where the analytic level matches the counters' (target >= 90%), groups
 # L2-served by counters and by the analytic guess, rows above their roof by more than 3%.
-# Expected runtime: about 150-240 s on an H200 (ceilings cached by piece 10, else ~30 s; the loops
-# ~25 s; each training script 40-70 s under ncu, each cut at 100 s): run with PIECE_TIMEOUT_S=300.
-# COUNTERS_WARM_MODELS="llama gpt2 resnet" picks the training scripts (in that order).
+# Expected runtime (not yet measured): ceilings cached by piece 10, else ~30 s; the loops ~30 s;
+# each training script 50-110 s (the profiled run, then ncu twice: cold replays of ~100-200
+# sampled launches, the warm run one pass each), each cut at 130 s: about 5 minutes for all three,
+# so run it as `GPU_PIECES=75 PIECE_TIMEOUT_S=480 bash scripts/gpu-check`. In ~150 s:
+# COUNTERS_WARM_MODELS=llama. COUNTERS_WARM_MODELS="llama gpt2 resnet" picks the training scripts
+# (in that order); COUNTERS_WARM_LAUNCHES=N caps the launches ncu measures per script (default 1000).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/75-counters-warm}"
 mkdir -p "$out"
@@ -20,7 +23,7 @@ rc=0
 
 step "ceilings --measure (cached when piece 10 ran: the L2 roof the levels need)"
 rl ceilings --measure --budget-s 40 > "$out/ceilings.txt" 2>&1 || echo "ceilings: exit $?"
-grep -iE "^ *(dram|l2)" "$out/ceilings.txt" | head -4
+grep -E "^memory\." "$out/ceilings.txt" | head -4
 
 loop() {  # small | big
   step "loop $1: scripts/counters_warm_loop.py:$1 --counters ncu"
@@ -51,7 +54,8 @@ model() {  # name script args...
   local name=$1 script=$2
   shift 2
   step "$name: rooflinectl profile examples/real/$script --counters ncu -- $*"
-  timeout 100 rl profile "examples/real/$script" --counters ncu -o "$out/$name.profile.json" --top 8 -- "$@" \
+  timeout 130 rl profile "examples/real/$script" --counters ncu --ncu-launch-count "${COUNTERS_WARM_LAUNCHES:-1000}" \
+    -o "$out/$name.profile.json" --top 8 -- "$@" \
     > "$out/$name.txt" 2>&1 || { echo "$name profile: exit $?"; grep -v '^USDT' "$out/$name.txt" | tail -8; rc=1; }
   grep -E "^counters:" "$out/$name.txt" | grep -v "launches measured (" | head -6
   [ -f "$out/$name.profile.json" ] || return
