@@ -72,7 +72,9 @@ def level_line(summary: dict[str, Any], agreement: dict[str, Any]) -> str:
     guess agreed (or why there are no warm counters)."""
     warm = (summary.get("counters") or {}).get("warm") or {}
     if not agreement.get("level_groups"):
-        why = {"off": "the warm run was skipped (--no-ncu-warm)", "failed": f"the warm run failed: {warm.get('reason', '')}"}
+        why = {"off": "the warm run was skipped (--no-ncu-warm)", "failed": f"the warm run failed: {warm.get('reason', '')}",
+               "measured": "the warm run decided no memory-bound group (without an L2 roof, from `rooflinectl ceilings "
+                           "--measure`, every group stays on DRAM)"}
         return ("memory level: analytic guess only; " + why.get(warm.get("status", ""), "no warm-cache counters in this "
                 "profile (profile again with --counters ncu)")).rstrip(": ")
     return (f"memory level (warm caches, l2 when under half the traffic reached DRAM): counters decide "
