@@ -152,9 +152,12 @@ def test_end_to_end_a_replayed_warm_run_leaves_the_analytic_level(fake_ncu, reco
     assert warm["launches_replayed"] == warm["launches_measured"] > 0 and "not as the program left them" in warm["notes"][0]
     assert (result.kernels["memory_level_source"] == "analytic").all()
     assert result.kernels["dram_bytes_warm"].isna().all()
-    skipped, _ = collect(recorded, warm=False)
+    monkeypatch.delenv("FAKE_NCU_WARM_PASSES")
+    (fake_ncu / "ncu-args.txt.warm").unlink()
+    skipped, _ = collect(recorded, warm=False)  # --no-ncu-warm: ncu runs once, the level stays analytic
     assert skipped.summary["counters"]["warm"] == {"status": "off"}
-    assert not (fake_ncu / "ncu-args.txt.warm").exists() or skipped.kernels["dram_bytes_warm"].isna().all()
+    assert not (fake_ncu / "ncu-args.txt.warm").exists()
+    assert (skipped.kernels["memory_level_source"] == "analytic").all()
 
 
 def test_validate_reports_the_level_agreement(fake_ncu, recorded, monkeypatch, tmp_path):  # noqa: F811
