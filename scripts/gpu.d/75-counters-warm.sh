@@ -7,11 +7,12 @@
 # memory-bound time where the analytic level matches the counters' (target >= 90%), groups
 # L2-served by counters and by the analytic guess, rows above their roof by more than 3%.
 # Expected runtime (not yet measured): ceilings cached by piece 10, else ~30 s; the loops ~30 s;
-# each training script 50-110 s (the profiled run, then ncu twice: cold replays of ~100-200
-# sampled launches, the warm run one pass each), each cut at 130 s: about 5 minutes for all three,
-# so run it as `GPU_PIECES=75 PIECE_TIMEOUT_S=480 bash scripts/gpu-check`. In ~150 s:
-# COUNTERS_WARM_MODELS=llama. COUNTERS_WARM_MODELS="llama gpt2 resnet" picks the training scripts
-# (in that order); COUNTERS_WARM_LAUNCHES=N caps the launches ncu measures per script (default 1000).
+# each training script 60-120 s (the profiled run, then ncu twice: cold replays of ~100-200
+# sampled launches at ~0.4 s each, the warm run one pass each), each cut at 150 s: about 5-6
+# minutes for all three, so run it as `GPU_PIECES=75 PIECE_TIMEOUT_S=500 GPU_TESTS=0 bash
+# scripts/gpu-check`. In ~150 s: COUNTERS_WARM_MODELS=llama. COUNTERS_WARM_MODELS="llama gpt2
+# resnet" picks the training scripts (in that order); COUNTERS_WARM_LAUNCHES=N caps the launches ncu
+# measures per script (default: 1000; ResNet-50 120, its ~250 sampling classes would take minutes).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/75-counters-warm}"
 mkdir -p "$out"
@@ -50,11 +51,11 @@ PY
 loop small
 loop big
 
-model() {  # name script args...
-  local name=$1 script=$2
-  shift 2
+model() {  # name launches script args...
+  local name=$1 launches=$2 script=$3
+  shift 3
   step "$name: rooflinectl profile examples/real/$script --counters ncu -- $*"
-  timeout 130 rl profile "examples/real/$script" --counters ncu --ncu-launch-count "${COUNTERS_WARM_LAUNCHES:-1000}" \
+  timeout 150 rl profile "examples/real/$script" --counters ncu --ncu-launch-count "$launches" \
     -o "$out/$name.profile.json" --top 8 -- "$@" \
     > "$out/$name.txt" 2>&1 || { echo "$name profile: exit $?"; grep -v '^USDT' "$out/$name.txt" | tail -8; rc=1; }
   grep -E "^counters:" "$out/$name.txt" | grep -v "launches measured (" | head -6
@@ -67,9 +68,9 @@ model() {  # name script args...
 }
 for m in ${COUNTERS_WARM_MODELS:-llama gpt2 resnet}; do
   case $m in
-    llama) model llama llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
-    gpt2) model gpt2 gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
-    resnet) model resnet resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
+    llama) model llama "${COUNTERS_WARM_LAUNCHES:-1000}" llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
+    gpt2) model gpt2 "${COUNTERS_WARM_LAUNCHES:-1000}" gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
+    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-120}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
   esac
 done
 step "done"
