@@ -277,7 +277,8 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
                  warm: CounterJoin | None = None) -> ProfileData:
     """The profile with Nsight Compute's measurements (joined to launches by attribution.counters)
     in the counter columns, and summary["counters"] saying what was measured and covered (keys:
-    the launches of ncu's window; only those of table rows, group >= 0, are counted work)."""
+    the launches of ncu's window; only those of table rows, group >= 0, are counted work). warm:
+    the warm-cache run's join (capture/ncu/warm.py): its DRAM bytes decide the memory level."""
     counted = sum(k.group >= 0 for k in keys)
     measured_setup = sum(keys[p].group < 0 for p, _ in join.pairs)
     classes, classes_measured = class_coverage(keys, join)
