@@ -38,7 +38,7 @@ from rooflinectl.errors import CountersProblem, RooflineError
 
 WARM_METRICS: tuple[str, ...] = DRAM_METRICS  # dram__bytes_read.sum, dram__bytes_write.sum: one pass on sm_90
 T = TypeVar("T")
-_PASSES = re.compile(r'^==PROF== Profiling "[^"]*".*?-\s*(\d+)\s+pass(?:es)?\s*$', re.MULTILINE)
+_PASSES = re.compile(r'==PROF== Profiling "[^"\n]*"[^\n]*?-\s*(\d+)\s+pass(?:es)?\b')
 
 
 def launch_passes(log_text: str) -> list[int]:
@@ -87,12 +87,19 @@ def run_warm(info: NcuInfo, cold: CounterRunSpec, child_argv: list[str], work: P
     (work / "command-warm.txt").write_text(" ".join(command) + "\n", encoding="utf-8")
     run = run_ncu(command, log_path=Path(spec.log_path), program_log=work / "program-warm.log",
                   status_path=_status_path(child_argv, work), timeout_s=timeout_s, env=env, progress=progress)
-    passes = launch_passes(Path(spec.log_path).read_text(encoding="utf-8", errors="replace"))
+    passes = launch_passes(_text(Path(spec.log_path))) or launch_passes(_text(work / "program-warm.log"))
     measured, replayed = single_pass_only(run.measured, passes)
     if replayed:
         notes.append(f"warm run: ncu replayed {replayed} of {len(measured)} launches over several passes, so their "
                      "caches were not as the program left them: their warm DRAM bytes are left out")
     return WarmRun(measured, run.wall_s, command, max(passes, default=0), replayed, notes)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _status_path(child_argv: list[str], work: Path) -> Path:
