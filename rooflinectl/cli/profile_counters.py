@@ -140,7 +140,8 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
         warm_join, warm_info = measure_warm(info, spec, target.child_args(status, regions), work, lambda measured:
                                             join_measurements(keys, measured, numbers, options.launch_count),
                                             timeout_s=options.timeout_s, env=_child_env())
-    shutil.rmtree(work, ignore_errors=True)  # kept on failure: the messages point into it
+    if warm_info["status"] != "failed":
+        shutil.rmtree(work, ignore_errors=True)  # kept on failure: the messages point into it
     summary_info: dict[str, Any] = {
         "tool": "ncu", "ncu_version": info.version, "ncu_path": info.path, "command": command,
         "metrics": metrics, "metrics_missing": missing, "samples": options.samples,
