@@ -162,6 +162,16 @@ def test_end_to_end_a_replayed_warm_run_leaves_the_analytic_level(fake_ncu, reco
     assert (skipped.kernels["memory_level_source"] == "analytic").all()
 
 
+def test_a_failed_warm_run_keeps_the_cold_counters(fake_ncu, recorded, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("FAKE_NCU_WARM_MODE", "program-fails")
+    result, _ = collect(recorded)
+    counters = result.summary["counters"]
+    assert counters["status"] == "measured" and counters["launches_measured"] > 0
+    assert counters["warm"]["status"] == "failed" and "exit code 3" in counters["warm"]["reason"]
+    assert (result.kernels["memory_level_source"] == "analytic").all()
+    assert result.kernels["dram_bytes"].notna().any()
+
+
 def test_validate_reports_the_level_agreement(fake_ncu, recorded, monkeypatch, tmp_path):  # noqa: F811
     monkeypatch.setenv("FAKE_NCU_WARM_DRAM", "0.1")
     result, _ = collect(recorded)
