@@ -18,17 +18,18 @@ out="${PIECE_OUT:-${OUT_DIR:-.}/75-counters-warm}"
 mkdir -p "$out"
 export PATH="$PATH:/usr/local/cuda/bin"
 rl() { python3 -m rooflinectl "$@"; }
+RL=(python3 -m rooflinectl)  # for `timeout`, which cannot run a shell function
 start=$(date +%s)
 step() { echo "-- [$(( $(date +%s) - start )) s] $*"; }
 rc=0
 
 step "ceilings --measure (cached when piece 10 ran: the L2 roof the levels need)"
 rl ceilings --measure --budget-s 40 > "$out/ceilings.txt" 2>&1 || echo "ceilings: exit $?"
-grep -E "^memory\." "$out/ceilings.txt" | head -4
+grep -E "^memory\.(dram|l2) " "$out/ceilings.txt" | head -4
 
 loop() {  # small | big
   step "loop $1: scripts/counters_warm_loop.py:$1 --counters ncu"
-  timeout 60 rl profile "scripts/counters_warm_loop.py:$1" --counters ncu --warmup 2 --iters 4 \
+  timeout 60 "${RL[@]}" profile "scripts/counters_warm_loop.py:$1" --counters ncu --warmup 2 --iters 4 \
     -o "$out/loop-$1.profile.json" --top 4 > "$out/loop-$1.txt" 2>&1 || { echo "loop $1: exit $?"; tail -5 "$out/loop-$1.txt"; rc=1; }
   [ -f "$out/loop-$1.profile.json" ] && python3 - "$1" "$out/loop-$1.profile.json" <<'PY' || rc=1
 import sys
@@ -55,7 +56,7 @@ model() {  # name launches script args...
   local name=$1 launches=$2 script=$3
   shift 3
   step "$name: rooflinectl profile examples/real/$script --counters ncu -- $*"
-  timeout 150 rl profile "examples/real/$script" --counters ncu --ncu-launch-count "$launches" \
+  timeout 150 "${RL[@]}" profile "examples/real/$script" --counters ncu --ncu-launch-count "$launches" \
     -o "$out/$name.profile.json" --top 8 -- "$@" \
     > "$out/$name.txt" 2>&1 || { echo "$name profile: exit $?"; grep -v '^USDT' "$out/$name.txt" | tail -8; rc=1; }
   grep -E "^counters:" "$out/$name.txt" | grep -v "launches measured (" | head -6
