@@ -21,10 +21,11 @@ from rooflinectl._version import __version__
 from rooflinectl.analysis.advice.gemm_kernels import is_helper
 from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
 from rooflinectl.analysis.communication import communication_summary
+from rooflinectl.analysis.counter_levels import level_summary
 from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.launch_runs import back_to_back_runs
-from rooflinectl.analysis.memory_levels import analytic_levels
+from rooflinectl.analysis.memory_levels import analytic_levels, cache_time_share
 from rooflinectl.analysis.roofline import cost_shares, place_on_roofline, summarise
 from rooflinectl.attribution.counters import CounterJoin, class_coverage, counters_by_row
 from rooflinectl.attribution.group import MAX_SEQUENCE, group_table
@@ -272,20 +273,23 @@ def profile_data(capture: Capture, *, command: list[str], completed: bool, exit_
                          iterations_mode=iterations_mode)[0]
 
 
-def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, info: dict[str, Any]) -> ProfileData:
+def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, info: dict[str, Any],
+                 warm: CounterJoin | None = None) -> ProfileData:
     """The profile with Nsight Compute's measurements (joined to launches by attribution.counters)
     in the counter columns, and summary["counters"] saying what was measured and covered (keys:
-    the launches of ncu's window; only those of table rows, group >= 0, are counted work)."""
+    the launches of ncu's window; only those of table rows, group >= 0, are counted work). warm:
+    the warm-cache run's join (capture/ncu/warm.py): its DRAM bytes decide the memory level."""
     counted = sum(k.group >= 0 for k in keys)
     measured_setup = sum(keys[p].group < 0 for p, _ in join.pairs)
     classes, classes_measured = class_coverage(keys, join)
-    table = apply_counters(data.kernels, counters_by_row(keys, join, data.kernels["calls"]), data.ceilings)
+    table = apply_counters(data.kernels, counters_by_row(keys, join, data.kernels["calls"], warm), data.ceilings)
     summary = dict(data.summary)
     total_s = float(table["time_s"].sum())
     measured = table["measured_launches"] > 0
     if total_s > 0:  # ncu's measurements give costs to rows that had none
         summary.update(cost_shares(table))
     summary["above_roof_rows"] = int(table["above_roof"].sum())
+    summary["cache_time_share"] = cache_time_share(table)  # the counters may have moved groups between levels
     summary["counters"] = {
         **info,
         "status": "measured",
@@ -301,6 +305,7 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
         "time_share_measured": float(table.loc[measured, "time_s"].sum()) / total_s if total_s > 0 else None,
         "numbering_rule": join.rule,
         "unmatched": join.unmatched,
+        **level_summary(table),
         "notes": [*info.get("notes", []), *join.notes] + ([
             f"{measured_setup} measured launches were setup (outside the steady state): left out of the table"]
             if measured_setup else []),

@@ -43,6 +43,7 @@ from rooflinectl.capture.ncu.sampling import (
     predict,
     sampling_class,
 )
+from rooflinectl.capture.ncu.warm import measure_warm
 from rooflinectl.capture.run.session import Capture
 from rooflinectl.errors import CountersProblem, EnvironmentProblem, RooflineError
 from rooflinectl.pipeline import add_counters
@@ -58,6 +59,7 @@ class CounterOptions:
     timeout_s: float = 900.0
     ncu_path: str | None = None
     report_path: str | None = None
+    warm: bool = True  # also measure DRAM bytes with warm caches (capture/ncu/warm.py)
 
 
 @dataclass
@@ -175,7 +177,14 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
                   timeout_s=options.timeout_s, env=_child_env(),
                   progress=(lambda done, kernel: progress(done, expected, kernel)) if progress else None)
     join = join_measurements(plan.keys, run.measured, plan.numbers, options.launch_count)
-    shutil.rmtree(work, ignore_errors=True)  # kept on failure: the messages point into it
+    warm_join, warm_info = None, {"status": "off"}
+    if options.warm:  # the caches as the program left them decide the memory level (capture/ncu/warm.py)
+        say("counters: running it once more with the caches as the program leaves them (DRAM bytes, one pass each)")
+        warm_join, warm_info = measure_warm(plan.info, spec, target.child_args(status, regions), work, lambda measured:
+                                            join_measurements(plan.keys, measured, plan.numbers, options.launch_count),
+                                            timeout_s=options.timeout_s, env=_child_env())
+    if warm_info["status"] != "failed":
+        shutil.rmtree(work, ignore_errors=True)  # kept on failure: the messages point into it
     summary_info: dict[str, Any] = {
         "tool": "ncu", "ncu_version": plan.info.version, "ncu_path": plan.info.path, "command": command,
         "metrics": plan.metrics, "metrics_missing": plan.missing, "samples": options.samples,
@@ -183,9 +192,9 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
         "launches_expected": expected, "selection": spec.kernel_id or "every launch",
         "cache_control": "all (cold caches)", "clock_control": "none", "wall_s": run.wall_s,
         "ncu_warnings": run.log_tail, "counted_part": _counted_part(data, target, regions, plan.setup),
-        "notes": plan.notes + command_notes,
+        "notes": plan.notes + command_notes, "warm": warm_info,
     }
-    return add_counters(data, plan.keys, join, summary_info)
+    return add_counters(data, plan.keys, join, summary_info, warm_join)
 
 
 def failure_record(exc: RooflineError) -> dict[str, Any]:

@@ -77,6 +77,13 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "measured_own_launches": ("int", "of measured_launches, the group's own launches; fewer: the counters were measured "
                                      "on launches of other groups of its class (same kernel, launch configuration, op, "
                                      "shapes, dtype) and shared"),
+    "dram_bytes_warm": ("float", "DRAM bytes read + written of all calls with the caches as the program left them "
+                                 "(a second ncu run, --cache-control none, one pass per launch: capture/ncu/warm.py); "
+                                 "NaN where not measured warm"),
+    "memory_level_source": ("str", "who chose memory_level: counters (warm DRAM bytes under half the traffic: l2, else "
+                                   "dram; analysis/counter_levels.py) or analytic (analysis/memory_levels.py)"),
+    "memory_level_analytic": ("str", "the analytic tier's guess of memory_level, kept beside the counters' choice "
+                                     "(validate compares them); '' when no counters ran"),
 }
 
 # The vocabularies of the columns above (tests check that the pipeline produces no other value).
@@ -180,4 +187,5 @@ SUMMARY_KEYS: dict[str, str] = {
 COUNTER_COLUMNS: dict[str, object] = {
     "measured_flops": float("nan"), "dram_bytes": float("nan"), "l2_bytes": float("nan"),
     "l1_bytes": float("nan"), "measured_precision": "", "measured_launches": 0, "measured_own_launches": 0,
+    "dram_bytes_warm": float("nan"), "memory_level_source": "analytic", "memory_level_analytic": "",
 }

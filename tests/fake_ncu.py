@@ -65,6 +65,22 @@ def select(header: list[str], rows: list[list[str]], kernel_id: str | None, coun
     return out[:count] if count is not None else out
 
 
+def warm_rows(header: list[str], rows: list[list[str]], metrics: list[str]) -> list[list[str]]:
+    """The rows as the warm run prints them: only the metrics asked for, DRAM bytes times
+    FAKE_NCU_WARM_DRAM (default 1: as cold), the other metric columns blank."""
+    scale = float(os.environ.get("FAKE_NCU_WARM_DRAM", "1"))
+    out = []
+    for row in rows:
+        new = list(row)
+        for i, column in enumerate(header):
+            if column.startswith("dram__bytes_") and column in metrics:
+                new[i] = f"{float(row[i].replace(',', '')) * scale:,.0f}"
+            elif "__" in column and column not in metrics:
+                new[i] = ""
+        out.append(new)
+    return out
+
+
 def main() -> int:
     mode = os.environ.get("FAKE_NCU_MODE", "ok")
     argv = sys.argv[1:]
@@ -81,6 +97,8 @@ def main() -> int:
             print(f"{metric.split('.')[0]}    a metric")
         return 0
     opts, child = options(argv)
+    if opts.get("--cache-control") == "none":  # the warm run may fail its own way
+        mode = os.environ.get("FAKE_NCU_WARM_MODE", mode)
     with open(opts["--log-file"], "w") as log:
         return run(mode, argv, opts, child, log)
 
@@ -96,7 +114,8 @@ def run(mode: str, argv: list[str], opts: dict[str, str], child: list[str], log)
     if mode == "crash":
         print("==ERROR== something went wrong", file=sys.stderr)
         return 9
-    with open(os.environ["FAKE_NCU_ARGS"], "w") as record:
+    warm = opts.get("--cache-control") == "none"  # the warm run: DRAM bytes only, caches as the program left them
+    with open(os.environ["FAKE_NCU_ARGS"] + (".warm" if warm else ""), "w") as record:
         record.write("\n".join(argv))
     log.write("==PROF== Connected to process 1\n")
     if mode == "warn":  # a warning beside results must not fail the run
@@ -119,9 +138,13 @@ def run(mode: str, argv: list[str], opts: dict[str, str], child: list[str], log)
         rows = rows[::-1]
     count = int(opts["--launch-count"]) if "--launch-count" in opts else None
     chosen = select(header, rows, opts.get("--kernel-id"), count)
+    if warm:
+        chosen = warm_rows(header, chosen, opts["--metrics"].split(","))
+    passes = os.environ.get("FAKE_NCU_WARM_PASSES", "1") if warm else "2"
     name = header.index("Kernel Name")
     for i, row in enumerate(chosen):
-        log.write(f'==PROF== Profiling "{row[name][:40]}" - {i}: 0%....50%....100% - 2 passes\n')
+        log.write(f'==PROF== Profiling "{row[name][:40]}" - {i}: 0%....50%....100% - {passes} pass'
+                  f'{"" if passes == "1" else "es"}\n')
     log.write("==PROF== Disconnected from process 1\n")
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")

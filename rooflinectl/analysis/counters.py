@@ -5,7 +5,8 @@ Pure functions, DataFrame in, DataFrame out. The analytic flops and bytes stay w
 counters sit beside them. A row the cost model could not cost (cost_source none) takes the
 measured FLOPs and cold-cache DRAM bytes as its cost, with cost_source "ncu". A row whose bytes
 are known and FLOPs not (a user kernel's bytes from its arguments) takes the measured FLOPs, and
-the roof of the unit and precision that executed most of them.
+the roof of the unit and precision that executed most of them. Where the warm-cache run measured
+a group, its DRAM bytes decide the memory level the row is held to (analysis/counter_levels.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rooflinectl.analysis.counter_levels import with_counters_levels
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.schema import COUNTER_COLUMNS, KERNEL_COLUMNS
@@ -31,13 +33,18 @@ def split_roof_key(key: str) -> tuple[str, str]:
 
 def apply_counters(table: pd.DataFrame, by_row: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     """The table with the measured columns of by_row (indexed by row position) filled in, rows of
-    unknown cost costed from the counters, and every row placed again on the roofline."""
+    unknown cost costed from the counters, the memory level the warm counters say (where they
+    measured), and every row placed again on the roofline."""
     out = table.copy().reset_index(drop=True)
+    if "memory_level_source" in out.columns and "memory_level_analytic" in out.columns:  # placed with counters before
+        redone = out["memory_level_source"] == "counters"
+        out.loc[redone, "memory_level"] = out.loc[redone, "memory_level_analytic"]
     for name, empty in COUNTER_COLUMNS.items():
         out[name] = empty
     if len(by_row):
         for name in COUNTER_COLUMNS:
-            out.loc[by_row.index, name] = by_row[name].to_numpy()
+            if name in by_row.columns:
+                out.loc[by_row.index, name] = by_row[name].to_numpy()
     for name in ("measured_launches", "measured_own_launches"):
         out[name] = out[name].astype(int)
     unknown = (out["cost_source"] == "none") & (out["measured_launches"] > 0) & out["measured_flops"].notna() \
@@ -51,6 +58,9 @@ def apply_counters(table: pd.DataFrame, by_row: pd.DataFrame, ceilings: Ceilings
         out.loc[unknown, "unit"] = [u for u, _ in units]
         out.loc[unknown, "precision"] = [p or "fp32" for _, p in units]
     _measured_flops_for_bytes_only(out)
+    level = ceilings.cache_level()
+    if ceilings.memory_roof(level, fall_back=False) is not None:  # without a cache roof every row stays on DRAM
+        out = with_counters_levels(out, level)
     placed = place_on_roofline(out.drop(columns=["roof_time_s"], errors="ignore"), ceilings)
     return placed[[c for c in KERNEL_COLUMNS if c in placed.columns]]
 

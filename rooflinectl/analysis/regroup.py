@@ -36,6 +36,7 @@ def regroup(table: pd.DataFrame, by: str, ceilings: Ceilings) -> pd.DataFrame:
         threads_per_block=("threads_per_block", "median"),
         rank=("rank", "first"),
         **({"memory_level": ("memory_level", "first")} if "memory_level" in table.columns else {}),  # the longest member's
+        **{name: (name, "first") for name in ("memory_level_source", "memory_level_analytic") if name in table.columns},
         **{name: (name, "median") for name in LAUNCH_CONFIG_COLUMNS if name in table.columns},
     )
     out = out.drop(columns=["roof_time_s"], errors="ignore")  # placed again below, against the summed cost

@@ -11,6 +11,9 @@ Pure functions, DataFrame in, DataFrame out. Ratios are analytic / measured, so 
 - bound vs measured_bound: the same roofline placement (analysis/roofline.py) on the analytic and
   on the measured numbers (executed FLOPs on the roof of the precision that ran most of them,
   DRAM bytes); agreement is counted on GPU time where both say memory or compute.
+- memory_level_analytic vs memory_level: where the warm-cache run measured a group, the level its
+  DRAM bytes say (analysis/counter_levels.py) against the analytic guess; agreement is counted on
+  memory-bound GPU time (level_agree_time_share).
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rooflinectl.analysis.counter_levels import level_agreement
 from rooflinectl.analysis.counters import measured_view
 from rooflinectl.ceilings.model import Ceilings
 
 ROW_COLUMNS = ["kernel", "op", "op_family", "shapes", "calls", "measured_launches", "time_s", "time_share",
                "flops", "measured_flops", "flops_ratio", "bytes", "dram_bytes", "bytes_ratio", "l2_bytes",
-               "l1_bytes", "analytic_roof", "measured_precision", "bound", "measured_bound", "agree"]
+               "l1_bytes", "analytic_roof", "measured_precision", "bound", "measured_bound", "agree", "dram_bytes_warm",
+               "memory_level_analytic", "memory_level", "memory_level_source", "level_agree"]
 CLASSES = ("memory", "compute")
 
 
@@ -49,6 +54,11 @@ def validate_rows(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     out["measured_bound"] = measured["bound"]
     both = out["bound"].isin(CLASSES) & out["measured_bound"].isin(CLASSES)
     out["agree"] = np.where(both, out["bound"] == out["measured_bound"], None)
+    for name, empty in (("dram_bytes_warm", np.nan), ("memory_level_analytic", ""), ("memory_level", "dram"),
+                        ("memory_level_source", "analytic")):
+        out[name] = analytic[name] if name in analytic.columns else empty
+    decided = out["memory_level_source"] == "counters"
+    out["level_agree"] = np.where(decided, out["memory_level"] == out["memory_level_analytic"], None)
     return out[ROW_COLUMNS].sort_values("time_s", ascending=False, kind="stable")
 
 
@@ -71,9 +81,10 @@ def validate_families(rows: pd.DataFrame) -> pd.DataFrame:
     return fam.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def agreement(rows: pd.DataFrame, total_time_s: float) -> dict[str, float | None]:
+def agreement(rows: pd.DataFrame, total_time_s: float, table: pd.DataFrame | None = None) -> dict[str, float | int | None]:
     """Bound agreement on GPU time: the share of the time classified memory or compute by both
-    where they agree, and how much time that classification covers."""
+    where they agree, and how much time that classification covers; with the kernel table, the
+    memory level's agreement too (analysis/counter_levels.level_agreement)."""
     classed = rows[rows["agree"].notna()]
     classed_s = float(classed["time_s"].sum())
     agree_s = float(classed.loc[classed["agree"] == True, "time_s"].sum())  # noqa: E712 - object column
@@ -81,4 +92,5 @@ def agreement(rows: pd.DataFrame, total_time_s: float) -> dict[str, float | None
         "agree_time_share": agree_s / classed_s if classed_s > 0 else None,
         "classified_time_share": classed_s / total_time_s if total_time_s > 0 else None,
         "compared_time_share": float(rows["time_s"].sum()) / total_time_s if total_time_s > 0 else None,
+        **(level_agreement(table) if table is not None else {}),
     }

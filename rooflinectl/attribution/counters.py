@@ -129,10 +129,34 @@ def _aligned(keys: list[LaunchKey], measured: list[MeasuredLaunch]) -> CounterJo
     return CounterJoin(pairs, "aligned", unmatched, notes)
 
 
-def counters_by_row(keys: list[LaunchKey], join: CounterJoin, calls: pd.Series) -> pd.DataFrame:
+def counters_by_row(keys: list[LaunchKey], join: CounterJoin, calls: pd.Series,
+                    warm: CounterJoin | None = None) -> pd.DataFrame:
     """The measured columns per table row (index: row position), for rows with measurements:
     over the row's launches, the mean of each launch's class mean (module docstring), times the
-    row's calls. Measured setup launches are left out."""
+    row's calls. Measured setup launches are left out. warm: the warm-cache run's join
+    (capture/ncu/warm.py), whose DRAM bytes become `dram_bytes_warm` the same way."""
+    records = {}
+    for row, (launch, measured, own) in _row_means(keys, join).items():
+        scale = float(calls.iloc[row])
+        records[row] = {
+            "measured_flops": launch.flops * scale,
+            "dram_bytes": launch.dram_bytes * scale,
+            "l2_bytes": launch.l2_bytes * scale,
+            "l1_bytes": launch.l1_bytes * scale,
+            "measured_precision": launch.main_roof,
+            "measured_launches": measured,
+            "measured_own_launches": own,
+        }
+    out = pd.DataFrame.from_dict(records, orient="index")
+    if warm is not None:
+        warm_bytes = {row: launch.dram_bytes * float(calls.iloc[row]) for row, (launch, _, _) in _row_means(keys, warm).items()}
+        out["dram_bytes_warm"] = pd.Series(warm_bytes, dtype=float).reindex(out.index)
+    return out
+
+
+def _row_means(keys: list[LaunchKey], join: CounterJoin) -> dict[int, tuple[MeasuredLaunch, int, int]]:
+    """Row -> (one launch's mean counters over the row's launches, launches measured in its
+    classes, launches measured of its own)."""
     by_class: dict = defaultdict(list)
     own: dict[int, int] = defaultdict(int)
     for position, m in join.pairs:
@@ -145,20 +169,9 @@ def counters_by_row(keys: list[LaunchKey], join: CounterJoin, calls: pd.Series) 
         cls = sampling_class(key)
         if key.group >= 0 and cls in class_mean:
             row_classes[key.group].append(cls)
-    records = {}
-    for row, classes in row_classes.items():
-        launch = _mean_launch([class_mean[cls] for cls in classes])  # classes repeat: weighted by launches
-        scale = float(calls.iloc[row])
-        records[row] = {
-            "measured_flops": launch.flops * scale,
-            "dram_bytes": launch.dram_bytes * scale,
-            "l2_bytes": launch.l2_bytes * scale,
-            "l1_bytes": launch.l1_bytes * scale,
-            "measured_precision": launch.main_roof,
-            "measured_launches": sum(len(by_class[cls]) for cls in set(classes)),
-            "measured_own_launches": own.get(row, 0),
-        }
-    return pd.DataFrame.from_dict(records, orient="index")
+    return {row: (_mean_launch([class_mean[cls] for cls in classes]),  # classes repeat: weighted by launches
+                  sum(len(by_class[cls]) for cls in set(classes)), own.get(row, 0))
+            for row, classes in row_classes.items()}
 
 
 def class_coverage(keys: list[LaunchKey], join: CounterJoin) -> tuple[int, int]:

@@ -128,6 +128,9 @@ class IterationsMode(click.ParamType):
               help="counters: measure no launch among the first N counted ones (e.g. a cold first iteration)")
 @click.option("--ncu-timeout", type=FiniteFloatRange(min=1), default=900, show_default=True,
               help="counters: seconds before the ncu run is stopped")
+@click.option("--ncu-warm/--no-ncu-warm", "ncu_warm", default=True, show_default=True,
+              help="counters: run ncu once more with the caches as the program leaves them (DRAM bytes, one pass per "
+                   "launch), so the counters decide each group's memory level (docs/counters.md)")
 @click.option("--ncu", "ncu_path", default=None, help="counters: the ncu executable (default: PATH, $CUDA_HOME/bin)")
 @click.option("--ncu-report", type=click.Path(dir_okay=False), default=None,
               help="counters: also keep ncu's own report for Nsight Compute's UI (.ncu-rep is appended when "
@@ -141,7 +144,7 @@ class IterationsMode(click.ParamType):
 def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, force: bool, warmup: int,
             iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
-            ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None,
+            ncu_path: str | None, ncu_report: str | None, ncu_warm: bool, nproc_per_node: int | None,
             profile_steps: str, report_path: str | None) -> None:
     """Run a script or FILE.py:FUNCTION under the profiler; top kernels.
 
@@ -181,7 +184,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         target=target, script_args=tuple(script_args), device=device, warmup=warmup, iters=iters,
         iterations_mode=iterations_mode, profile_steps=profile_steps, keep_trace=outputs.trace is not None,
         counters=CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path,
-                                outputs.ncu_report),
+                                outputs.ncu_report, ncu_warm),
         command=command_line))
     _profile(ctx, pipeline, outputs, ranks, quiet=quiet, top=top, report_path=report_path)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rooflinectl.outputs.validate_render import coverage_text
+from rooflinectl.outputs.validate_render import coverage_text, warm_text
 
 
 def counters_line(summary: dict[str, Any]) -> str:
@@ -16,4 +16,4 @@ def counters_line(summary: dict[str, Any]) -> str:
     text = (f"counters: ncu {c.get('ncu_version', '')} measured {c['launches_measured']} of {c['launches_counted']} "
             f"launches ({coverage_text(c)}" + (f", {100 * share:.1f}% of kernel time" if share is not None else "")
             + f") in {c.get('wall_s', 0):.1f} s")
-    return text + "".join(f"; {n}" for n in c.get("notes", []))
+    return text + "".join(f"; {n}" for n in [*c.get("notes", []), warm_text(c)] if n)

@@ -39,7 +39,7 @@ def command(profile: str | None, top: int, fmt: str | None, output: str | None, 
                          "`rooflinectl profile --counters ncu`.")
     rows = validate_rows(data.kernels, data.ceilings)
     families = validate_families(rows)
-    agreed = agreement(rows, float(data.kernels["time_s"].sum()))
+    agreed = agreement(rows, float(data.kernels["time_s"].sum()), data.kernels)
     width = terminal_width()
     emit(render("validate", fmt, summary=data.summary, rows=rows, families=families, agreement=agreed,
                 top=top or len(rows)), output, width, inputs=[Path(path)], force=force)

@@ -41,6 +41,17 @@ def coverage_text(c: dict[str, Any]) -> str:
             + (f", {shared} shared within their class" if shared else ""))
 
 
+def warm_text(c: dict[str, Any]) -> str:
+    """The warm run in a few words, for the counters line: 'warm caches: the level of 40 groups
+    (12 l2)', or why not ('' for profiles from before the warm run)."""
+    warm = c.get("warm") or {}
+    if warm.get("status") == "measured":
+        return f"warm caches: the level of {c.get('rows_warm', 0)} groups ({c.get('rows_cache_counters', 0)} l2)"
+    if warm.get("status") == "failed":
+        return f"warm caches: no level ({warm.get('reason', '')})"
+    return ""
+
+
 def headline(summary: dict[str, Any], agreement: dict[str, Any]) -> list[str]:
     """What was compared: counters coverage and bound agreement, one line each."""
     c = summary.get("counters") or {}
@@ -52,8 +63,33 @@ def headline(summary: dict[str, Any], agreement: dict[str, Any]) -> list[str]:
     lines.append(f"compared: {percent(agreement.get('compared_time_share'))} of kernel time; bound (memory/compute) "
                  f"agrees on {percent(agreement.get('agree_time_share'))} of the time both classify "
                  f"({percent(agreement.get('classified_time_share'))} of kernel time; the rest is latency-bound)")
+    lines.append(level_line(summary, agreement))
     lines.append("ratios are analytic / measured: 1 = exact; under 1 the model counts less than the hardware did")
     return lines
+
+
+def level_line(summary: dict[str, Any], agreement: dict[str, Any]) -> str:
+    """The memory level: how many groups the warm counters decided, and how often the analytic
+    guess agreed (or why there are no warm counters)."""
+    warm = (summary.get("counters") or {}).get("warm") or {}
+    if not agreement.get("level_groups"):
+        why = {"off": "the warm run was skipped (--no-ncu-warm)", "failed": f"the warm run failed: {warm.get('reason', '')}",
+               "measured": "the warm run decided no memory-bound group (without an L2 roof, from `rooflinectl ceilings "
+                           "--measure`, every group stays on DRAM)"}
+        return ("memory level: analytic guess only; " + why.get(warm.get("status", ""), "no warm-cache counters in this "
+                "profile (profile again with --counters ncu)")).rstrip(": ")
+    return (f"memory level (warm caches, l2 when under half the traffic reached DRAM): counters decide "
+            f"{agreement['level_groups']} memory-bound groups, {percent(agreement.get('level_compared_time_share'))} "
+            f"of memory-bound time; the analytic guess agrees on {percent(agreement.get('level_agree_time_share'))} of "
+            f"it; cache-served: {agreement.get('cache_groups_counters', 0)} groups by counters, "
+            f"{agreement.get('cache_groups_analytic', 0)} by the analytic guess")
+
+
+def level_text(row: Any) -> str:
+    """'l2 → dram' (analytic → counters) where the warm counters decided, else the level and '(analytic)'."""
+    if getattr(row, "memory_level_source", "") != "counters":
+        return f"{getattr(row, 'memory_level', '') or 'dram'} (analytic)"
+    return f"{row.memory_level_analytic} → {row.memory_level}"
 
 
 def family_table(families: pd.DataFrame) -> Table:
@@ -70,17 +106,21 @@ def family_table(families: pd.DataFrame) -> Table:
 def kernel_rows_table(rows: pd.DataFrame, top: int) -> Table:
     grid = Table(title="By kernel group (largest time first)", title_justify="left", header_style="bold",
                  pad_edge=False)
-    for name in ("share", "FLOPs", "measured", "ratio", "bytes", "DRAM", "ratio ", "L2", "L1", "roof → ran on",
-                 "bound → measured", "kernel", "op · shapes"):
-        grid.add_column(name, justify="right" if name not in ("kernel", "op · shapes", "roof → ran on", "bound → measured")
-                        else "left", overflow="fold")
+    left = ("kernel", "op · shapes", "roof → ran on", "bound → measured", "level → counters")
+    for name in ("share", "FLOPs", "measured", "ratio", "bytes", "DRAM", "ratio ", "DRAM warm", "L2", "L1",
+                 "roof → ran on", "bound → measured", "level → counters", "kernel", "op · shapes"):
+        grid.add_column(name, justify="left" if name in left else "right", overflow="fold")
     for r in rows.head(top).itertuples(index=False):
         bound = Text(f"{r.bound} → {r.measured_bound}")
         if r.agree is False:
             bound.append(" ✗", style="red")
+        level = Text(level_text(r))
+        if r.level_agree is False:
+            level.append(" ✗", style="red")
         grid.add_row(percent(r.time_share), si(r.flops, "FLOP"), si(r.measured_flops, "FLOP"), _ratio(r.flops_ratio),
-                     si(r.bytes, "B"), si(r.dram_bytes, "B"), _ratio(r.bytes_ratio), si(r.l2_bytes, "B"),
-                     si(r.l1_bytes, "B"), rich_text(f"{r.analytic_roof} → {r.measured_precision or 'no FLOPs'}"), bound,
+                     si(r.bytes, "B"), si(r.dram_bytes, "B"), _ratio(r.bytes_ratio), si(r.dram_bytes_warm, "B"),
+                     si(r.l2_bytes, "B"), si(r.l1_bytes, "B"),
+                     rich_text(f"{r.analytic_roof} → {r.measured_precision or 'no FLOPs'}"), bound, level,
                      rich_text(shorten_kernel_name(str(r.kernel), 40)), rich_text(f"{r.op} · {r.shapes}"))
     if top < len(rows):  # nothing left out without saying so
         grid.caption = f"{top} of {len(rows)} groups shown (--all shows every one)"
@@ -103,13 +143,15 @@ def validate_markdown(summary: dict[str, Any], rows: pd.DataFrame, families: pd.
         out.append(f"| {markdown(r.op_family)} | {r.groups} | {seconds(r.time_s)} | {si(r.flops, 'FLOP')} | "
                    f"{si(r.measured_flops, 'FLOP')} | {_ratio(r.flops_ratio)} | {si(r.bytes, 'B')} | "
                    f"{si(r.dram_bytes, 'B')} | {_ratio(r.bytes_ratio)} | {percent(r.agree_time_share)} |")
-    out += ["", "| share | op · shapes | kernel | FLOPs ratio | bytes ratio | L2 / DRAM | bound → measured |",
-            "|---:|---|---|---:|---:|---:|---|"]
+    out += ["", "| share | op · shapes | kernel | FLOPs ratio | bytes ratio | L2 / DRAM | warm / cold DRAM | "
+            "bound → measured | level → counters |", "|---:|---|---|---:|---:|---:|---:|---|---|"]
     for r in rows.head(top).itertuples(index=False):
         l2 = r.l2_bytes / r.dram_bytes if r.dram_bytes and r.dram_bytes > 0 else math.nan
+        warm = r.dram_bytes_warm / r.dram_bytes if r.dram_bytes and r.dram_bytes > 0 else math.nan
         out.append(f"| {percent(r.time_share)} | {markdown(r.op)} · {markdown(r.shapes)} | "
                    f"{markdown(shorten_kernel_name(str(r.kernel), 48))} | "
-                   f"{_ratio(r.flops_ratio)} | {_ratio(r.bytes_ratio)} | {_ratio(l2)} | {r.bound} → {r.measured_bound} |")
+                   f"{_ratio(r.flops_ratio)} | {_ratio(r.bytes_ratio)} | {_ratio(l2)} | {_ratio(warm)} | "
+                   f"{r.bound} → {r.measured_bound} | {level_text(r)}{' ✗' if r.level_agree is False else ''} |")
     return "\n".join(out) + "\n"
 
 

@@ -110,21 +110,24 @@ class CounterRunSpec:
     launch_count: int | None
     log_path: str
     report_path: str | None = None
+    cache_control: str = "all"  # "none": the caches as the program left them (capture/ncu/warm.py)
 
 
 def ncu_command(info: NcuInfo, spec: CounterRunSpec, child_argv: list[str]) -> tuple[list[str], list[str]]:
     """(the command line, notes on options this ncu lacks).
 
     --clock-control none: rooflines need the clocks the program really runs at (ncu locks them to
-    base by default). --cache-control all: caches flushed before each replay pass, so counters do
-    not depend on the pass order (DRAM bytes are cold-cache). --profile-from-start off: only
-    launches between cudaProfilerStart and Stop (the counted region) are seen or numbered.
+    base by default). --cache-control all (spec.cache_control): caches flushed before each replay
+    pass, so counters do not depend on the pass order (DRAM bytes are cold-cache); "none" for the
+    warm run, one pass per launch (capture/ncu/warm.py). --profile-from-start off: only launches
+    between cudaProfilerStart and Stop (the counted region) are seen or numbered.
     """
     notes: list[str] = []
     cmd = [info.path, "--profile-from-start", "off", "--clock-control", "none",
            "--metrics", ",".join(spec.metrics), "--csv", "--page", "raw", "--log-file", spec.log_path]
     optional: list[tuple[str, list[str], str]] = [
-        ("--cache-control", ["--cache-control", "all"], "caches are not flushed between replay passes"),
+        ("--cache-control", ["--cache-control", spec.cache_control],
+         "caches are not flushed between replay passes" if spec.cache_control == "all" else ""),
         ("--print-units", ["--print-units", "base"], ""),
         ("--target-processes", ["--target-processes", "application-only"], ""),
         ("--rename-kernels", ["--rename-kernels", "off"], ""),

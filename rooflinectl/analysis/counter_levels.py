@@ -1,0 +1,94 @@
+"""The memory level the counters say, and how often the analytic guess agreed with it.
+
+Pure functions, DataFrame in, DataFrame out. The warm-cache run (capture/ncu/warm.py) measures a
+group's DRAM bytes with the caches as the program left them (`dram_bytes_warm`). A group is
+L2-served when its warm DRAM bytes are under L2_SERVED_SHARE of its traffic, the smaller of the
+minimum traffic (`bytes`) and the cold-cache DRAM bytes (`dram_bytes`, caches flushed): the
+smaller, so that a model that over-counts bytes is not mistaken for a cache that served them.
+
+Why half: the level names where most of the bytes came from. A row held to the L2 roof is never
+put above its roof by its bytes (the L2 roof is the faster one); a row held to DRAM whose warm
+DRAM bytes are a share s of its traffic can sit up to 1/s above the DRAM roof, when L2 serves the
+rest for free. Half bounds that at 2x while a group that moved most of its bytes from DRAM is
+still compared with DRAM (the roof it can really reach); rows above their roof stay flagged
+(`suspect`). A group without a warm figure keeps the analytic guess (analysis/memory_levels.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+L2_SERVED_SHARE = 0.5  # warm DRAM bytes under this share of the traffic: the cache served the group
+DECIDED_LEVELS = ("dram", "l2", "cache")  # levels the counters may replace (not a copy's host or peer link)
+
+
+def counters_levels(table: pd.DataFrame, cache_level: str = "l2") -> pd.Series:
+    """Per row, the level the warm counters say (cache_level or "dram"), '' where there is no
+    warm figure, no traffic to compare it with, or the row is a copy over a link."""
+    warm = _column(table, "dram_bytes_warm")
+    traffic = np.fmin(_column(table, "bytes"), _column(table, "dram_bytes"))  # fmin: NaN only when both are
+    level = np.where(warm < L2_SERVED_SHARE * traffic, cache_level, "dram").astype(object)
+    known = ~np.isnan(warm) & (traffic > 0)
+    if "memory_level" in table.columns:
+        known &= table["memory_level"].isin(DECIDED_LEVELS).to_numpy()
+    level[~known] = ""
+    return pd.Series(level, index=table.index, dtype=object)
+
+
+def with_counters_levels(table: pd.DataFrame, cache_level: str = "l2") -> pd.DataFrame:
+    """The table with `memory_level` from the counters where they decide (`memory_level_source`
+    counters), the analytic guess kept in `memory_level_analytic` for every row."""
+    out = table.copy()
+    analytic = out["memory_level"] if "memory_level" in out.columns else pd.Series("dram", index=out.index)
+    if "memory_level_source" in out.columns and "memory_level_analytic" in out.columns:
+        redone = out["memory_level_source"] == "counters"  # placed before: its analytic guess is kept aside
+        analytic = analytic.where(~redone, out["memory_level_analytic"])
+    out["memory_level_analytic"] = analytic.fillna("dram").replace("", "dram")
+    out["memory_level"] = out["memory_level_analytic"]
+    levels = counters_levels(out, cache_level)
+    decided = levels != ""
+    out.loc[decided, "memory_level"] = levels[decided]
+    out["memory_level_source"] = np.where(decided, "counters", "analytic")
+    return out
+
+
+def level_agreement(table: pd.DataFrame) -> dict[str, float | int | None]:
+    """Over memory-bound groups whose level the counters decided: the share of their time where
+    the analytic guess names the same level, the share of all memory-bound time they cover, and
+    how many groups each says are cache-served."""
+    if "memory_level_source" not in table.columns or not len(table):
+        return {"level_agree_time_share": None, "level_compared_time_share": None, "level_groups": 0,
+                "cache_groups_counters": 0, "cache_groups_analytic": 0}
+    costed = ~table["cost_source"].isin(["none", "ncu"]) if "cost_source" in table.columns else True
+    memory = table[(table["bound"] == "memory") & costed]  # rows the analytic tier costed, so could place
+    decided = memory[memory["memory_level_source"] == "counters"]
+    time_s = decided["time_s"].astype(float)
+    same = decided["memory_level"] == decided["memory_level_analytic"]
+    compared_s, memory_s = float(time_s.sum()), float(memory["time_s"].astype(float).sum())
+    cached = ("l2", "cache")
+    return {
+        "level_agree_time_share": float(time_s[same].sum()) / compared_s if compared_s > 0 else None,
+        "level_compared_time_share": compared_s / memory_s if memory_s > 0 else None,
+        "level_groups": int(len(decided)),
+        "cache_groups_counters": int(decided["memory_level"].isin(cached).sum()),
+        "cache_groups_analytic": int(decided["memory_level_analytic"].isin(cached).sum()),
+    }
+
+
+def level_summary(table: pd.DataFrame) -> dict[str, int]:
+    """For summary["counters"]: groups with a warm figure, and of those how many each tier holds
+    to the cache."""
+    if "memory_level_source" not in table.columns:
+        return {"rows_warm": 0, "rows_cache_counters": 0, "rows_cache_analytic": 0}
+    decided = table[table["memory_level_source"] == "counters"]
+    cached = ("l2", "cache")
+    return {"rows_warm": int(decided.shape[0]),
+            "rows_cache_counters": int(decided["memory_level"].isin(cached).sum()),
+            "rows_cache_analytic": int(decided["memory_level_analytic"].isin(cached).sum())}
+
+
+def _column(table: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in table.columns:
+        return np.full(len(table), np.nan)
+    return pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=float)

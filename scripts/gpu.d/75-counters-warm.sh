@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Counters decide the memory level (issue 29): `profile --counters ncu` now runs ncu twice, the
+# cold run (caches flushed, every metric) and a warm one (--cache-control none, DRAM bytes only,
+# one pass per launch). First the two loops of scripts/counters_warm_loop.py (16 MB: L2; 1 GiB:
+# DRAM), then three real training scripts at small sizes (Llama-style, GPT-2, ResNet-50) and
+# `validate` on each. FIGURE lines (scripts/counters_warm_figures.py): the warm run, the share of
+# memory-bound time where the analytic level matches the counters' (target >= 90%), groups
+# L2-served by counters and by the analytic guess, rows above their roof by more than 3%.
+# Expected runtime (not yet measured): ceilings cached by piece 10, else ~30 s; the loops ~30 s;
+# each training script 60-120 s (the profiled run, then ncu twice: cold replays of ~100-200
+# sampled launches at ~0.4 s each, the warm run one pass each), each cut at 150 s: about 5-6
+# minutes for all three, so run it as `GPU_PIECES=75 PIECE_TIMEOUT_S=500 GPU_TESTS=0 bash
+# scripts/gpu-check`. In ~150 s: COUNTERS_WARM_MODELS=llama. COUNTERS_WARM_MODELS="llama gpt2
+# resnet" picks the training scripts (in that order); COUNTERS_WARM_LAUNCHES=N caps the launches ncu
+# measures per script (default: 1000; ResNet-50 120, its ~250 sampling classes would take minutes).
+set -u -o pipefail
+out="${PIECE_OUT:-${OUT_DIR:-.}/75-counters-warm}"
+mkdir -p "$out"
+export PATH="$PATH:/usr/local/cuda/bin"
+rl() { python3 -m rooflinectl "$@"; }
+RL=(python3 -m rooflinectl)  # for `timeout`, which cannot run a shell function
+start=$(date +%s)
+step() { echo "-- [$(( $(date +%s) - start )) s] $*"; }
+rc=0
+
+step "ceilings --measure (cached when piece 10 ran: the L2 roof the levels need)"
+rl ceilings --measure --budget-s 40 > "$out/ceilings.txt" 2>&1 || echo "ceilings: exit $?"
+grep -E "^memory\.(dram|l2) " "$out/ceilings.txt" | head -4
+
+loop() {  # small | big
+  step "loop $1: scripts/counters_warm_loop.py:$1 --counters ncu"
+  timeout 60 "${RL[@]}" profile "scripts/counters_warm_loop.py:$1" --counters ncu --warmup 2 --iters 4 \
+    -o "$out/loop-$1.profile.json" --top 4 > "$out/loop-$1.txt" 2>&1 || { echo "loop $1: exit $?"; tail -5 "$out/loop-$1.txt"; rc=1; }
+  [ -f "$out/loop-$1.profile.json" ] && python3 - "$1" "$out/loop-$1.profile.json" <<'PY' || rc=1
+import sys
+from rooflinectl.outputs.profile_file import load_profile
+name, path = sys.argv[1:]
+data = load_profile(path)
+warm = (data.summary.get("counters") or {}).get("warm")
+print(f"FIGURE loop {name} warm run: {warm}")
+rows = data.kernels[data.kernels["op"].isin(["aten::mul_", "aten::add_"])]
+for r in rows.itertuples():
+    print(f"FIGURE loop {name} {r.op} {r.shapes}: bytes {r.bytes / 1e6:.1f} MB, cold DRAM {r.dram_bytes / 1e6:.1f} MB, "
+          f"warm DRAM {r.dram_bytes_warm / 1e6:.1f} MB; level {r.memory_level} ({r.memory_level_source}; analytic "
+          f"{r.memory_level_analytic}); efficiency {r.efficiency:.3f}")
+want = "l2" if name == "small" else "dram"
+ok = len(rows) == 2 and (rows["memory_level_source"] == "counters").all() and (rows["memory_level"] == want).all()
+print(f"CHECK loop {name}: " + ("ok" if ok else f"FAILED: expected every row held to {want} by the counters"))
+sys.exit(0 if ok else 1)
+PY
+}
+loop small
+loop big
+
+model() {  # name launches script args...
+  local name=$1 launches=$2 script=$3
+  shift 3
+  step "$name: rooflinectl profile examples/real/$script --counters ncu -- $*"
+  timeout 150 "${RL[@]}" profile "examples/real/$script" --counters ncu --ncu-launch-count "$launches" \
+    -o "$out/$name.profile.json" --top 8 -- "$@" \
+    > "$out/$name.txt" 2>&1 || { echo "$name profile: exit $?"; grep -v '^USDT' "$out/$name.txt" | tail -8; rc=1; }
+  grep -E "^counters:" "$out/$name.txt" | grep -v "launches measured (" | head -6
+  [ -f "$out/$name.profile.json" ] || return
+  rl validate "$out/$name.profile.json" --format json > "$out/$name.validate.json" 2> "$out/$name.validate.err" \
+    || echo "validate $name: exit $?"
+  rl validate "$out/$name.profile.json" --format markdown --top 30 > "$out/$name.validate.md" 2>&1
+  grep -E "^- (memory level|compared)" "$out/$name.validate.md"
+  python3 scripts/counters_warm_figures.py "$name" "$out/$name.profile.json" || rc=1
+}
+for m in ${COUNTERS_WARM_MODELS:-llama gpt2 resnet}; do
+  case $m in
+    llama) model llama "${COUNTERS_WARM_LAUNCHES:-1000}" llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
+    gpt2) model gpt2 "${COUNTERS_WARM_LAUNCHES:-1000}" gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
+    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-120}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
+  esac
+done
+step "done"
+exit $rc
