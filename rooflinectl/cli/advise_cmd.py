@@ -10,6 +10,7 @@ Setting a threshold (--min-efficiency, --max-unknown-share, --max-launch-overhea
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -55,14 +56,30 @@ def thresholds_from(values: dict[str, Any]) -> Thresholds:
     return Thresholds(**kwargs)
 
 
-def rules_help() -> str:
-    """Every rule with its kind and its documented estimate."""
+def _paragraphs(doc: str) -> list[str]:
+    """A rule's docstring as paragraphs: blank lines and each `Estimate:` start a new one."""
+    paragraphs: list[list[str]] = [[]]
+    for line in (raw.strip() for raw in doc.splitlines()):
+        if not line or line.startswith("Estimate:"):
+            paragraphs.append([])
+        if line:
+            paragraphs[-1].append(line)
+    return [" ".join(p) for p in paragraphs if p]
+
+
+def rules_help(width: int = 80) -> str:
+    """Every rule with its kind and its documented estimate, wrapped to `width` columns between
+    words (a rule id or a shape is never cut)."""
+    wrap = textwrap.TextWrapper(width=width, break_long_words=False, break_on_hyphens=False)
+    indented = textwrap.TextWrapper(width=width, initial_indent="    ", subsequent_indent="    ",
+                                    break_long_words=False, break_on_hyphens=False)
     lines = []
     for rule_id in sorted(RULES):
         entry = RULES[rule_id]
         kind = f"gate, --{entry.threshold.replace('_', '-')}" if entry.gate else entry.severity
-        lines.append(f"{rule_id} ({kind}): {entry.title}")
-        lines += [f"    {line.strip()}" for line in entry.doc.splitlines() if line.strip()]
+        lines += wrap.wrap(f"{rule_id} ({kind}): {entry.title}")
+        for paragraph in _paragraphs(entry.doc):
+            lines += indented.wrap(paragraph)
         lines.append("")
     return "\n".join(lines)
 
@@ -116,7 +133,7 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
     incomplete profile (its run failed, or it recorded no kernels).
     """
     if list_rules:
-        click.echo(rules_help())
+        click.echo(rules_help(min(terminal_width(), 100)))
         return
     try:
         if report_link is not None and fmt != "markdown":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import pandas as pd
@@ -35,6 +36,7 @@ SPREAD = "ranks"  # a table merged across ranks: the fastest and slowest rank's 
 # The two name columns of each view: what the row is, and what it holds
 NAME_COLUMNS = {"kernel": ("kernel", "op · shapes"), "op": ("op", "shapes"), "module": ("module", "ops")}
 MIN_NAME_WIDTH = (24, 26)
+_MIN_TEXT = 12  # the narrowest a text column gets, however narrow the terminal
 _PADDING = 2  # the box's divider and one space of padding between two columns
 
 def _calls_text(calls: float) -> str:
@@ -69,14 +71,24 @@ def ellipsize_left(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else "…" + text[len(text) - max(1, max_chars - 1):]
 
 
+_SPACE_IN_SHAPE = re.compile(r"(?<=,) +(?=[^\[\]]*\])")
+
+
+def shapes_unbroken(text: str, max_chars: int) -> str:
+    """Shapes that do not fit drop the spaces after their commas (`[64,768] x [768,50257]`), so a
+    narrow column wraps between shapes, never inside one."""
+    return text if len(text) <= max_chars else _SPACE_IN_SHAPE.sub("", text)
+
+
 def _name_cells(row: Any, by: str, widths: tuple[int, int]) -> tuple[str, str]:
     """The two name cells, abbreviated to fit (kernel names by the rules of plot_names)."""
     if by == "module":
         return ellipsize_left(str(row.module) or "(no module)", widths[0]), str(row.op)
     if by == "op":
-        return ellipsize(str(row.op), widths[0]), str(row.shapes)
-    detail = " · ".join(p for p in (row.op if row.op != row.kernel else "", row.shapes) if p)
-    return shorten_kernel_name(str(row.kernel), max_chars=widths[0]), detail
+        return ellipsize(str(row.op), widths[0]), shapes_unbroken(str(row.shapes), widths[1])
+    op = ellipsize(str(row.op), widths[1]) if row.op != row.kernel else ""  # a name is cut with "…", never folded
+    detail = " · ".join(p for p in (op, row.shapes) if p)
+    return shorten_kernel_name(str(row.kernel), max_chars=widths[0]), shapes_unbroken(detail, widths[1])
 
 
 def fit_columns(widths: dict[str, int], names: tuple[int, int], width: int | None,
@@ -97,7 +109,11 @@ def fit_columns(widths: dict[str, int], names: tuple[int, int], width: int | Non
         if room() >= min(names[0], min_names[0]) + min(names[1], min_names[1]):
             break
         shown.remove(column)
-    left = max(room(), sum(min_names))
+    if room() < sum(min_names):  # nothing more gives way: the text columns share what is left, as rich would
+        left = max(room(), 2 * _MIN_TEXT)
+        first = max(_MIN_TEXT, min(names[0], min_names[0], left - _MIN_TEXT))
+        return shown, (first, left - first)
+    left = room()
     first = min(names[0], max(min_names[0], left - min(names[1], max(min_names[1], left // 2))))
     return shown, (first, max(min_names[1], left - first))
 
