@@ -188,8 +188,10 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         command=command_line))
     writer = ProfileWriter(profile_target, output, list(command_line), iterations_mode,
                            builder=pipeline.build_capture)
-    # a status line on this terminal (not for -q, -o -, or the ranks of a distributed job)
-    with status_line(enabled=not quiet and not to_stdout and ranks is None) as line:
+    # a status line on this terminal (not for -q, -o -, or the ranks of a distributed job); notices
+    # (the script's own profiler taken over) on stderr unless -q, from rank 0 only
+    speaks_now = ranks is None or ranks["rank"] == 0
+    with status_line(enabled=not quiet and not to_stdout and ranks is None, notices=not quiet and speaks_now) as line:
         line.workload(f"profiling {target} ({pipeline.device_kind}); the table follows when it ends")
         with script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout:
             writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output
