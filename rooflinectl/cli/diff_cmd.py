@@ -5,7 +5,8 @@ input error (unreadable or invalid profile); 5 --fail-on-regression on an incomp
 A regression: the total (window, else kernel time, per iteration; kernel time too when a profile's
 window was measured on the host, before 2026-11-29) grew more than PCT percent, or
 a matched group grew more than PCT percent and by at least 1% of the base kernel time (smaller
-changes are noise).
+changes are noise), and in both cases the change is outside its 95% interval from the profiles'
+per-iteration times (analysis/noise.py; a change above PCT inside it is said, not failed).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ FORMATS = ("table", "markdown", "json", "github", "junit")
 @click.option("--format", "fmt", type=FormatChoice(FORMATS), default="table", show_default=True,
               help="table (terminal), markdown (PR comment), json, github (annotations), junit (XML).")
 @click.option("--fail-on-regression", "pct", type=FiniteFloatRange(min=0), default=None, metavar="PCT",
-              help="Exit 1 when the total, or a group, got more than PCT percent slower.")
+              help="Exit 1 when the total, or a group, got more than PCT percent slower, outside the noise "
+                   "(the 95% interval from both profiles' iteration times).")
 @click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Groups to show (0: all).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="pyproject.toml with [tool.rooflinectl] fail_on_regression (default: nearest above cwd).")
@@ -55,6 +57,9 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
 
     BASE and NEW are profile files, or each the rank profiles of one job (a folder or a quoted
     glob): their kernel tables averaged over the ranks are compared.
+
+    Each change comes with a 95% interval from the iteration times both profiles hold; a change
+    inside it is the runs' own variation, not a regression.
 
     Exit codes: 0 no regression above PCT; 1 regression; 2 usage or input error; 5 a gate on an
     incomplete profile (its run failed, or it recorded no kernels).
