@@ -214,7 +214,26 @@ def summary_text(data: ProfileData) -> Text:
     if above:
         lines.append(f"{above} row(s) above their roof (marked !): a count is wrong there (`advise` names it); "
                      "left out of efficiency aggregates and gates")
+        stale = stale_roofs_line(c)
+        if stale:
+            lines.append(stale)
     return Text("\n".join(lines))
+
+
+def stale_roofs_line(c: Ceilings) -> str | None:
+    """For rows above their roof: the measured roofs come from a cache that may be stale (measured
+    on a busy machine, or before a driver or clock change). None when no roof is measured."""
+    measured = [r for r in [*c.memory_bytes_per_s.values(), *c.compute_flops_per_s.values()] if r.source == "measured"]
+    if not measured:
+        return None
+    from rooflinectl.ceilings.conditions import busy_reason, conditions_text
+
+    conditions = c.details.get("measured_conditions")
+    when = c.details.get("measured_at") or "date not known"
+    taken = f"{when}, {conditions_text(conditions)}" if conditions else f"{when}, load not recorded"
+    busy = busy_reason(conditions or {})
+    return (f"the measured roofs come from a cached measurement ({taken}{'; busy: ' + busy if busy else ''}) "
+            "that may be stale: `rooflinectl ceilings --measure --refresh` measures them again")
 
 
 def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int, by: str = "kernel", width: int | None = None,
