@@ -128,7 +128,8 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
     profiles of one job (a folder, a glob, a list) are advised together, with the rules about
     communication and stragglers.
 
-    Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error;
+    Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error
+    (--verify of a profile recorded on a CPU: there are no GPU ops to rebuild);
     3 --verify on a machine without a GPU, or on another GPU than the profile's; 5 a gate on an
     incomplete profile (its run failed, or it recorded no kernels).
     """
