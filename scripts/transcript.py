@@ -37,7 +37,7 @@ def commands(device: str, small: bool) -> list[list[str]]:
         ["show", "--top", "10"],
         ["advise"],
         ["profile", SCRIPT, "-o", "again.profile.json", "--top", "5", "--", *script_args],
-        ["diff", "rooflinectl.profile.json", "again.profile.json"],
+        ["diff", "rooflinectl.profile.json", "again.profile.json", "--fail-on-regression", "5", "--top", "8"],
     ]
 
 

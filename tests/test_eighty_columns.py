@@ -64,3 +64,13 @@ def test_rules_list_wraps_to_the_width() -> None:
     words = " ".join(text.split())
     for entry in RULES.values():
         assert " ".join(entry.doc.split()) in words
+
+
+def test_diff_group_cells_keep_shapes_whole_and_the_module_end() -> None:
+    lines = _lines("diff", str(DATA / "h200_attention_naive.profile.json"), str(DATA / "h200_attention_sdpa.profile.json"))
+    cells = [line.split("│")[1] for line in lines if line.startswith("│")]
+    assert len(cells) > 6
+    for cell in cells:
+        assert cell.count("[") == cell.count("]"), cell
+    modules = [c.strip() for c in cells if c.strip().startswith("@ ")]
+    assert modules and all(not m.endswith("…") for m in modules)  # cut from the left, if at all

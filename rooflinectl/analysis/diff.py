@@ -39,6 +39,9 @@ class GroupChange:
     base_bound: str
     new_bound: str
     perf_ratio: float  # achieved FLOP/s (or B/s when no FLOPs) new / base: the vertical move
+    name: str = ""  # the label's parts, for a narrow table: op (else kernel), module, shapes
+    module: str = ""
+    shapes: str = ""
 
     @property
     def delta_s(self) -> float:
@@ -136,6 +139,8 @@ def _change(pair: pd.Series) -> GroupChange:
         base_intensity=_ratio(b["flops"], b["bytes"]), new_intensity=_ratio(n["flops"], n["bytes"]),
         base_bound=pair["bound_base"], new_bound=pair["bound_new"],
         perf_ratio=rate_n / rate_b if rate_b > 0 and rate_n > 0 else math.nan,
+        name=str(pair["op_new"] or pair["kernel_new"]), module=str(pair["module_new"] or ""),
+        shapes=str(pair["shapes_new"] or ""),
     )
 
 

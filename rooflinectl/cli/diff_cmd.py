@@ -80,7 +80,8 @@ def command(ctx: click.Context, base: str, new: str, fmt: str, pct: float | None
         ctx.exit(exc.exit_code)
         return
     if fmt == "table":
-        show_or_write(diff_renderable(report, pct, top), output, terminal_width(), inputs=inputs, force=force)
+        width = terminal_width()
+        show_or_write(diff_renderable(report, pct, top, width), output, width, inputs=inputs, force=force)
     else:
         text = {
             "json": lambda: json.dumps(diff_dict(report, pct), indent=1) + "\n",

@@ -6,6 +6,7 @@ Renderers return strings, dicts or rich renderables; they never print and comput
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict
 from typing import Any
 
@@ -91,15 +92,38 @@ def _headline(report: DiffReport, pct: float | None) -> str:
     return headline + "."
 
 
-def diff_renderable(report: DiffReport, pct: float | None = None, top: int = 20) -> RenderableType:
-    """A rich table of the largest changes, then new and vanished groups and the verdict."""
+def _label_cell(g: GroupChange, chars: int) -> Text:
+    """The group on up to three lines (op; module, cut from the left to `chars`; shapes without
+    the spaces after their commas), so a narrow column wraps between shapes and keeps a module's end."""
+    if not g.name:
+        return rich_text(g.label)
+    lines = [g.name]
+    if g.module:
+        room = max(chars - 2, 6)
+        lines.append("@ " + (g.module if len(g.module) <= room else "…" + g.module[len(g.module) - room + 1:]))
+    if g.shapes:
+        lines.append(re.sub(r"(?<=,) +(?=[^\[\]]*\])", "", g.shapes))
+    return Text("\n").join(rich_text(line) for line in lines)  # each part escaped, the breaks ours
+
+
+NARROW = 100  # below this many columns the table leaves out `match` and fits the group to what is left
+
+
+def diff_renderable(report: DiffReport, pct: float | None = None, top: int = 20, width: int | None = None) -> RenderableType:
+    """A rich table of the largest changes, then new and vanished groups and the verdict; fitted
+    to `width` columns (None: as wide as the names)."""
+    narrow = width is not None and width < NARROW
+    label_chars = max(12, width - 61) if narrow and width is not None else 40
     table = Table(title="rooflinectl diff", title_justify="left")
-    for name in ("group", "base", "new", "change", "roofline move", "match"):
-        table.add_column(name, justify="right" if name in ("base", "new", "change") else "left")
+    names = ("group", "base", "new", "change", "roofline move") + (() if narrow else ("match",))
+    for name in names:
+        table.add_column(name, justify="right" if name in ("base", "new", "change") else "left",
+                         width=label_chars if name == "group" and width is not None else None)
     for g in report.changed if top == 0 else report.changed[:top]:
         style = "red" if g.delta_s > 0 else "green"
-        table.add_row(rich_text(g.label), _ms(g.base_time_s), _ms(g.new_time_s),
-                      Text(_pct(g.delta_pct), style=style), rich_text(movement(g)), rich_text(g.match))
+        cells = [_label_cell(g, label_chars), _ms(g.base_time_s), _ms(g.new_time_s), Text(_pct(g.delta_pct), style=style),
+                 rich_text(movement(g))]
+        table.add_row(*cells, *(() if narrow else (rich_text(g.match),)))
     parts: list[RenderableType] = [table] if report.changed else [Text("No group matched between the two profiles.")]
     for title, rows in (("new", report.new), ("vanished", report.vanished)):
         for r in rows if top == 0 else rows[:top]:
