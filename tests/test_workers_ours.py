@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 from rooflinectl.capture.workers import counting_workers
@@ -75,3 +76,32 @@ def test_a_user_folder_named_like_a_library_is_still_the_users(tmp_path: Path) -
     user_file = str(tmp_path / "triton" / "train.py")
     code = compile("t = threading.Thread(target=lambda: None); t.start(); t.join()\n", user_file, "exec")
     assert _counts(lambda: exec(code, {"threading": threading})) == (1, 0)
+
+
+GPU_SCRIPT = """import torch
+x = torch.randn(1024, 1024, device="cuda")
+f = torch.compile(lambda a: (a @ a).relu().sum(dim=0))
+for _ in range(8):
+    y = f(x)
+torch.cuda.synchronize()
+print("done")
+"""
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_nothing_of_ours_or_the_compilers_is_counted(tmp_path: Path) -> None:
+    """A compiled CUDA script under the NVML sampler: Inductor's compile workers and our sampler's
+    thread are not 'threads the profiler does not follow'."""
+    from click.testing import CliRunner
+
+    from rooflinectl.cli.main import main
+    from rooflinectl.outputs.profile_file import load_profile
+
+    script = tmp_path / "compiled.py"
+    script.write_text(GPU_SCRIPT)
+    out = tmp_path / "p.json"
+    result = CliRunner().invoke(main, ["profile", str(script), "-o", str(out), "--device", "cuda"])
+    assert result.exit_code == 0, result.output
+    data = load_profile(out)
+    assert (data.metadata["threads_started"], data.metadata["processes_started"]) == (0, 0), result.output
+    assert "does not follow" not in result.output
