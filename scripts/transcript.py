@@ -8,7 +8,8 @@ user types there (`rooflinectl profile examples/real/gpt2_forward.py -- ...`). W
 OUT_DIR/transcript.md (the markdown docs/transcript.md holds: device, date, each command and its
 output, stdout and stderr together, in a code block) and prints CHECK lines: each command's exit
 code, and rooflinectl's own lines (the script's TIMING/OUTPUT lines are the user's) within 80
-columns with no trailing spaces.
+columns with no trailing spaces; a FIGURE line with diff's step interval for the two profiles of
+the same script, and a CHECK that --fail-on-regression 5 does not fail on them.
 """
 
 from __future__ import annotations
@@ -56,6 +57,28 @@ def bad_lines(output: str) -> list[str]:
             if not line.startswith(USER_LINE_PREFIXES) and (len(line) > WIDTH or line != line.rstrip())]
 
 
+def noise_figure(session: Path) -> bool:
+    """FIGURE: diff's step interval for the two profiles of the same script; CHECK: no regression
+    outside the noise at 5% (the same script twice)."""
+    import json
+
+    rc, output = run_one(["diff", "rooflinectl.profile.json", "again.profile.json", "--fail-on-regression", "5",
+                          "--format", "json"], session)
+    try:
+        report = json.loads(output)
+    except ValueError:
+        print(f"CHECK diff --format json: exit {rc}, not JSON: FAILED")
+        return False
+    noise = report.get("noise") or {}
+    interval = report.get("step_interval_pct")
+    interval_text = f"{interval[0]:+.1f}% to {interval[1]:+.1f}%" if interval else "none"
+    print(f"FIGURE diff of the same script: total {report['measure']} {report['total_delta_pct']:+.1f}%, step "
+          f"95% interval {interval_text} from {noise.get('base_n')} and {noise.get('new_n')} "
+          f"{noise.get('source')}; regressions {report['regressions']}; within the noise {report['within_noise']}")
+    print(f"CHECK same script twice, --fail-on-regression 5: exit {rc} ({'ok' if rc == 0 else 'FAILED'})")
+    return rc == 0
+
+
 def header(device: str) -> str:
     import torch
 
@@ -101,6 +124,7 @@ def main() -> int:
             print(f"  {len(line)}: {line!r}")
         parts.append(f"\n```console\n$ COLUMNS=80 {shown}\n{output.rstrip()}\n")
         parts.append(f"$ echo $?\n{rc}\n```\n")
+    failed += not noise_figure(session)
     (args.out_dir / "transcript.md").write_text("".join(parts))
     print(f"CHECK transcript written to {args.out_dir / 'transcript.md'}: {'ok' if not failed else f'{failed} FAILED'}")
     return 1 if failed else 0
