@@ -74,3 +74,15 @@ def test_diff_group_cells_keep_shapes_whole_and_the_module_end() -> None:
         assert cell.count("[") == cell.count("]"), cell
     modules = [c.strip() for c in cells if c.strip().startswith("@ ")]
     assert modules and all(not m.endswith("…") for m in modules)  # cut from the left, if at all
+
+
+def test_top_level_help_lists_whole_descriptions_in_workflow_order() -> None:
+    lines = _lines("--help")
+    commands = lines[lines.index("Commands:") + 1:]
+    names = [line.split()[0] for line in commands if line.strip()]
+    assert names[:6] == ["profile", "analyse", "show", "plot", "advise", "diff"]
+    from rooflinectl.cli.main import COMMANDS
+
+    for line in commands:
+        name = line.split()[0]
+        assert line.split(None, 1)[1].strip() == COMMANDS[name][1].strip(), line  # whole, not cut with "..."
