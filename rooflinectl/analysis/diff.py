@@ -82,9 +82,11 @@ class DiffReport:
 
     def group_regressed(self, g: GroupChange, pct: float) -> bool:
         """More than pct percent slower, by at least MIN_GROUP_SHARE of the base kernel time, and
-        outside the noise (the step's relative interval around the group's change)."""
-        return self._group_grew(g, pct) and (self.noise is None or not math.isfinite(g.delta_pct)
-                                             or self.noise.slower(g.delta_pct))
+        outside the noise: the step's relative interval around the group's change above no change,
+        and more time added than the step's own variation in seconds (analysis/noise.py)."""
+        if not self._group_grew(g, pct) or self.noise is None or not math.isfinite(g.delta_pct):
+            return self._group_grew(g, pct)
+        return self.noise.slower(g.delta_pct) and g.delta_s > self.noise.step_noise_s()
 
     def _group_grew(self, g: GroupChange, pct: float) -> bool:
         return g.delta_pct > pct and g.delta_s >= MIN_GROUP_SHARE * self.base_kernel_s
@@ -110,7 +112,9 @@ class DiffReport:
         out = []
         if self.total_delta_pct > pct and not self.total_regressed(pct):
             out.append(f"total {self.measure} {self.total_delta_pct:+.1f}%{self._noise_text()}")
-        out += [f"{g.label} {g.delta_pct:+.1f}%{self._noise_text(g.delta_pct)}"
+        floor_s = self.noise.step_noise_s() if self.noise is not None else 0.0
+        out += [f"{g.label} {g.delta_pct:+.1f}% (+{g.delta_s * 1e3:.3f} ms{self._noise_text(g.delta_pct)}; "
+                f"the step itself varies by {floor_s * 1e3:.3f} ms)"
                 for g in self.changed if self._group_grew(g, pct) and not self.group_regressed(g, pct)]
         return out
 

@@ -10,9 +10,10 @@ Method (what `diff` prints and gates on):
   and a 95% Student t interval, ratio x exp(+-t se). `diff` prints it beside the total it
   compares (window or kernel time per iteration, from the profiled iterations), and gates the
   total on it: a total regression needs the step's interval wholly above no change.
-- A group's time per iteration is a total, without per-iteration samples: its interval is the
-  step's relative width around its own change, a floor on its noise (a small group can be
-  noisier than the step, as a short CPU op on a loaded machine is).
+- A group's time per iteration is a total, without per-iteration samples. Two floors stand for
+  its noise: the step's relative width around the group's own change (a big group), and the
+  step's variation in seconds (a small group: a short CPU op on a loaded machine can double
+  while the step hides it). A group regresses only past both.
 - Iterations of one run are not independent draws of another run (clocks, other processes, the
   machine's load change between runs): the interval says what the runs' own variation allows, no
   more. A change outside it on a loaded machine can still be the load.
@@ -50,6 +51,7 @@ class Noise:
     source: str  # "un-profiled steps" or "profiled iterations"
     base_n: int
     new_n: int
+    base_mean_s: float = 0.0  # the base's mean step time, seconds
 
     @property
     def change_pct(self) -> float:
@@ -70,6 +72,11 @@ class Noise:
     def slower(self, change_pct: float | None = None) -> bool:
         """The interval lies wholly above no change: the step (or the group) did get slower."""
         return self.interval_pct(change_pct)[0] > 0.0
+
+    def step_noise_s(self) -> float:
+        """The step's own variation in seconds (base mean x the interval's upper relative width):
+        a group that adds less than this to the step is not told apart from it."""
+        return self.base_mean_s * (math.exp(self.half_width_log) - 1.0)
 
     def describe(self) -> str:
         return f"95% interval from {self.base_n} and {self.new_n} {self.source}"
@@ -99,6 +106,6 @@ def step_noise(base: dict[str, Any], new: dict[str, Any]) -> Noise | None:
     se = math.sqrt(sum(parts))
     ratio = float(np.mean(n) / np.mean(b))
     if se == 0.0:
-        return Noise(ratio, 0.0, source, len(b), len(n))
+        return Noise(ratio, 0.0, source, len(b), len(n), float(np.mean(b)))
     df = se**4 / sum(p**2 / (len(x) - 1) for p, x in zip(parts, (b, n)) if p > 0)
-    return Noise(ratio, t975(df) * se, source, len(b), len(n))
+    return Noise(ratio, t975(df) * se, source, len(b), len(n), float(np.mean(b)))
