@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import tempfile
 import warnings
@@ -109,18 +110,23 @@ class Profile:
 def profile(fn: Callable[..., Any] | str, *args: Any, warmup: int = 3, iters: int = 10, device: str = "auto",
             script_args: tuple[str, ...] | list[str] = (), profile_steps: str = "auto", iterations: str = "auto",
             save_trace: str | None = None, save_capture: str | None = None, counters: str = "none",
-            ceilings: Ceilings | None = None, **kwargs: Any) -> Profile:
-    """Profile fn(*args, **kwargs): `warmup` calls, then `iters` calls timed without the profiler
+            ceilings: Ceilings | None = None, fn_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> Profile:
+    """Profile fn(*args, **kwargs, **fn_kwargs): `warmup` calls, then `iters` calls timed without the profiler
     and `iters` profiled (Profile.step_times() gives both). fn may also be a target as
     `rooflinectl profile` takes it: a script (run with script_args, sampled as --profile-steps
     says) or "FILE.py:FUNCTION". The same pipeline as the CLI (rooflinectl/profiling.py):
     iterations, save_trace (the annotated Chrome trace), save_capture and counters ("ncu",
     "auto"; file targets only) mean what the CLI's options mean. Held to `ceilings` when given
     (the pytest plugin passes the roofs it measured once per session), else to this device's
-    current ones."""
+    current ones.
+
+    The options above are rooflinectl's, by keyword only; every other keyword goes to fn. A
+    keyword of fn's own with an option's name (fn(x, device=...)) goes in fn_kwargs:
+    `profile(fn, x, fn_kwargs={"device": "cuda"})`; passing it bare is said in a warning."""
     from rooflinectl.profiling import ProfilePipeline, ProfileRequest
     from rooflinectl.profiling_counters import CounterOptions
 
+    kwargs = _function_kwargs(fn, kwargs, fn_kwargs, _passed_options(locals()))
     is_target = isinstance(fn, str)
     name = fn if is_target else getattr(fn, "__qualname__", repr(fn))
     request = ProfileRequest(target=fn if is_target else None, script_args=tuple(script_args),
@@ -135,6 +141,38 @@ def profile(fn: Callable[..., Any] | str, *args: Any, warmup: int = 3, iters: in
     if result.counters_problem is not None and counters == "ncu":
         raise result.counters_problem
     return Profile(result.data)
+
+
+OPTION_DEFAULTS = {"warmup": 3, "iters": 10, "device": "auto", "script_args": (), "profile_steps": "auto",
+                   "iterations": "auto", "save_trace": None, "save_capture": None, "counters": "none", "ceilings": None}
+
+
+def _passed_options(scope: dict[str, Any]) -> list[str]:
+    """The options of profile() given a value other than their default."""
+    return [name for name, default in OPTION_DEFAULTS.items() if scope.get(name) is not default
+            and scope.get(name) != default]
+
+
+def _function_kwargs(fn: Any, kwargs: dict[str, Any], fn_kwargs: dict[str, Any] | None,
+                     passed: list[str]) -> dict[str, Any]:
+    """fn's keywords: the bare ones and fn_kwargs (a name in both is refused); a warning when an
+    option given to rooflinectl is also a parameter of fn (it went to rooflinectl, not to fn)."""
+    both = sorted(set(kwargs) & set(fn_kwargs or {}))
+    if both:
+        raise TypeError(f"rooflinectl.profile: {', '.join(both)} given both bare and in fn_kwargs")
+    if callable(fn) and passed:
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        shadowed = [name for name in passed if name in params and name not in (fn_kwargs or {})]
+        if shadowed:
+            names = ", ".join(shadowed)
+            warnings.warn(f"rooflinectl.profile: {names} went to rooflinectl, not to {getattr(fn, '__name__', 'fn')}, "
+                          f"which takes {'it' if len(shadowed) == 1 else 'them'} too: pass "
+                          f"fn_kwargs={{{', '.join(repr(n) + ': ...' for n in shadowed)}}} for the function's",
+                          UserWarning, stacklevel=3)
+    return {**kwargs, **(fn_kwargs or {})}
 
 
 def load(path: str) -> Profile:

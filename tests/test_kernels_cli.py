@@ -110,7 +110,8 @@ def test_the_table_fits_the_terminal_and_wide_shows_every_column(interpreted_les
 def test_list_names_every_lesson(interpreted_lessons) -> None:
     result = _invoke("--list", "--interpret")
     assert result.exit_code == 0, result.output
-    assert [line.split()[0] for line in result.output.splitlines()] == list(interpreted_lessons.LESSONS)
+    names = [line.split()[0] for line in result.output.splitlines() if not line.startswith(" ")]  # not a wrapped concept
+    assert names == list(interpreted_lessons.LESSONS)
 
 
 @pytest.mark.triton

@@ -1,7 +1,9 @@
 """Compare two profiles: per matched group (analysis/matching.py), the change in time and the
 move on the roofline; groups only in one profile; the totals and the regression verdict.
 
-Times are per iteration (matching.per_iteration). A group's efficiency is its roof time over its
+Times are per iteration (matching.per_iteration). Each change has a 95% interval from the
+per-iteration times both profiles hold (analysis/noise.py); a regression is a change past the
+threshold and outside that interval. A group's efficiency is its roof time over its
 time (summed over its rows), its intensity FLOPs over bytes: the same definitions as one row's.
 """
 
@@ -14,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.analysis.matching import match_groups, per_iteration
+from rooflinectl.analysis.noise import Noise, step_noise
 from rooflinectl.profile_model import ProfileData, incomplete_reason, iterations_of, stale_window
 
 MIN_GROUP_SHARE = 0.01  # a group regression counts only if it adds this share of the base total
@@ -36,6 +39,9 @@ class GroupChange:
     base_bound: str
     new_bound: str
     perf_ratio: float  # achieved FLOP/s (or B/s when no FLOPs) new / base: the vertical move
+    name: str = ""  # the label's parts, for a narrow table: op (else kernel), module, shapes
+    module: str = ""
+    shapes: str = ""
 
     @property
     def delta_s(self) -> float:
@@ -58,25 +64,58 @@ class DiffReport:
     new_kernel_s: float
     notes: list[str] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)  # "NEW: its run did not complete": no gate passes
+    noise: Noise | None = None  # the step time's interval (analysis/noise.py); None: too few iteration times
 
     @property
     def total_delta_pct(self) -> float:
         return 100.0 * (self.new_total_s - self.base_total_s) / self.base_total_s if self.base_total_s > 0 else 0.0
 
+    def interval_pct(self, change_pct: float | None = None) -> tuple[float, float] | None:
+        """The step's 95% interval (None: no samples); a group's: around its change_pct."""
+        if self.noise is None or (change_pct is not None and not math.isfinite(change_pct)):
+            return None
+        return self.noise.interval_pct(change_pct)
+
     def total_regressed(self, pct: float) -> bool:
-        return self.total_delta_pct > pct
+        """The total grew more than pct percent, and the step's own samples say it got slower."""
+        return self.total_delta_pct > pct and (self.noise is None or self.noise.slower())
 
     def group_regressed(self, g: GroupChange, pct: float) -> bool:
-        """More than pct percent slower, and by at least MIN_GROUP_SHARE of the base kernel time."""
+        """More than pct percent slower, by at least MIN_GROUP_SHARE of the base kernel time, and
+        outside the noise: the step's relative interval around the group's change above no change,
+        and more time added than the step's own variation in seconds (analysis/noise.py)."""
+        if not self._group_grew(g, pct) or self.noise is None or not math.isfinite(g.delta_pct):
+            return self._group_grew(g, pct)
+        return self.noise.slower(g.delta_pct) and g.delta_s > self.noise.step_noise_s()
+
+    def _group_grew(self, g: GroupChange, pct: float) -> bool:
         return g.delta_pct > pct and g.delta_s >= MIN_GROUP_SHARE * self.base_kernel_s
 
+    def _noise_text(self, change_pct: float | None = None) -> str:
+        interval = self.interval_pct(change_pct)
+        if interval is None or self.noise is None:
+            return ""
+        step = f"step {self.noise.change_pct:+.1f}%, " if change_pct is None else ""
+        return f"; {step}95% interval {interval[0]:+.1f}% to {interval[1]:+.1f}%"
+
     def regressions(self, pct: float) -> list[str]:
-        """Sentences for what regressed by more than pct percent; empty when nothing did."""
+        """Sentences for what regressed by more than pct percent, outside the noise; empty when nothing did."""
         out = []
         if self.total_regressed(pct):
-            out.append(f"total {self.measure} grew {self.total_delta_pct:.1f}% (> {pct:g}%)")
-        out += [f"{g.label} grew {g.delta_pct:.1f}% (+{g.delta_s * 1e3:.3f} ms)"
+            out.append(f"total {self.measure} grew {self.total_delta_pct:.1f}% (> {pct:g}%{self._noise_text()})")
+        out += [f"{g.label} grew {g.delta_pct:.1f}% (+{g.delta_s * 1e3:.3f} ms{self._noise_text(g.delta_pct)})"
                 for g in self.changed if self.group_regressed(g, pct)]
+        return out
+
+    def within_noise(self, pct: float) -> list[str]:
+        """Sentences for what grew by more than pct percent but not outside the noise: no regression."""
+        out = []
+        if self.total_delta_pct > pct and not self.total_regressed(pct):
+            out.append(f"total {self.measure} {self.total_delta_pct:+.1f}%{self._noise_text()}")
+        floor_s = self.noise.step_noise_s() if self.noise is not None else 0.0
+        out += [f"{g.label} {g.delta_pct:+.1f}% (+{g.delta_s * 1e3:.3f} ms{self._noise_text(g.delta_pct)}; "
+                f"the step itself varies by {floor_s * 1e3:.3f} ms)"
+                for g in self.changed if self._group_grew(g, pct) and not self.group_regressed(g, pct)]
         return out
 
 
@@ -104,6 +143,8 @@ def _change(pair: pd.Series) -> GroupChange:
         base_intensity=_ratio(b["flops"], b["bytes"]), new_intensity=_ratio(n["flops"], n["bytes"]),
         base_bound=pair["bound_base"], new_bound=pair["bound_new"],
         perf_ratio=rate_n / rate_b if rate_b > 0 and rate_n > 0 else math.nan,
+        name=str(pair["op_new"] or pair["kernel_new"]), module=str(pair["module_new"] or ""),
+        shapes=str(pair["shapes_new"] or ""),
     )
 
 
@@ -140,4 +181,5 @@ def diff_profiles(base: ProfileData, new: ProfileData) -> DiffReport:
         notes.append(f"different devices: {base.ceilings.device_name} vs {new.ceilings.device_name}")
     return DiffReport(changed=changed, new=_lonely(match.only_new), vanished=_lonely(match.only_base),
                       base_total_s=totals[0], new_total_s=totals[1], measure=measure,
-                      base_kernel_s=kernel_b, new_kernel_s=kernel_n, notes=notes, incomplete=incomplete)
+                      base_kernel_s=kernel_b, new_kernel_s=kernel_n, notes=notes, incomplete=incomplete,
+                      noise=step_noise(base.summary, new.summary))

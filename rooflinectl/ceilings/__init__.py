@@ -6,7 +6,8 @@ without its own measurement borrows one of another GPU of the same model on this
 rank of a multi-GPU job runs on a GPU the measurement did not). The link roof (collectives)
 comes from the GPUs' NVLink or PCIe facts (topology.py) until --measure measures it.
 `current_ceilings` never measures: it is fast, and never raises for an unknown GPU or a
-missing NVML (details["missing"] says what could not be read).
+missing NVML (details["missing"] says what could not be read). A measurement records the load
+and clocks it was taken at and is repeated until stable (conditions.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rooflinectl.ceilings.build import (
     gpu_spec_ceilings,
     ridge_points,
 )
+from rooflinectl.ceilings.conditions import machine_conditions, measure_until_stable
 from rooflinectl.ceilings.detect import GpuInfo, detect_cpu, detect_gpu
 from rooflinectl.ceilings.measurement import Measurement, Progress, run_steps
 from rooflinectl.ceilings.model import Ceilings, Roof
@@ -88,6 +90,8 @@ def _with_cache(ceilings: Ceilings, identity: dict[str, Any], kind: str) -> Ceil
         return ceilings
     measurements, header = found
     ceilings.details["cache"] = header["path"]
+    ceilings.details["measured_conditions"] = header.get("conditions")  # None: measured before they were recorded
+    ceilings.details["stability"] = header.get("stability")
     return apply_measurements(ceilings, measurements, measured_at=str(header.get("measured_at", "")))
 
 
@@ -138,7 +142,8 @@ def _add_measurements(kind: str, identity: dict[str, Any], cached: tuple[list[Me
     measurements = measurements + added
     try:
         cache.store(kind, identity, measurements, measured_at=str(header.get("measured_at", "")),
-                    extra={"device": header.get("device") or ceilings.details["device"]})
+                    extra={"device": header.get("device") or ceilings.details["device"],
+                           **{k: header[k] for k in ("conditions", "stability") if k in header}})
     except OSError as exc:
         ceilings.details["missing"].append(f"could not write the cache: {exc}")
 
@@ -168,14 +173,18 @@ def measure_ceilings(device_kind: str = "auto", *, refresh: bool = False,
         from rooflinectl.ceilings.measure_cpu import cpu_steps
 
         steps = cpu_steps(info.threads, info.llc_bytes)
-    measurements: list[Measurement] = run_steps(steps, budget_s=budget_s, progress=progress)
+    conditions = machine_conditions(kind)  # before we load the machine ourselves
+    measurements, stability = measure_until_stable(
+        lambda left_s: run_steps(steps, budget_s=left_s, progress=progress), budget_s)
     if kind == "cuda":
         measurements += _measure_link(progress)
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     ceilings.details["identity"] = identity
+    ceilings.details.update(measured_conditions=conditions, stability=stability, measured_now=True)
     try:
         ceilings.details["cache"] = str(cache.store(kind, identity, measurements, measured_at=when,
-                                                    extra={"device": ceilings.details["device"]}))
+                                                    extra={"device": ceilings.details["device"],
+                                                           "conditions": conditions, "stability": stability}))
     except OSError as exc:  # a read-only home must not lose the figures just measured
         ceilings.details["cache"] = None
         ceilings.details["missing"].append(f"could not write the cache: {exc}")

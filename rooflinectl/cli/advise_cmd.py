@@ -10,6 +10,7 @@ Setting a threshold (--min-efficiency, --max-unknown-share, --max-launch-overhea
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -50,14 +51,30 @@ def thresholds_from(values: dict[str, Any]) -> Thresholds:
     return Thresholds(**kwargs)
 
 
-def rules_help() -> str:
-    """Every rule with its kind and its documented estimate."""
+def _paragraphs(doc: str) -> list[str]:
+    """A rule's docstring as paragraphs: blank lines and each `Estimate:` start a new one."""
+    paragraphs: list[list[str]] = [[]]
+    for line in (raw.strip() for raw in doc.splitlines()):
+        if not line or line.startswith("Estimate:"):
+            paragraphs.append([])
+        if line:
+            paragraphs[-1].append(line)
+    return [" ".join(p) for p in paragraphs if p]
+
+
+def rules_help(width: int = 80) -> str:
+    """Every rule with its kind and its documented estimate, wrapped to `width` columns between
+    words (a rule id or a shape is never cut)."""
+    wrap = textwrap.TextWrapper(width=width, break_long_words=False, break_on_hyphens=False)
+    indented = textwrap.TextWrapper(width=width, initial_indent="    ", subsequent_indent="    ",
+                                    break_long_words=False, break_on_hyphens=False)
     lines = []
     for rule_id in sorted(RULES):
         entry = RULES[rule_id]
         kind = f"gate, --{entry.threshold.replace('_', '-')}" if entry.gate else entry.severity
-        lines.append(f"{rule_id} ({kind}): {entry.title}")
-        lines += [f"    {line.strip()}" for line in entry.doc.splitlines() if line.strip()]
+        lines += wrap.wrap(f"{rule_id} ({kind}): {entry.title}")
+        for paragraph in _paragraphs(entry.doc):
+            lines += indented.wrap(paragraph)
         lines.append("")
     return "\n".join(lines)
 
@@ -107,12 +124,13 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str | None, fail
     profiles of one job (a folder, a glob, a list) are advised together, with the rules about
     communication and stragglers.
 
-    Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error;
+    Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 usage or input error
+    (--verify of a profile recorded on a CPU: there are no GPU ops to rebuild);
     3 --verify on a machine without a GPU, or on another GPU than the profile's; 5 a gate on an
     incomplete profile (its run failed, or it recorded no kernels).
     """
     if list_rules:
-        click.echo(rules_help())
+        click.echo(rules_help(min(terminal_width(), 100)))
         return
     try:
         fmt = chosen_format("advice", fmt, output)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rooflinectl.ceilings import DEFAULT_BUDGET_S, DEVICE_KINDS, current_ceilings, measure_ceilings
+from rooflinectl.ceilings.conditions import busy_reason, conditions_text, stability_text
 from rooflinectl.cli.common import emit, format_option, terminal_width
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import RooflineError
@@ -24,6 +27,21 @@ def _measure_with_bar(device: str, refresh: bool, budget_s: float):
 
     with bar:
         return measure_ceilings(device, refresh=refresh, budget_s=budget_s, progress=progress)
+
+
+def measurement_line(details: dict[str, Any]) -> str:
+    """What --measure did: measured now (at what load and clocks, in how many rounds, whether the
+    machine was busy) or read the cache (from when); with the command that measures again."""
+    conditions = details.get("measured_conditions")
+    again = "`rooflinectl ceilings --measure --refresh` measures again"
+    if not details.get("measured_now"):
+        taken = f", {conditions_text(conditions)}" if conditions else ""
+        return f"the cached measurement ({details.get('measured_at') or 'date not known'}{taken}) is used; {again}"
+    line = f"measured at {conditions_text(conditions or {})}: {stability_text(details.get('stability') or {})}"
+    busy = busy_reason(conditions or {})
+    if busy:
+        line += f"; the machine was busy ({busy}), so the roofs may be low: on an idle machine, {again}"
+    return line
 
 
 @click.command("ceilings")
@@ -45,6 +63,8 @@ def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: 
     Detected, spec and measured ceilings, ridge points, and what could not be read.
 
     Without --measure: spec figures (clock-scaled) plus any measurement cached earlier.
+    --measure records the machine's load and clocks, repeats the measurement until two rounds
+    agree within 5% (time allowing), and says so on stderr; --refresh measures again over the cache.
     """
     try:
         fmt = chosen_format("ceilings", fmt, output)
@@ -56,5 +76,7 @@ def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: 
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)
         return
+    if measure or refresh:
+        click.echo(f"rooflinectl: {measurement_line(ceilings.details)}", err=True)
     width = terminal_width()
     emit(render("ceilings", fmt, ceilings=ceilings, width=width), output, width, force=force)

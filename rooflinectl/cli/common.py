@@ -25,13 +25,46 @@ def terminal_width() -> int:
     return probe.width if probe.is_terminal else PIPE_WIDTH
 
 
+class _TrimmedLines:
+    """A text stream that drops the spaces rich pads each line with: piped output (a file, `grep`,
+    a diff of two runs) gets no trailing spaces. Only for a stream that is not a terminal, where rich
+    writes no control codes."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.encoding = getattr(stream, "encoding", "utf-8")
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        if lines:
+            self.stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self.stream.write(self._pending.rstrip(" "))
+            self._pending = ""
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
 def console(width: int | None = None) -> Console:
-    """A console as wide as the terminal (or `width`), that does not wrap tables into nothing in pipes.
-    A profiled script that closed standard output gets the table on standard error, not a crash."""
+    """A console as wide as the terminal (or `width`), that does not wrap tables into nothing in pipes
+    and leaves no trailing spaces there. A profiled script that closed standard output gets the table
+    on standard error, not a crash."""
     import sys
 
     closed = sys.stdout is None or getattr(sys.stdout, "closed", False)
-    return Console(width=width or terminal_width(), file=sys.stderr if closed else None)
+    stream = sys.stderr if closed else sys.stdout
+    is_tty = getattr(stream, "isatty", lambda: False)()
+    return Console(width=width or terminal_width(), file=None if is_tty else _TrimmedLines(stream))
 
 
 def show_or_write(renderable: RenderableType, output: str | None, width: int, **check: Any) -> None:

@@ -5,7 +5,8 @@ input error (unreadable or invalid profile); 5 --fail-on-regression on an incomp
 A regression: the total (window, else kernel time, per iteration; kernel time too when a profile's
 window was measured on the host, before 2026-11-29) grew more than PCT percent, or
 a matched group grew more than PCT percent and by at least 1% of the base kernel time (smaller
-changes are noise).
+changes are noise), and in both cases the change is outside its 95% interval from the profiles'
+per-iteration times (analysis/noise.py; a change above PCT inside it is said, not failed).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from rooflinectl.schema import DEFAULT_PROFILE_PATH
 @click.argument("new", required=False)
 @format_option("diff")
 @click.option("--fail-on-regression", "pct", type=FiniteFloatRange(min=0), default=None, metavar="PCT",
-              help="Exit 1 when the total, or a group, got more than PCT percent slower.")
+              help="Exit 1 when the total, or a group, got more than PCT percent slower, outside the noise "
+                   "(the 95% interval from both profiles' iteration times).")
 @top_options(20, "groups shown")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="pyproject.toml with [tool.rooflinectl] fail_on_regression (default: nearest above cwd).")
@@ -47,6 +49,9 @@ def command(ctx: click.Context, base: str | None, new: str | None, fmt: str | No
     BASE and NEW are profile files, or each the rank profiles of one job (a folder or a quoted
     glob): their kernel tables averaged over the ranks are compared. NEW defaults to
     rooflinectl.profile.json, BASE to rooflinectl.profile.prev.json (the profile it replaced).
+
+    Each change comes with a 95% interval from the iteration times both profiles hold; a change
+    inside it is the runs' own variation, not a regression.
 
     Exit codes: 0 no regression above PCT; 1 regression; 2 usage or input error; 5 a gate on an
     incomplete profile (its run failed, or it recorded no kernels).
@@ -68,7 +73,8 @@ def command(ctx: click.Context, base: str | None, new: str | None, fmt: str | No
         click.echo(f"rooflinectl: {exc}", err=True)
         ctx.exit(exc.exit_code)
         return
-    emit(render("diff", fmt, report=report, pct=pct, top=top), output, terminal_width(), inputs=inputs, force=force)
+    width = terminal_width()
+    emit(render("diff", fmt, report=report, pct=pct, top=top, width=width), output, width, inputs=inputs, force=force)
     if pct is not None and report.incomplete:
         click.echo(f"rooflinectl: an incomplete profile fails the gate ({'; '.join(report.incomplete)}).", err=True)
         ctx.exit(EXIT_INCOMPLETE)

@@ -81,6 +81,16 @@ def _failed_kernels(entries: list[dict[str, Any]]) -> list[str]:
 KERNELS_PROFILE_PATH = "rooflinectl.kernels.profile.json"
 
 
+def lesson_list(lessons: list[Any], width: int) -> str:
+    """One lesson a line, its concept wrapped under itself between words to `width` columns."""
+    import textwrap
+
+    name_width = max([len(lesson.name) for lesson in lessons] + [12]) + 1
+    wrap = textwrap.TextWrapper(width=width, subsequent_indent=" " * name_width, break_long_words=False,
+                                break_on_hyphens=False)
+    return "\n".join(wrap.fill(f"{lesson.name:{name_width - 1}} {lesson.concept}") for lesson in lessons)
+
+
 @click.command("kernels")
 @click.option("--only", multiple=True, metavar="NAME", help="Run these lessons only (repeat or comma-separate).")
 @click.option("--size", type=click.Choice(["small", "large"]), default=None,
@@ -127,8 +137,7 @@ def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt:
         raise
     selected = _selected(package.LESSONS, only)
     if list_only:
-        for lesson in selected:
-            click.echo(f"{lesson.name:20} {lesson.concept}")
+        click.echo(lesson_list(selected, min(terminal_width(), 100)))
         return
     device_kind = "cpu" if interpret else "cuda"
     entries = run_lessons(selected, size, torch.device(device_kind))

@@ -235,7 +235,10 @@ def _profile(ctx: click.Context, pipeline: ProfilePipeline, outputs: _Outputs, r
 
     writer = ProfileWriter(outputs.profile, outputs.shown, list(pipeline.request.command),
                            pipeline.request.iterations_mode, builder=pipeline.build_capture)
-    outcome, result, status, message = _run_and_write(pipeline, writer, outputs, quiet=quiet or ranks is not None)
+    speaks = ranks is None or ranks["rank"] == 0  # in a distributed job rank 0 speaks for the ranks
+    # notices (the script's own profiler taken over) go to stderr unless -q, from rank 0 only
+    outcome, result, status, message = _run_and_write(pipeline, writer, outputs, quiet=quiet or ranks is not None,
+                                                      notices=not quiet and speaks)
     if result is None:  # nothing recorded: said, and no profile written
         ctx.exit(outcome.exit_code)
         return
@@ -243,7 +246,6 @@ def _profile(ctx: click.Context, pipeline: ProfilePipeline, outputs: _Outputs, r
     if counters != "none":
         result = pipeline.add_counters(result, say=None if quiet else lambda text: click.echo(text, err=True))
         status, message = writer.save(result.data, completed=result.outcome.completed)
-    speaks = ranks is None or ranks["rank"] == 0  # in a distributed job rank 0 speaks for the ranks
     _tell(result, outputs, ranks, status, message, quiet=quiet, speaks=speaks, top=top, report_path=report_path,
           counted=counters != "none")
     if result.outcome.exit_code:
@@ -257,7 +259,7 @@ def _profile(ctx: click.Context, pipeline: ProfilePipeline, outputs: _Outputs, r
 
 
 def _run_and_write(pipeline: ProfilePipeline, writer: ProfileWriter, outputs: _Outputs,
-                   quiet: bool) -> tuple[RunOutcome, ProfileResult | None, int, str]:
+                   quiet: bool, notices: bool) -> tuple[RunOutcome, ProfileResult | None, int, str]:
     """Run under a status line (not for -q, -o - or a rank), then write the profile (before
     anything can fail), the capture and the trace. (outcome, result, status, message); result
     None: nothing was recorded (said, and no profile written)."""
@@ -267,7 +269,7 @@ def _run_and_write(pipeline: ProfilePipeline, writer: ProfileWriter, outputs: _O
     from rooflinectl.profiling import ProfileResult
 
     counters = pipeline.request.counters.mode
-    with status_line(enabled=not quiet and not outputs.to_stdout) as line:
+    with status_line(enabled=not quiet and not outputs.to_stdout, notices=notices) as line:
         line.workload(f"profiling {pipeline.request.target} ({pipeline.device_kind}); the table follows when it ends")
         with script_stdout_to_stderr() if outputs.to_stdout else nullcontext() as real_stdout:
             writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output

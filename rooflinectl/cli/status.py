@@ -16,14 +16,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from rooflinectl.capture.progress import listening
+from rooflinectl.capture.progress import listening, noticing
 
 
 class StatusLine:
     """Shows phases reported through rooflinectl.capture.progress."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, notices: bool = True) -> None:
         self.enabled = enabled and sys.stderr.isatty()
+        self.notices = notices
         self._live: Any = None
         self._spinner: Any = None
         self._text = ""
@@ -32,6 +33,16 @@ class StatusLine:
     def workload(self, text: str) -> None:
         """One plain line before the user's program runs."""
         if self.enabled:
+            print(f"rooflinectl: {text}", file=sys.stderr, flush=True)
+
+    def notice(self, text: str) -> None:
+        """A one-line notice from the run (taking over the script's profiler): on stderr, terminal
+        or not, unless quiet."""
+        if not self.notices:
+            return
+        if self._live is not None:
+            self._live.console.print(f"rooflinectl: {text}", markup=False, highlight=False)
+        else:
             print(f"rooflinectl: {text}", file=sys.stderr, flush=True)
 
     def phase(self, text: str) -> None:
@@ -106,13 +117,14 @@ class PhaseLog:
 
 
 @contextmanager
-def status_line(enabled: bool) -> Iterator[StatusLine]:
-    """A StatusLine that follows the phases reported inside the block, cleared at its end."""
-    line = StatusLine(enabled)
+def status_line(enabled: bool, notices: bool = True) -> Iterator[StatusLine]:
+    """A StatusLine that follows the phases reported inside the block, cleared at its end, and
+    says the run's notices (unless not notices: -q)."""
+    line = StatusLine(enabled, notices)
     log_path = os.environ.get(PHASE_LOG_ENV)
     log = PhaseLog(log_path) if log_path else None
     try:
-        with listening(line.phase), (listening(log, marks=True) if log else nullcontext()):
+        with listening(line.phase), noticing(line.notice), (listening(log, marks=True) if log else nullcontext()):
             if log:
                 log("running the workload")
             yield line

@@ -36,7 +36,7 @@ from rooflinectl.outputs.plot_layout import (
     place_labels,
 )
 from rooflinectl.outputs.plot_link import draw_link_panel, link_rows
-from rooflinectl.outputs.plot_names import ellipsize, group_label, shorten_kernel_name
+from rooflinectl.outputs.plot_names import group_label, op_at_module, shorten_kernel_name
 from rooflinectl.outputs.plot_roofs import (
     compute_frame,
     draw_roofs,
@@ -261,7 +261,7 @@ def draw_table(ax: Axes, points: pd.DataFrame, top: int, iterations: float = 1.0
         color = WARN_COLOR if r.above_roof else ("#8c8c8c" if r.where == "unknown" else "#111111")
         cells = number_cells(r, iterations)  # the numbers as `show` writes them
         head = f"{r.rank_by_time:>2} {cells['share']:>6} {cells['time']:>9}  {bound:<8} "
-        head += ellipsize(f"{r.op or '?'}" + (f" · {r.module}" if r.module else ""), 34)
+        head += op_at_module(str(r.op or "?"), str(r.module or ""), 34)
         ax.text(0, y, head, family="monospace", fontsize=8, color=color, va="top", gid=f"table:row:{r.rank_by_time}")
         ax.text(0.045, y - line_h * 0.42, shorten_kernel_name(str(r.kernel), 62), family="monospace", fontsize=7,
                 color="#666666", va="top", gid=f"table:kernel:{r.rank_by_time}")

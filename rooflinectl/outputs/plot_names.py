@@ -67,6 +67,17 @@ def ellipsize(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max(1, max_chars - 1)] + "…"
 
 
+def op_at_module(op: str, module: str, max_chars: int) -> str:
+    """'addmm · …h.0.mlp.c_fc': the op whole where it fits, the module cut from the left (the end
+    of a module path is its most specific part: every GPT-2 block starts 'GPT2LMHeadModel.tra')."""
+    if not module:
+        return ellipsize(op, max_chars)
+    room = max_chars - len(op) - 3
+    if room < 6:
+        return ellipsize(f"{op} · {module}", max_chars)
+    return f"{op} · {module if len(module) <= room else '…' + module[len(module) - room + 1:]}"
+
+
 def short_op(op: str) -> str:
     """'aten::_softmax' -> '_softmax'; Triton and other names lose their namespace too."""
     return op.split("::")[-1] if op else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import pandas as pd
@@ -35,6 +36,7 @@ SPREAD = "ranks"  # a table merged across ranks: the fastest and slowest rank's 
 # The two name columns of each view: what the row is, and what it holds
 NAME_COLUMNS = {"kernel": ("kernel", "op · shapes"), "op": ("op", "shapes"), "module": ("module", "ops")}
 MIN_NAME_WIDTH = (24, 26)
+_MIN_TEXT = 12  # the narrowest a text column gets, however narrow the terminal
 _PADDING = 2  # the box's divider and one space of padding between two columns
 
 def _calls_text(calls: float) -> str:
@@ -69,14 +71,24 @@ def ellipsize_left(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else "…" + text[len(text) - max(1, max_chars - 1):]
 
 
+_SPACE_IN_SHAPE = re.compile(r"(?<=,) +(?=[^\[\]]*\])")
+
+
+def shapes_unbroken(text: str, max_chars: int) -> str:
+    """Shapes that do not fit drop the spaces after their commas (`[64,768] x [768,50257]`), so a
+    narrow column wraps between shapes, never inside one."""
+    return text if len(text) <= max_chars else _SPACE_IN_SHAPE.sub("", text)
+
+
 def _name_cells(row: Any, by: str, widths: tuple[int, int]) -> tuple[str, str]:
     """The two name cells, abbreviated to fit (kernel names by the rules of plot_names)."""
     if by == "module":
         return ellipsize_left(str(row.module) or "(no module)", widths[0]), str(row.op)
     if by == "op":
-        return ellipsize(str(row.op), widths[0]), str(row.shapes)
-    detail = " · ".join(p for p in (row.op if row.op != row.kernel else "", row.shapes) if p)
-    return shorten_kernel_name(str(row.kernel), max_chars=widths[0]), detail
+        return ellipsize(str(row.op), widths[0]), shapes_unbroken(str(row.shapes), widths[1])
+    op = ellipsize(str(row.op), widths[1]) if row.op != row.kernel else ""  # a name is cut with "…", never folded
+    detail = " · ".join(p for p in (op, row.shapes) if p)
+    return shorten_kernel_name(str(row.kernel), max_chars=widths[0]), shapes_unbroken(detail, widths[1])
 
 
 def fit_columns(widths: dict[str, int], names: tuple[int, int], width: int | None,
@@ -97,7 +109,11 @@ def fit_columns(widths: dict[str, int], names: tuple[int, int], width: int | Non
         if room() >= min(names[0], min_names[0]) + min(names[1], min_names[1]):
             break
         shown.remove(column)
-    left = max(room(), sum(min_names))
+    if room() < sum(min_names):  # nothing more gives way: the text columns share what is left, as rich would
+        left = max(room(), 2 * _MIN_TEXT)
+        first = max(_MIN_TEXT, min(names[0], min_names[0], int(left * 0.45)))  # the shapes need more room
+        return shown, (first, left - first)
+    left = room()
     first = min(names[0], max(min_names[0], left - min(names[1], max(min_names[1], left // 2))))
     return shown, (first, max(min_names[1], left - first))
 
@@ -203,7 +219,26 @@ def summary_text(data: ProfileData) -> Text:
     if above:
         lines.append(f"{above} row(s) above their roof (marked !): a count is wrong there (`advise` names it); "
                      "left out of efficiency aggregates and gates")
+        stale = stale_roofs_line(c)
+        if stale:
+            lines.append(stale)
     return Text("\n".join(lines))
+
+
+def stale_roofs_line(c: Ceilings) -> str | None:
+    """For rows above their roof: the measured roofs come from a cache that may be stale (measured
+    on a busy machine, or before a driver or clock change). None when no roof is measured."""
+    measured = [r for r in [*c.memory_bytes_per_s.values(), *c.compute_flops_per_s.values()] if r.source == "measured"]
+    if not measured:
+        return None
+    from rooflinectl.ceilings.conditions import busy_reason, conditions_text
+
+    conditions = c.details.get("measured_conditions")
+    when = c.details.get("measured_at") or "date not known"
+    taken = f"{when}, {conditions_text(conditions)}" if conditions else f"{when}, load not recorded"
+    busy = busy_reason(conditions or {})
+    return (f"the measured roofs come from a cached measurement ({taken}{'; busy: ' + busy if busy else ''}) "
+            "that may be stale: `rooflinectl ceilings --measure --refresh` measures them again")
 
 
 def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int, by: str = "kernel", width: int | None = None,

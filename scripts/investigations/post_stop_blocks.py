@@ -113,7 +113,7 @@ def main() -> None:
         timed(step, 5)
         prof.stop()
     elif args.mode.startswith("ours"):
-        from rooflinectl.capture.session import ProfilingSession
+        from rooflinectl.capture.run.session import ProfilingSession
 
         session = ProfilingSession("cuda", profile_steps=5)
         session.start()

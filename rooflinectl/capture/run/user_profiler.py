@@ -32,6 +32,7 @@ import torch.autograd.profiler as autograd_profiler
 from torch.autograd.profiler_util import EventList
 
 from rooflinectl.atomic import write_atomic
+from rooflinectl.capture.progress import notice
 from rooflinectl.errors import UsageError
 from rooflinectl.gzip_file import atomic_packed, is_gzip_name, write_packed_text
 
@@ -40,7 +41,8 @@ NOTE = ("This run was profiled by rooflinectl, which stood in for the script's t
         "profiler sessions cannot nest). When the run ends this file is replaced by rooflinectl's "
         "trace of the whole run; the kernel table is in rooflinectl's profile.")
 
-_state: dict[str, Any] = {"installed": 0, "cooperating": False, "exports": []}
+TAKEN_OVER = "took over the script's torch.profiler; its export gets our trace"  # said once a run
+_state: dict[str, Any] = {"installed": 0, "cooperating": False, "exports": [], "noticed": False}
 
 
 def _note_trace() -> str:
@@ -87,6 +89,9 @@ class CooperatingProfile:
         return super().__new__(cls)
 
     def __init__(self, *_args: Any, **_options: Any) -> None:
+        if not _state["noticed"]:  # torch.profiler.profile builds one per cycle: said once
+            _state["noticed"] = True
+            notice(TAKEN_OVER)
         self.entered = False
         self.trace_id = None
         self._stats = None
@@ -125,8 +130,6 @@ class CooperatingProfile:
         """Nothing to toggle: our session records everything."""
 
 
-
-
 @contextmanager
 def stand_ins_installed() -> Iterator[None]:
     """Put the stand-in in place of torch.autograd.profiler.profile (reentrant); it gives torch's
@@ -158,6 +161,8 @@ def cooperating() -> Iterator[None]:
     torch's own class, if the script still holds it, refuses to start a second session."""
     with stand_ins_installed():
         previous, _state["cooperating"] = _state["cooperating"], True
+        if not previous:
+            _state["noticed"] = False
         REAL_AUTOGRAD_PROFILE._prepare_trace = _refuse_second_session
         try:
             yield

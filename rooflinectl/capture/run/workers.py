@@ -6,14 +6,17 @@ subprocess runs unseen. There is no public way to follow them (torch 2.13 expose
 per-thread or global profiling state to Python), so the session counts them and the profile
 says so instead of silently showing less work than ran. Counting wraps `threading.Thread.start`,
 `multiprocessing.process.BaseProcess.start` and `subprocess.Popen.__init__` while the session
-runs; each still does exactly what it did.
+runs; each still does exactly what it did. Threads and processes of our own (the status line, the
+NVML sampler) and torch.compile's compile workers are not the user's work and are not counted.
 """
 
 from __future__ import annotations
 
 import multiprocessing.process
+import os
 import subprocess
 import sys
+import sysconfig
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,11 +24,31 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE_FOLDER = str(Path(__file__).resolve().parents[2])  # rooflinectl's own files: frames that are not the user's
+# Python's own library and installed packages: a frame there is passed through to whoever called it
+LIBRARY_FOLDERS = tuple(sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+                               | {str(Path(threading.__file__).parent)}))
+# torch.compile's machinery: its compile workers (Inductor's subprocess pool, Triton's compiler) do
+# compilation, not the user's work, so they are never "work the profiler missed"
+COMPILE_FOLDERS = tuple(os.path.join(*parts) + os.sep for parts in
+                        (("torch", "_inductor"), ("torch", "_dynamo"), ("torch", "_functorch"), ("triton",)))
 
 
 def _from_user_code() -> bool:
-    """The call came from outside rooflinectl (two frames up: the caller of the wrapper)."""
-    return not sys._getframe(2).f_code.co_filename.startswith(PACKAGE_FOLDER)
+    """The thread or process is the user's: walking out from the caller of the wrapper, through
+    library frames (stdlib, rich, concurrent.futures, a DataLoader), the first frame of code of its
+    own is the user's, not rooflinectl's (the status line's refresh thread, the NVML sampler), and
+    no frame on the way is torch.compile's (Inductor's compile workers)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(PACKAGE_FOLDER):
+            return False
+        if not (name.startswith("<") or name.startswith(LIBRARY_FOLDERS)):
+            return True
+        if any(part in name for part in COMPILE_FOLDERS):
+            return False
+        frame = frame.f_back
+    return False
 
 
 @contextmanager
