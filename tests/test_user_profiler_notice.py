@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from rooflinectl.capture.run.user_profiler import TAKEN_OVER
 
+from rooflinectl.capture.run.user_profiler import TAKEN_OVER
 from rooflinectl.cli.main import main
 
 OWN_PROFILER = """import torch

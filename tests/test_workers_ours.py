@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import torch
+
 from rooflinectl.capture.run.workers import counting_workers
 
 
