@@ -1,4 +1,4 @@
-"""Group launches into kernel-table rows: one per (kernel, op, input shapes, dtype, module).
+"""Group launches into kernel-table rows: one per (kernel, op, input shapes, dtype, module, source line).
 
 The module is part of the key: twelve identical layers are twelve rows, so `show --by module`
 can say what each layer costs (`show` by kernel sums them again for its compact view).
@@ -11,7 +11,7 @@ import pandas as pd
 from rooflinectl.aggregate import aggregate
 from rooflinectl.attribution.records import PER_LAUNCH_COLUMNS
 
-GROUP_KEY = ["kernel", "op", "shapes", "dtype", "module"]  # module too: repeated layers stay apart
+GROUP_KEY = ["kernel", "op", "shapes", "dtype", "module", "source"]  # module too: repeated layers stay apart
 MAX_SEQUENCE = 100_000
 
 
@@ -45,6 +45,8 @@ def group_table(launches: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
         shared_bytes_per_block=("shared_bytes_per_block", "median"),
         unit=("unit", "first"),
         precision=("precision", "first"),
+        source_function=("source_function", "first"),
+        source_call=("source_call", "first"),
     ).drop(columns="_row")
     return table[GROUP_KEY + [c for c in table.columns if c not in GROUP_KEY]], rows
 

@@ -46,6 +46,7 @@ from rooflinectl.attribution.cpu_work import may_do_work, work_rows
 from rooflinectl.attribution.declared import DeclaredLaunches, declared_cost  # noqa: F401 - declared_cost re-exported
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
+from rooflinectl.attribution.sources import SourceIndex
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.transfers import MEMCPY, copy_link
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
@@ -82,7 +83,8 @@ class Attributed:
 class _OpIndex:
     """Parents, modules, regions and costs of the trace's ops, computed once."""
 
-    def __init__(self, trace: RawTrace, device_kind: str = "cuda", world_size: int = 1) -> None:
+    def __init__(self, trace: RawTrace, device_kind: str = "cuda", world_size: int = 1,
+                 metadata: dict[str, Any] | None = None) -> None:
         self.ops = trace.ops
         self.device_kind = device_kind
         self.world_size = world_size  # the group of a gloo collective (gloo does not record it)
@@ -120,6 +122,7 @@ class _OpIndex:
             self.compile_work[i] = op.name.endswith(COMPILE_SCOPE_SUFFIX) or (
                 self.parent[i] >= 0 and self.compile_work[self.parent[i]])
         self.forward_by_seq = self._forward_ops()
+        self.sources = SourceIndex(self.ops, self.parent, self.forward_by_seq, metadata or {})
         # a trace without module scopes, backward or optimizer ops (inference, or a trace another
         # tool recorded) names no module for any op: known once from its few distinct names
         self._has_modules = any(name.startswith((MODULE_PREFIX, BACKWARD_PREFIX, *OPTIMIZER_PREFIXES))
@@ -299,7 +302,7 @@ def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
 
 def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> Attributed:
     world = metadata.get("world_size") or trace.distributed.get("world_size") or 1
-    index = _OpIndex(trace, device_kind, int(world))
+    index = _OpIndex(trace, device_kind, int(world), metadata)
     records = Records(metadata)
     if device_kind == "cuda":
         _gpu_records(trace, index, records)
@@ -379,6 +382,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
     for k, own_i, op_i, costed, declared, ts, instance in pending:
         inner = op_i if op_i >= 0 and ops[op_i].category == "cpu_op" else index.innermost_cpu_op(op_i)
         module = index.module(op_i) or (index.module(own_i) if own_i != op_i else "")
+        line = index.sources.source(op_i) if op_i >= 0 else index.sources.source(own_i)
         common = costed >= 0 and declared is None and instance < 0 and k.category == "kernel"
         if common:
             entry = index.explained_entry(costed)
@@ -390,7 +394,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
                 if not collective:
                     labels[costed_op.name] = named
             key = (k.name, k.grid, k.block, k.registers_per_thread, k.shared_memory, id(entry), *named, module,
-                   inner >= 0)
+                   inner >= 0, line)
             kind = kinds.get(key)
             if kind is not None:
                 total = time_by_op[(costed, instance)]
@@ -401,7 +405,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
                 continue
         if declared is not None:  # a launch of a Triton summary seen before, with the same launch and op
             key = (id(declared), k.correlation in graph_correlations, k.grid, k.block, k.registers_per_thread,
-                   k.shared_memory, module, inner)
+                   k.shared_memory, module, inner, line)
             seen = kinds.get(key)
             if seen is not None:
                 looked_up.append((seen, k.dur_ns / 1e9, *declared_numbers[seen], k.ts_ns, k.ts_ns + k.dur_ns, ts,
@@ -412,7 +416,7 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         blocks, threads = _product(k.grid), _product(k.block)
         origin = kernel_origin(k.name, inner >= 0 and not is_custom_op(ops[inner].name), declared is not None)
         launch = Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, blocks, threads,
-                        _known(k.registers_per_thread), _known(k.shared_memory), k.correlation)
+                        _known(k.registers_per_thread), _known(k.shared_memory), k.correlation, line)
         replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
         if k.category != "kernel":
             how = _transfer_attribution(k, index.ops[inner].name if inner >= 0 else "")
@@ -481,7 +485,8 @@ def _cpu_records(index: _OpIndex, records: Records) -> None:
         if not index.in_window(op.ts_ns) or index.compile_work[i]:
             continue
         shapes = index.cost(i)[1]
-        launch = Launch(op.name, index.module(i), "cpu", time_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
+        launch = Launch(op.name, index.module(i), "cpu", time_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns,
+                        source_line=index.sources.source(i))
         generated = is_generated_kernel(op.name)
         origin = "inductor" if generated else "library" if op.name.startswith(GLOO_PREFIX) else "aten"
         if cost is not None:
