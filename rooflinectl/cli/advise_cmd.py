@@ -10,7 +10,7 @@ Setting a threshold (--min-efficiency, --max-unknown-share, --max-launch-overhea
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,15 @@ from rooflinectl.outputs.advice_render import (
 )
 
 _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
+
+
+def repository_root(start: Path) -> str:
+    """The git repository around `start` (the folder holding .git), else `start`: GitHub names a
+    pull request's files from the repository's root."""
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return str(folder)
+    return str(start)
 
 
 def _rule_patterns(values: list[str] | tuple[str, ...], option: str) -> tuple[str, ...]:
@@ -142,6 +151,7 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str, fail_on: st
             click.echo(f"rooflinectl: {note}", err=True)
         label = " ".join(profiles) or " ".join(str(p) for p in paths)
         report = advise(data, thresholds_from(settings), profile_path=label)
+        report = replace(report, paths_from=repository_root(Path.cwd()))  # where annotations name files from
         if verify:
             from rooflinectl.verify import verify_report  # imports torch: only when asked
 

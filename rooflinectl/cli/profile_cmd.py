@@ -122,12 +122,14 @@ class IterationsMode(click.ParamType):
                    "profile each rank, and show them together")
 @click.option("--report", "report_path", default=None, metavar="FILE.html", callback=report_path_option,
               help="also write the interactive HTML report of the profile (as `rooflinectl report` does)")
+@click.option("--source/--no-source", "source", default=True, show_default=True,
+              help="name the user's source line of each kernel (file:line; docs/source-lines.md)")
 @click.pass_context
 def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, force: bool, warmup: int,
             iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
             ncu_path: str | None, ncu_report: str | None, nproc_per_node: int | None,
-            profile_steps: str, report_path: str | None) -> None:
+            profile_steps: str, report_path: str | None, source: bool) -> None:
     """Run a script or FILE.py:FUNCTION under the profiler; top kernels.
 
     Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
@@ -139,6 +141,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
     from rooflinectl.analysis.regroup import regroup
     from rooflinectl.capture.progress import report
     from rooflinectl.capture.runner import split_target
+    from rooflinectl.capture.source_lines import source_lines_enabled
     from rooflinectl.ceilings import resolve_device_kind
     from rooflinectl.cli.common import console, terminal_width
     from rooflinectl.cli.profile_counters import CounterOptions, counters_line
@@ -193,7 +196,8 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         line.workload(f"profiling {target} ({pipeline.device_kind}); the table follows when it ends")
         with script_stdout_to_stderr() if to_stdout else nullcontext() as real_stdout:
             writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output
-            outcome = pipeline.run(on_hard_exit=writer.save_on_hard_exit)
+            with source_lines_enabled(source):
+                outcome = pipeline.run(on_hard_exit=writer.save_on_hard_exit)
         writer.stdout = None
         built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
         if built is None:  # nothing recorded: said, and no profile written

@@ -28,8 +28,9 @@ def _show(renderable: object, output: str | None, wide: bool, **check: Any) -> N
 
 @click.command("show")
 @click.argument("profiles", nargs=-1)
-@click.option("--by", type=click.Choice(["kernel", "op", "module"]), default="kernel", show_default=True,
-              help="one row per kernel (summed over modules), per op, or per module (backward and optimizer work too)")
+@click.option("--by", type=click.Choice(["kernel", "op", "module", "line"]), default="kernel", show_default=True,
+              help="one row per kernel (summed over modules), per op, per module (backward and optimizer work "
+                   "too), or per line of the user's source (docs/source-lines.md)")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="rows in the table (0: all)")
 @click.option("--format", "fmt", type=FormatChoice(("table", "csv", "json")), default="table", show_default=True)
 @click.option("--wide", is_flag=True, help="every column, whatever the terminal's width")

@@ -33,7 +33,9 @@ NUMBER_COLUMNS = ("share", "calls", "time", "FLOPs", "bytes", "AI", "FLOP/s", "B
 DROP_ORDER = ("B/s", "FLOPs", "bytes", "calls", "FLOP/s", "AI", "attainable", "prec", "ranks")
 SPREAD = "ranks"  # a table merged across ranks: the fastest and slowest rank's time, after "time"
 # The two name columns of each view: what the row is, and what it holds
-NAME_COLUMNS = {"kernel": ("kernel", "op · shapes"), "op": ("op", "shapes"), "module": ("module", "ops")}
+NAME_COLUMNS = {"kernel": ("kernel", "op · shapes"), "op": ("op", "shapes"), "module": ("module", "ops"),
+                "line": ("source line", "function · ops")}
+NO_SOURCE_TEXT = "(no source line)"
 MIN_NAME_WIDTH = (24, 26)
 _PADDING = 2  # the box's divider and one space of padding between two columns
 
@@ -75,6 +77,9 @@ def _name_cells(row: Any, by: str, widths: tuple[int, int]) -> tuple[str, str]:
         return ellipsize_left(str(row.module) or "(no module)", widths[0]), str(row.op)
     if by == "op":
         return ellipsize(str(row.op), widths[0]), str(row.shapes)
+    if by == "line":
+        detail = " · ".join(p for p in (str(getattr(row, "source_function", "")), str(row.op)) if p)
+        return ellipsize_left(str(row.source) or NO_SOURCE_TEXT, widths[0]), detail
     detail = " · ".join(p for p in (row.op if row.op != row.kernel else "", row.shapes) if p)
     return shorten_kernel_name(str(row.kernel), max_chars=widths[0]), detail
 
@@ -129,9 +134,14 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, by: str
         grid.add_column(header[c], justify="left" if c in ("bound", "prec") else "right", no_wrap=True)
     grid.add_column(headers[0], no_wrap=True, max_width=name_widths[0])
     grid.add_column(headers[1], overflow="fold", max_width=name_widths[1])
+    # the user's line as a last column where nothing is cut (--wide) and a row has one
+    source = width is None and by != "line" and any(str(getattr(r, "source", "")) for r in rows)
+    if source:
+        grid.add_column("source", no_wrap=True)
     for row, cells in zip(rows, numbers):
         first, second = _name_cells(row, by, (name_widths[0], name_widths[1]))
-        grid.add_row(*[cells[c] for c in shown], rich_text(first), rich_text(second))
+        extra = [rich_text(str(row.source) or "-")] if source else []
+        grid.add_row(*[cells[c] for c in shown], rich_text(first), rich_text(second), *extra)
     return grid
 
 
@@ -194,11 +204,22 @@ def summary_text(data: ProfileData) -> Text:
         level = "L2" if c.device_kind == "cuda" else "last-level cache"
         lines.append(f"{percent(cached)} of kernel time is cache-resident, held to the {level} roof "
                      "(memory_level; its footprint fits and its inputs were just written, or it repeats on them)")
+    lines += [plain(line) for line in source_lines_note(m)]
     above = int(data.kernels["above_roof"].sum()) if len(data.kernels) else 0
     if above:
         lines.append(f"{above} row(s) above their roof (marked !): a count is wrong there (`advise` names it); "
                      "left out of efficiency aggregates and gates")
     return Text("\n".join(lines))
+
+
+def source_lines_note(metadata: dict[str, Any]) -> list[str]:
+    """One line when the run kept no source line, or stopped keeping them, and why (nothing for a
+    profile written before source lines were kept, or for a run that kept them throughout)."""
+    info = metadata.get("source_lines")
+    if not isinstance(info, dict) or info.get("status") == "on":
+        return []
+    why = str(info.get("why") or "not captured")
+    return [f"source lines: {'partial' if info.get('status') == 'stopped' else 'none'}: {why}"]
 
 
 def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int, by: str = "kernel", width: int | None = None,
