@@ -203,3 +203,27 @@ def test_a_script_profiled_end_to_end_gets_its_lines_in_every_advice_format(tmp_
     assert "train.py:" in junit, junit
     wide = run("show", "p.json", "--wide").stdout
     assert "train.py:6" in wide and "source" in wide, wide
+
+
+def test_a_triton_launch_from_python_takes_the_line_that_launched_it(capture_on: None) -> None:
+    """Triton's interpreter calls no launch hook (tests/test_triton_args.py): the hook is driven as
+    Triton's JITFunction.run drives it, then the summary is joined to a traced kernel."""
+    pytest.importorskip("triton")
+    from triton import knobs
+    from triton.compiler.compiler import CompiledKernel
+
+    from rooflinectl.attribution.join import attribute
+    from rooflinectl.capture.triton_hook import triton_launches
+    from tests.test_triton_args import _Fn, _Kernel, _trace
+
+    declared = _Fn(lambda grid, metadata, args: {"name": "mine", "flops32": 256, "bytes": 2048})
+    lazy = CompiledKernel.launch_metadata(_Kernel("mine", declared, ("x",)), (1, 1, 1), 0, torch.empty(4))
+    metadata: dict = {}
+    sink: list[dict] = []
+    with triton_launches(sink), source_lines.source_lines(metadata):
+        knobs.runtime.launch_enter_hook(lazy)  # LINE-TRITON (what JITFunction.run calls at a launch)
+    assert len(sink) == 1 and isinstance(sink[0].get("source"), int), sink
+    location = metadata["source_lines"]["locations"][sink[0]["source"]]
+    assert f"{location[0]}:{location[1]}" == _here("LINE-TRITON") and location[3].endswith("triton mine")
+    launches = attribute(_trace(sink, name="mine"), "cuda", metadata).launches
+    assert list(launches["source"]) == [_here("LINE-TRITON")]

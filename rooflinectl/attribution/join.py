@@ -383,6 +383,8 @@ def _gpu_records(trace: RawTrace, index: _OpIndex, records: Records) -> None:
         inner = op_i if op_i >= 0 and ops[op_i].category == "cpu_op" else index.innermost_cpu_op(op_i)
         module = index.module(op_i) or (index.module(own_i) if own_i != op_i else "")
         line = index.sources.source(op_i) if op_i >= 0 else index.sources.source(own_i)
+        if declared is not None and not line[0] and declared.get("source") is not None:
+            line = index.sources.location(declared["source"])  # a Triton launch's own line (capture/triton_hook.py)
         common = costed >= 0 and declared is None and instance < 0 and k.category == "kernel"
         if common:
             entry = index.explained_entry(costed)

@@ -76,4 +76,8 @@ class SourceIndex:
 
     def _text(self, i: int) -> tuple[str, str, str]:
         number = self.ops[i].name[len(SOURCE_PREFIX):]
-        return self.texts[int(number)] if number.isdigit() and int(number) < len(self.texts) else NO_SOURCE
+        return self.location(int(number)) if number.isdigit() else NO_SOURCE
+
+    def location(self, number: Any) -> tuple[str, str, str]:
+        """The texts of location `number` (NO_SOURCE for anything else: a profile is data)."""
+        return self.texts[number] if type(number) is int and 0 <= number < len(self.texts) else NO_SOURCE

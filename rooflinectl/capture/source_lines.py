@@ -47,6 +47,7 @@ _MODULE_NAMES = {"torch._C._nn": "torch.nn.functional", "torch._C._VariableFunct
                  "torch.functional": "torch", "torch._C._linalg": "torch.linalg", "torch._C._fft": "torch.fft",
                  "torch._C._special": "torch.special", "torch._tensor": "", None: ""}
 # torch's own dispatch frames between a library function and the handler: never named as the call
+_GENERATED = ("torchinductor_", ".triton")  # folders of generated code (Inductor's cache, Triton's)
 _PLUMBING_FILES = ("overrides.py", "_tensor.py", "_jit_internal.py", "_device.py", "_contextlib.py")
 
 
@@ -105,6 +106,8 @@ class _Files:
             return _LIBRARY
         path = os.path.realpath(filename)
         parts = Path(path).parts
+        if any(p.startswith(_GENERATED) for p in parts):  # torch.compile's and Triton's generated code
+            return _LIBRARY
         if "site-packages" in parts or "dist-packages" in parts or path.startswith(self.library_roots):
             if os.path.basename(path) in _PLUMBING_FILES and f"{os.sep}torch{os.sep}" in path:
                 return _PLUMBING
@@ -136,23 +139,51 @@ class SourceTable:
     def __init__(self, files: _Files) -> None:
         self.files = files
         self.locations: list[list[Any]] = []
-        self.names: dict[tuple[Any, ...], str] = {}
+        self.numbers: dict[tuple[Any, ...], int] = {}
+        self.names: list[str] = []  # the scope name of each number
         self.lock = threading.Lock()
 
-    def scope_name(self, user: CodeType, line: int, library: CodeType | None, call: str) -> str:
+    def number(self, user: CodeType, line: int, library: CodeType | None, call: str) -> int:
+        """The location's number (interned: one entry per distinct user line, library frame and call)."""
         key = (user, line, library, call)
-        name = self.names.get(key)
-        if name is None:
+        number = self.numbers.get(key)
+        if number is None:
             with self.lock:
-                name = self.names.get(key)
-                if name is None:
+                number = self.numbers.get(key)
+                if number is None:
                     via = ""
                     if library is not None and library.co_name != call.rsplit(".", 1)[-1]:
                         via = f"{_package(library.co_filename)} {library.co_qualname}".strip()
                     self.locations.append([self.files.display(user.co_filename), line, user.co_qualname,
                                            f"{via} / {call}" if via else call])
-                    name = self.names[key] = f"{SOURCE_PREFIX}{len(self.locations) - 1}"
-        return name
+                    number = self.numbers[key] = len(self.locations) - 1
+                    self.names.append(f"{SOURCE_PREFIX}{number}")
+        return number
+
+    def caller(self, frame: Any, call: str) -> int | None:
+        """The number of the first user frame at or above `frame`, with the innermost library
+        frame below it; None when no frame is the user's (torch calling itself, a library thread)."""
+        kind, library = self.files.kind, None
+        while frame is not None:
+            code = frame.f_code
+            found = kind(code)
+            if found == _USER:
+                return self.number(code, frame.f_lineno, library, call)
+            if library is None and found == _LIBRARY:
+                library = code
+            frame = frame.f_back
+        return None
+
+
+_CURRENT: list[SourceTable] = []  # the table of the session recording now (for the Triton launch hook)
+
+
+def launch_location(call: str) -> int | None:
+    """The user's line launching a Triton kernel now (capture/triton_hook.py calls it at each
+    launch while the source-line mode is on): its location number, None when off or not found."""
+    if not _CURRENT:
+        return None
+    return _CURRENT[-1].caller(sys._getframe(1), call)
 
 
 class SourceMode(TorchFunctionMode):
@@ -161,7 +192,6 @@ class SourceMode(TorchFunctionMode):
     def __init__(self, table: SourceTable) -> None:
         super().__init__()
         self.table = table
-        self.kind = table.files.kind
         self.calls: dict[Any, str | None] = {}  # func -> its call name, None: not annotated (getters)
         self.active = True  # False once taken off: a call already inside the handler passes through
 
@@ -175,20 +205,10 @@ class SourceMode(TorchFunctionMode):
             call = self.calls[func] = None if name.endswith(("__get__", "__set__")) else name
         if call is None:
             return func(*args, **kwargs)
-        frame: Any = sys._getframe(1)
-        library = None
-        kind = self.kind
-        while frame is not None:
-            code = frame.f_code
-            found = kind(code)
-            if found == _USER:
-                break
-            if library is None and found == _LIBRARY:
-                library = code
-            frame = frame.f_back
-        if frame is None:  # no user frame (torch calling itself, a library's thread)
+        number = self.table.caller(sys._getframe(1), call)
+        if number is None:  # no user frame (torch calling itself, a library's thread)
             return func(*args, **kwargs)
-        with _RecordFunctionFast(self.table.scope_name(code, frame.f_lineno, library, call)):  # type: ignore[misc]
+        with _RecordFunctionFast(self.table.names[number]):  # type: ignore[misc]
             return func(*args, **kwargs)
 
 
@@ -273,8 +293,15 @@ def source_lines(metadata: dict[str, Any]) -> Iterator[Callable[[], None]]:
     info["status"], info["locations"] = "on", table.locations
     installed = _Installed(SourceMode(table), info)
     installed.push()
-    try:
-        yield installed.off
-    finally:
+    _CURRENT.append(table)
+
+    def off() -> None:
         installed.off()
+        if table in _CURRENT:
+            _CURRENT.remove(table)
+
+    try:
+        yield off
+    finally:
+        off()
         installed.remove_callback()
