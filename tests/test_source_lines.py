@@ -203,6 +203,8 @@ def test_a_script_profiled_end_to_end_gets_its_lines_in_every_advice_format(tmp_
     assert "train.py:" in junit, junit
     wide = run("show", "p.json", "--wide").stdout
     assert "train.py:6" in wide and "source" in wide, wide
+    assert run("report", "p.json", "-o", "r.html").returncode == 0
+    assert "train.py:" in (tmp_path / "r.html").read_text()
 
 
 def test_a_triton_launch_from_python_takes_the_line_that_launched_it(capture_on: None) -> None:

@@ -50,6 +50,14 @@ def ms(v):
 a, b = s_on.get("iteration_time_s"), s_off.get("iteration_time_s")
 dist = f"{(a / b - 1):+.1%}" if a and b else "n/a"
 print(f"FIGURE {name} profiled step: with source {ms(a)}, without {ms(b)}: distortion {dist}")
+def kernel_per_it(s):
+    t, n = s.get("total_kernel_time_s"), s.get("iterations") or 1
+    return t / n if isinstance(t, (int, float)) else None
+ka, kb = kernel_per_it(s_on), kernel_per_it(s_off)
+print(f"FIGURE {name} kernel time per iteration: with source {ms(ka)}, without {ms(kb)}: distortion "
+      + (f"{ka / kb - 1:+.2%}" if ka and kb else "n/a") + " (target: within 3%)")
+print(f"FIGURE {name} host events per iteration: with source {(s_on.get('host_events') or 0) / (s_on.get('iterations') or 1):.0f}, "
+      f"without {(s_off.get('host_events') or 0) / (s_off.get('iterations') or 1):.0f}")
 ua, ub = s_on.get("unprofiled_step_time_s"), s_off.get("unprofiled_step_time_s")
 print(f"FIGURE {name} un-profiled step: after a session with source {ms(ua)}, without {ms(ub)}"
       + (f" ({ua / ub - 1:+.1%})" if ua and ub else ""))
