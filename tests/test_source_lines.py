@@ -229,3 +229,20 @@ def test_a_triton_launch_from_python_takes_the_line_that_launched_it(capture_on:
     assert f"{location[0]}:{location[1]}" == _here("LINE-TRITON") and location[3].endswith("triton mine")
     launches = attribute(_trace(sink, name="mine"), "cuda", metadata).launches
     assert list(launches["source"]) == [_here("LINE-TRITON")]
+
+
+def test_a_finding_merged_across_layers_keeps_its_first_instances_line() -> None:
+    from rooflinectl.analysis.advice.location import located
+    from rooflinectl.analysis.advice.merge import merge_patterns
+    from rooflinectl.analysis.advice.registry import RULES, Finding
+
+    kernels = pd.DataFrame({"op": ["aten::mul"] * 2, "kernel": ["k"] * 2, "shapes": ["[8]"] * 2, "dtype": ["fp32"] * 2,
+                            "module": ["m.h.1.act", "m.h.0.act"], "time_s": [2.0, 1.0],
+                            "source": ["model.py:9", "model.py:3"], "source_function": ["Block.forward"] * 2,
+                            "source_call": ["Tensor.mul"] * 2})
+    rule = sorted(RULES)[0]
+    raw = [located(Finding(rule, "t", "warning", "e", "r", 0.1, rows=(i,), subject=f"mul in m.h.{1 - i}.act"), kernels)
+           for i in (0, 1)]
+    assert [f.source for f in raw] == ["model.py:9", "model.py:3"]
+    [merged] = merge_patterns(raw, kernels)
+    assert merged.count == 2 and merged.source == "model.py:3"  # layer 0's, the first instance

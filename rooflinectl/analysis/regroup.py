@@ -10,6 +10,8 @@ from rooflinectl.analysis.roofline import LAUNCH_CONFIG_COLUMNS, place_on_roofli
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.schema import KERNEL_COLUMNS
 
+BACKWARD_MARK = " (backward)"  # attribution/sources.py's suffix to the function of backward work
+
 BY_KEYS = {"kernel": ["kernel", "op", "shapes", "dtype"], "op": ["op", "unit", "precision"],
            "module": ["module", "unit", "precision"], "line": ["source", "unit", "precision"]}
 
@@ -23,7 +25,7 @@ def regroup(table: pd.DataFrame, by: str, ceilings: Ceilings) -> pd.DataFrame:
     sources = {}
     if "source" in table.columns:  # a profile written before source lines were kept has none
         sources = {"source": ("source", single_or_count("lines")),
-                   "source_function": ("source_function", _one_or_empty),
+                   "source_function": ("source_function", _function_of),
                    "source_call": ("source_call", _one_or_empty)}
     out = aggregate(
         table, BY_KEYS[by],
@@ -54,6 +56,15 @@ def regroup(table: pd.DataFrame, by: str, ceilings: Ceilings) -> pd.DataFrame:
 def _one_or_empty(values: pd.Series) -> str:
     """The rows' one value, '' when they differ."""
     return values.iloc[0] if values.nunique() == 1 else ""
+
+
+def _function_of(values: pd.Series) -> str:
+    """The rows' function; 'step (+ backward)' when they hold a line's forward and backward work."""
+    names = set(values)
+    bases = {n.removesuffix(BACKWARD_MARK) for n in names}
+    if len(names) == 1:
+        return values.iloc[0]
+    return f"{bases.pop()} (+ backward)" if len(bases) == 1 else ""
 
 
 def unknown_costs(table: pd.DataFrame) -> pd.DataFrame:
