@@ -246,3 +246,32 @@ def test_a_finding_merged_across_layers_keeps_its_first_instances_line() -> None
     assert [f.source for f in raw] == ["model.py:9", "model.py:3"]
     [merged] = merge_patterns(raw, kernels)
     assert merged.count == 2 and merged.source == "model.py:3"  # layer 0's, the first instance
+
+
+COMPILED_SCRIPT = """\
+import torch
+from torch._dynamo.testing import CompileCounter
+counter = CompileCounter()
+f = torch.compile(lambda t: (t * 2).sin() + 1, backend=counter)
+x = torch.randn(16)
+layer = torch.nn.Linear(16, 16)
+for _ in range(10):
+    y = layer(f(x))
+print("FRAMES", counter.frame_count)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", ["--source", "--no-source"])
+def test_a_script_that_compiles_after_profiling_started_compiles_once(tmp_path: Path, flag: str) -> None:
+    """Dynamo is imported by the script, after the session began: the mode still leaves at the
+    compile start (the callback is registered when Dynamo's callback module is imported)."""
+    (tmp_path / "c.py").write_text(COMPILED_SCRIPT)
+    done = subprocess.run([sys.executable, "-m", "rooflinectl", "profile", "c.py", "-o", "p.json", "--device", "cpu",
+                           "-q", flag], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    frames = [line for line in done.stdout.splitlines() + done.stderr.splitlines() if line.startswith("FRAMES")]
+    assert frames == ["FRAMES 1"], done.stdout[-2000:]
+    info = json.loads((tmp_path / "p.json").read_text())["metadata"]["source_lines"]
+    assert info["status"] == ("stopped" if flag == "--source" else "off"), info

@@ -30,12 +30,13 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from rooflinectl.capture.compiled_calls import _PatchOnImport
 from rooflinectl.capture.trace import SOURCE_PREFIX
 
 _RecordFunctionFast = getattr(torch._C._profiler, "_RecordFunctionFast", None)
@@ -212,6 +213,27 @@ class SourceMode(TorchFunctionMode):
             return func(*args, **kwargs)
 
 
+CALLBACK_MODULE = "torch._dynamo.callback"  # where Dynamo keeps its compile callbacks
+
+
+def _when_imported(name: str, then: Callable[[ModuleType], None]) -> Callable[[], None]:
+    """then(module) now if the module is imported, else when the program first imports it (a
+    meta path finder: importing Dynamo ourselves costs seconds); returns what removes the finder.
+    In practice torch.profiler's start (torch 2.13) has imported Dynamo's callback module already."""
+    module = sys.modules.get(name)
+    if module is not None:
+        then(module)
+        return lambda: None
+    finder = _PatchOnImport(name, then)
+    sys.meta_path.insert(0, finder)
+
+    def unwatch() -> None:
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
+
+    return unwatch
+
+
 def _dynamo_compiled_something() -> bool:
     from rooflinectl.capture.modules import _dynamo_compiled_something as compiled
 
@@ -227,15 +249,19 @@ class _Installed:
         self.on = False
         self.metadata = metadata
         self.callback: Callable[..., None] | None = None
+        self.unwatch: Callable[[], None] = lambda: None
 
     def push(self) -> None:
         torch._C._push_on_torch_function_stack(self.mode)
         self.on = True
-        dynamo = sys.modules.get("torch._dynamo")
-        handler = getattr(dynamo, "callback_handler", None)
-        if handler is not None and hasattr(handler, "register_start_callback"):
-            self.callback = lambda *_args: self.off("stopped at the first torch.compile: Dynamo guards on "
-                                                    "torch function modes, so the mode left before it compiled")
+        self.callback = lambda *_args: self.off("stopped at the first torch.compile: Dynamo guards on "
+                                                "torch function modes, so the mode left before it compiled")
+        self.unwatch = _when_imported(CALLBACK_MODULE, self._register)
+
+    def _register(self, module: Any) -> None:
+        """Dynamo's compile-start callbacks run before it reads the mode stack (torch >= 2.4)."""
+        handler = getattr(module, "callback_handler", None)
+        if handler is not None and hasattr(handler, "register_start_callback") and self.callback is not None:
             handler.register_start_callback(self.callback)
 
     def off(self, why: str = "") -> None:
@@ -264,7 +290,9 @@ class _Installed:
             torch._C._push_on_torch_function_stack(mode)
 
     def remove_callback(self) -> None:
-        handler = getattr(sys.modules.get("torch._dynamo"), "callback_handler", None)
+        """Dynamo's callback and the import watch go (the step limit's stop, the session's end)."""
+        self.unwatch()
+        handler = getattr(sys.modules.get(CALLBACK_MODULE), "callback_handler", None)
         if self.callback is not None and handler is not None:
             with suppress(ValueError, KeyError, AttributeError):  # already gone
                 handler.remove_start_callback(self.callback)
@@ -297,6 +325,7 @@ def source_lines(metadata: dict[str, Any]) -> Iterator[Callable[[], None]]:
 
     def off() -> None:
         installed.off()
+        installed.remove_callback()
         if table in _CURRENT:
             _CURRENT.remove(table)
 
@@ -304,4 +333,3 @@ def source_lines(metadata: dict[str, Any]) -> Iterator[Callable[[], None]]:
         yield off
     finally:
         off()
-        installed.remove_callback()
