@@ -163,7 +163,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3, before any process starts
         launch_and_show(ctx, nproc_per_node, target, function, list(script_args), output, device=device, top=top,
                         save_trace=trace_path, quiet=quiet, iterations_mode=iterations_mode,
-                        profile_steps=profile_steps)
+                        profile_steps=profile_steps, source=source)
         return
     pattern = output  # each rank of a distributed job writes its own files
     output = rank_output_path(output, ranks)
