@@ -9,8 +9,9 @@ mode: (1) a one-element in-place add called from this file (the user's frame is 
 (2) an nn.Linear(4, 4) module call (the torch call comes from torch's Linear.forward, three
 library frames below this file's frame: the walk up to the user's frame is longer); (3) the same
 add called from a user frame under 30 nested user functions (the walk stops at the first user
-frame, so depth above it costs nothing). Min over the repeats (the least disturbed run), in
-microseconds per torch call; the difference is what the mode adds.
+frame, so depth above it costs nothing). Each case runs without and with the mode back to back,
+`--repeats` times: the medians, and the median of the pairs' differences (what the mode adds),
+in microseconds per torch call.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import datetime as dt
 import json
 import platform
+import statistics
 import time
 from collections.abc import Callable
 
@@ -44,21 +46,28 @@ def _deep(depth: int, work: Callable[[], None]) -> None:
         _deep(depth - 1, work)
 
 
-def _per_call_us(work: Callable[[], None], calls: int, repeats: int, profiled: bool, mode: bool) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True)
+def _once_s(work: Callable[[], None], profiled: bool, mode: bool) -> float:
+    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True)
+    if profiled:
+        prof.start()
+    try:
+        with source_lines({}) if mode else _nothing():
+            start = time.perf_counter()
+            work()
+            return time.perf_counter() - start
+    finally:
         if profiled:
-            prof.start()
-        try:
-            with source_lines({}) if mode else _nothing():
-                start = time.perf_counter()
-                work()
-                best = min(best, time.perf_counter() - start)
-        finally:
-            if profiled:
-                prof.stop()
-    return best / calls * 1e6
+            prof.stop()
+
+
+def _paired_us(work: Callable[[], None], calls: int, repeats: int, profiled: bool) -> tuple[float, float, float]:
+    """(without, with, added) microseconds per call: without and with the mode measured back to back,
+    `repeats` times; the medians of each and of the pairs' differences (a shared, busy machine
+    shifts both of a pair alike)."""
+    pairs = [(_once_s(work, profiled, False), _once_s(work, profiled, True)) for _ in range(repeats)]
+    scale = 1e6 / calls
+    return (statistics.median(a for a, _ in pairs) * scale, statistics.median(b for _, b in pairs) * scale,
+            statistics.median(b - a for a, b in pairs) * scale)
 
 
 class _nothing:  # noqa: N801 - a stand-in context manager
@@ -71,8 +80,8 @@ class _nothing:  # noqa: N801 - a stand-in context manager
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--calls", type=int, default=20000)
-    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=25)
     args = p.parse_args()
     n = args.calls
     t, layer, x = torch.zeros(1), torch.nn.Linear(4, 4), torch.randn(1, 4)
@@ -82,10 +91,10 @@ def main() -> None:
     _adds(1000, t)  # warm up
     rows = []
     for name, work in cases.items():
-        figures = {f"{'profiled' if prof else 'plain'}_{'mode' if mode else 'none'}_us":
-                   _per_call_us(work, n, args.repeats, prof, mode) for prof in (True, False) for mode in (False, True)}
-        figures["added_profiled_us"] = figures["profiled_mode_us"] - figures["profiled_none_us"]
-        figures["added_plain_us"] = figures["plain_mode_us"] - figures["plain_none_us"]
+        figures = {}
+        for prof, label in ((True, "profiled"), (False, "plain")):
+            none, mode, added = _paired_us(work, n, args.repeats, prof)
+            figures.update({f"{label}_none_us": none, f"{label}_mode_us": mode, f"added_{label}_us": added})
         rows.append({"case": name, **{k: round(v, 3) for k, v in figures.items()}})
     print(json.dumps({"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
                       "torch": torch.__version__, "threads": torch.get_num_threads(),

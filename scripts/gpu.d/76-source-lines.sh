@@ -8,8 +8,9 @@
 # source, the profiled step with vs without source capture (device time per iteration; distortion
 # %) and the un-profiled step of both runs; the top of `show --by line`; the head of
 # `advise --format github`; CHECKs: source share > 50% of kernel time, every located file is the
-# user's (under examples/real), the un-profiled steps within 10% of each other.
-# Expected runtime: about 100-140 s on an H200 (6 profiles).
+# user's (under examples/real), the un-profiled steps within 10% of each other. First, the host
+# cost per torch call (scripts/bench_source_lines.py: about 10 s).
+# Expected runtime: about 110-150 s on an H200 (6 profiles).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/76-source-lines}"
 mkdir -p "$out"
@@ -75,6 +76,8 @@ PY
   echo "-- advise exit $?"
   head -8 "$out/$name.github.txt" | cut -c1-400
 }
+echo "== per torch call on this host (scripts/bench_source_lines.py)"
+python3 scripts/bench_source_lines.py --repeats 15 2>&1 | grep -v USDT | sed 's/^/FIGURE bench /'
 gpt2=(examples/real/gpt2_forward.py --layers 12 --batch 8 --seq 1024)
 tiny=(examples/real/gpt2_forward.py --layers 12 --batch 1 --seq 128)
 llama=(examples/real/llama_train.py --layers 4 --hidden 1024 --batch 4 --seq 512)
