@@ -61,7 +61,8 @@ print(f"FIGURE {name} host events per iteration: with source {(s_on.get('host_ev
       f"without {(s_off.get('host_events') or 0) / (s_off.get('iterations') or 1):.0f}")
 ua, ub = s_on.get("unprofiled_step_time_s"), s_off.get("unprofiled_step_time_s")
 print(f"FIGURE {name} un-profiled step: after a session with source {ms(ua)}, without {ms(ub)}"
-      + (f" ({ua / ub - 1:+.1%})" if ua and ub else ""))
+      + (f" ({ua / ub - 1:+.1%})" if ua and ub else "")
+      + f"; medians of {len(s_on.get('unprofiled_step_times_s') or [])} and {len(s_off.get('unprofiled_step_times_s') or [])} steps")
 files = {r["source"].rsplit(":", 1)[0] for r in table if r.get("source")}
 foreign = sorted(f for f in files if not f.startswith("examples/real/"))
 ok = share > 0.5 and not foreign and (not (ua and ub) or abs(ua / ub - 1) <= 0.10)
@@ -78,9 +79,11 @@ PY
 }
 echo "== per torch call on this host (scripts/bench_source_lines.py)"
 python3 scripts/bench_source_lines.py --repeats 15 2>&1 | grep -v USDT | sed 's/^/FIGURE bench /'
-gpt2=(examples/real/gpt2_forward.py --layers 12 --batch 8 --seq 1024)
-tiny=(examples/real/gpt2_forward.py --layers 12 --batch 1 --seq 128)
-llama=(examples/real/llama_train.py --layers 4 --hidden 1024 --batch 4 --seq 512)
+# --steps 20: 3 warm-up + 20 timed iterations, 5 profiled, so 17 un-profiled steps to compare
+# (with the default 5 only 2 were timed: +-30% between two runs of one configuration, 2026-12-02 B1)
+gpt2=(examples/real/gpt2_forward.py --layers 12 --batch 8 --seq 1024 --steps 20)
+tiny=(examples/real/gpt2_forward.py --layers 12 --batch 1 --seq 128 --steps 20)
+llama=(examples/real/llama_train.py --layers 4 --hidden 1024 --batch 4 --seq 512 --steps 20)
 for name in gpt2 gpt2tiny llama; do
   case $name in gpt2) args=("${gpt2[@]}");; gpt2tiny) args=("${tiny[@]}");; llama) args=("${llama[@]}");; esac
   profile "$name" --source "${args[@]}"
