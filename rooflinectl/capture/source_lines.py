@@ -93,14 +93,17 @@ class _Files:
     def __init__(self, user_roots: list[str]) -> None:
         self.user_roots = tuple(os.path.join(os.path.realpath(r), "") for r in user_roots)
         self.library_roots = _library_roots()
-        self.kinds: dict[CodeType, int] = {}
+        # id(code) -> (code, kind): keyed by id, not the code object, whose hash CPython computes
+        # again at every call over its constants and names (0.5-0.8 us a frame on the CPU machine,
+        # for each frame of each walk); the value holds the code, so its id is never reused
+        self.kinds: dict[int, tuple[CodeType, int]] = {}
         self.paths: dict[str, str] = {}
 
     def kind(self, code: CodeType) -> int:
-        known = self.kinds.get(code)
+        known = self.kinds.get(id(code))
         if known is None:
-            known = self.kinds[code] = self._classify(code.co_filename)
-        return known
+            known = self.kinds[id(code)] = (code, self._classify(code.co_filename))
+        return known[1]
 
     def _classify(self, filename: str) -> int:
         if filename.startswith("<"):
@@ -145,8 +148,9 @@ class SourceTable:
         self.lock = threading.Lock()
 
     def number(self, user: CodeType, line: int, library: CodeType | None, call: str) -> int:
-        """The location's number (interned: one entry per distinct user line, library frame and call)."""
-        key = (user, line, library, call)
+        """The location's number (interned: one entry per distinct user line, library frame and call;
+        the code objects by id: _Files.kinds holds them, so their ids stay theirs)."""
+        key = (id(user), line, id(library), call)
         number = self.numbers.get(key)
         if number is None:
             with self.lock:
