@@ -275,3 +275,25 @@ def test_a_script_that_compiles_after_profiling_started_compiles_once(tmp_path: 
     assert frames == ["FRAMES 1"], done.stdout[-2000:]
     info = json.loads((tmp_path / "p.json").read_text())["metadata"]["source_lines"]
     assert info["status"] == ("stopped" if flag == "--source" else "off"), info
+
+
+def test_github_paths_are_named_from_the_repository_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rooflinectl.analysis.advice.engine import AdviceReport
+    from rooflinectl.analysis.advice.registry import Finding
+    from rooflinectl.cli.advise_cmd import repository_root
+    from rooflinectl.outputs.advice_render import github_file
+
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    run_dir = tmp_path / "repo" / "train"
+    run_dir.mkdir()
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    assert repository_root(run_dir) == str(tmp_path / "repo")
+    report = AdviceReport(findings=[], rules=[], run_time_s=1.0, total_kernel_time_s=1.0, total_saving_s=0.0,
+                          device_name="x", source_root=str(run_dir), paths_from=repository_root(run_dir))
+    found = Finding("r", "t", "warning", "e", "f", 0.0, source="model/net.py:42")
+    assert github_file(found, report) == "file=train/model/net.py,line=42,"
+    outside = Finding("r", "t", "warning", "e", "f", 0.0, source="/elsewhere/x.py:7")
+    assert github_file(outside, report) == "file=/elsewhere/x.py,line=7,"
+    assert github_file(Finding("r", "t", "warning", "e", "f", 0.0), report) == ""
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(run_dir))
+    assert repository_root(run_dir / "model") == str(run_dir)

@@ -10,6 +10,7 @@ Setting a threshold (--min-efficiency, --max-unknown-share, --max-launch-overhea
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,11 @@ _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
 
 
 def repository_root(start: Path) -> str:
-    """The git repository around `start` (the folder holding .git), else `start`: GitHub names a
-    pull request's files from the repository's root."""
+    """The folder GitHub names a pull request's files from: $GITHUB_WORKSPACE in a workflow (the
+    checkout), else the git repository around `start` (the folder holding .git), else `start`."""
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if workspace and (start == Path(workspace) or Path(workspace) in start.parents):
+        return workspace
     for folder in (start, *start.parents):
         if (folder / ".git").exists():
             return str(folder)
