@@ -63,7 +63,7 @@
     if (state.family && rows.op_family[i] !== state.family) return false;
     if (state.precision && rows.precision[i] !== state.precision) return false;
     if (state.text) {
-      var hay = [rows.kernel[i], rows.op[i], rows.module[i], rows.op_family[i]].join(' ');
+      var hay = [rows.kernel[i], rows.op[i], rows.module[i], rows.op_family[i], rows.source[i]].join(' ');
       var re = null;
       try { re = new RegExp(state.text, 'i'); } catch (e) { re = null; }
       if (re ? !re.test(hay) : hay.toLowerCase().indexOf(state.text.toLowerCase()) < 0) return false;
@@ -93,7 +93,7 @@
     }
     add(bar, el('label', '', 'filter'));
     var input = add(bar, el('input'));
-    input.type = 'search'; input.id = 'filter-text'; input.placeholder = 'kernel, op, module or family (regex)';
+    input.type = 'search'; input.id = 'filter-text'; input.placeholder = 'kernel, op, module, family or source line (regex)';
     var typing = null;  /* redraw once the user pauses, not on every key */
     input.addEventListener('input', function () {
       clearTimeout(typing);
