@@ -188,7 +188,10 @@ def launch_location(call: str) -> int | None:
     launch while the source-line mode is on): its location number, None when off or not found."""
     if not _CURRENT:
         return None
-    return _CURRENT[-1].caller(sys._getframe(1), call)
+    try:
+        return _CURRENT[-1].caller(sys._getframe(1), call)
+    except Exception:  # noqa: BLE001 - runs in Triton's launch: never fail the user's launch
+        return None
 
 
 class SourceMode(TorchFunctionMode):
@@ -210,7 +213,10 @@ class SourceMode(TorchFunctionMode):
             call = self.calls[func] = None if name.endswith(("__get__", "__set__")) else name
         if call is None:
             return func(*args, **kwargs)
-        number = self.table.caller(sys._getframe(1), call)
+        try:
+            number = self.table.caller(sys._getframe(1), call)
+        except Exception:  # noqa: BLE001 - a location of ours must never fail the user's call
+            number = None
         if number is None:  # no user frame (torch calling itself, a library's thread)
             return func(*args, **kwargs)
         with _RecordFunctionFast(self.table.names[number]):  # type: ignore[misc]
