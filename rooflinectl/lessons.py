@@ -31,7 +31,7 @@ from rooflinectl.capture.run.session import run_metadata
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import EnvironmentProblem
 from rooflinectl.profile_model import ProfileData
-from rooflinectl.schema import KERNEL_COLUMNS
+from rooflinectl.schema import KERNEL_COLUMNS, LATER_COLUMNS
 
 PACKAGE = "rooflinectl_kernels"
 INTERPRET_ENV = "TRITON_INTERPRET"
@@ -130,6 +130,7 @@ def _row(result: dict[str, Any], device_kind: str) -> dict[str, Any]:
         # the roof its declaration names (attribution.join.declared_cost); CPU ceilings have no tensor roofs
         "unit": (result.get("unit") or "simt") if device_kind == "cuda" else "simt",
         "precision": result.get("precision") or "",
+        **LATER_COLUMNS,  # no source line: a reference kernel, not the user's code
         **{k: result[k] for k in ROW_KEYS},
         **{k: float(result[k]) if result.get(k) is not None else math.nan for k in OWN_COST},
     }

@@ -21,6 +21,12 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
                          "collective (communication between ranks: NCCL kernels, gloo work), other"),
     "module": ("str", "nn.Module path active at launch, '' when none"),
     "shapes": ("str", "input shapes of the op, e.g. '[64, 128] x [128, 256]'"),
+    "source": ("str", "the user's source line that called the op, 'path:line' (path relative to the run's working "
+                      "directory, metadata source_lines.root, when inside it); backward work: its forward op's line; "
+                      "'' when none (torch.compile, --no-source, profiles written before it was kept)"),
+    "source_function": ("str", "the function of that line ('step'; 'step (backward)' for backward work)"),
+    "source_call": ("str", "the torch call made there, through the library function that made it when the line "
+                           "called a library ('torch Linear.forward / torch.nn.functional.linear')"),
     "dtype": ("str", "dtype of the op's first floating input"),
     "device": ("str", "cuda or cpu"),
     "origin": ("str", "aten, triton, inductor, library or other: who wrote the kernel"),
@@ -182,6 +188,9 @@ SUMMARY_KEYS: dict[str, str] = {
     "counters": "what the counters tier did (`profile --counters`): status, tool, launches measured, sampling classes, "
                 "groups (rows_shared: those whose counters came from another group's launches) and time covered, or why not",
 }
+
+# Columns added after schema_version 1 was first written: a profile without them reads with these values.
+LATER_COLUMNS: dict[str, object] = {"source": "", "source_function": "", "source_call": ""}
 
 # Columns of the counters tier, and the value a row without counters carries in each.
 COUNTER_COLUMNS: dict[str, object] = {

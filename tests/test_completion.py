@@ -17,7 +17,7 @@ def _complete(words: str, cword: int) -> list[str]:
 
 def test_commands_and_choices_complete() -> None:
     assert _complete("rooflinectl sh", 1) == ["show"]
-    assert _complete("rooflinectl show --by ", 3) == ["kernel", "op", "module"]
+    assert _complete("rooflinectl show --by ", 3) == ["kernel", "op", "module", "line"]
     assert set(_complete("rooflinectl advise --format ", 3)) == {"table", "markdown", "json", "github", "junit"}
 
 

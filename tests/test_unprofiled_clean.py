@@ -36,6 +36,8 @@ def state(model):
         "model_pre_hooks": len(model._forward_pre_hooks),
         "triton_hooks": triton_hooks,
         "nvml_threads": sum(t.name == "rooflinectl-nvml" and t.is_alive() for t in threading.enumerate()),
+        "torch_function_modes": torch._C._len_torch_function_stack(),
+        "import_finders": sum(type(f).__module__.startswith("rooflinectl") for f in sys.meta_path),
     }
 
 model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
@@ -65,10 +67,11 @@ def test_nothing_of_ours_but_the_marker_stays_after_the_stop(tmp_path: Path) -> 
     assert profiled["monitoring_events"] or profiled["global_module_hooks"]
     assert profiled["model_pre_hooks"] == 1 and profiled["optimizer_hooks"] == 1
     assert profiled["triton_hooks"] == (1 if importlib.util.find_spec("triton") is not None else 0)
+    assert profiled["torch_function_modes"] == 1  # the source-line mode (capture/source_lines.py)
     # after the stop (step 9 of 10): only the optimizer step hook, the iteration marker, remains
     assert free == {"profiler_on": False, "monitoring_events": 0 if profiled["monitoring_events"] else None,
                     "global_module_hooks": 0, "optimizer_hooks": 1, "model_pre_hooks": 0, "triton_hooks": 0,
-                    "nvml_threads": 0}, free
+                    "nvml_threads": 0, "torch_function_modes": 0, "import_finders": 0}, free
     summary = json.loads((tmp_path / "p.json").read_text())["summary"]
     assert summary["profile_steps_marker"] == "optimizer_step" and summary["unprofiled_steps"] == 10 - 5 - 1
 

@@ -1,4 +1,5 @@
-"""Re-aggregate a kernel table by op or by module, then place the new rows on the roofline."""
+"""Re-aggregate a kernel table by op, by module or by the user's source line, then place the new
+rows on the roofline."""
 
 from __future__ import annotations
 
@@ -9,16 +10,23 @@ from rooflinectl.analysis.roofline import LAUNCH_CONFIG_COLUMNS, place_on_roofli
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.schema import KERNEL_COLUMNS
 
+BACKWARD_MARK = " (backward)"  # attribution/sources.py's suffix to the function of backward work
+
 BY_KEYS = {"kernel": ["kernel", "op", "shapes", "dtype"], "op": ["op", "unit", "precision"],
-           "module": ["module", "unit", "precision"]}
+           "module": ["module", "unit", "precision"], "line": ["source", "unit", "precision"]}
 
 
 def regroup(table: pd.DataFrame, by: str, ceilings: Ceilings) -> pd.DataFrame:
     """Sum calls, time, FLOPs and bytes per kernel (the same kernel, op, shapes and dtype in every
-    module: one row, its module the modules' common path), per op, or per module
+    module: one row, its module the modules' common path), per op, per module, or per source line
     (rooflinectl.aggregate: a group with any row of unknown cost is unknown)."""
     if table.empty or (by == "kernel" and not table.duplicated(BY_KEYS["kernel"]).any()):
         return table
+    sources = {}
+    if "source" in table.columns:  # a profile written before source lines were kept has none
+        sources = {"source": ("source", single_or_count("lines")),
+                   "source_function": ("source_function", _function_of),
+                   "source_call": ("source_call", _one_or_empty)}
     out = aggregate(
         table, BY_KEYS[by],
         kernel=("kernel", single_or_count("kernels")),
@@ -35,6 +43,7 @@ def regroup(table: pd.DataFrame, by: str, ceilings: Ceilings) -> pd.DataFrame:
         blocks=("blocks", "median"),
         threads_per_block=("threads_per_block", "median"),
         rank=("rank", "first"),
+        **{k: v for k, v in sources.items() if k not in BY_KEYS[by]},
         **({"memory_level": ("memory_level", "first")} if "memory_level" in table.columns else {}),  # the longest member's
         **{name: (name, "first") for name in ("memory_level_source", "memory_level_analytic") if name in table.columns},
         **{name: (name, "median") for name in LAUNCH_CONFIG_COLUMNS if name in table.columns},
@@ -43,6 +52,20 @@ def regroup(table: pd.DataFrame, by: str, ceilings: Ceilings) -> pd.DataFrame:
     placed = place_on_roofline(out, ceilings)
     placed = placed[[c for c in KERNEL_COLUMNS if c in placed.columns]]
     return placed.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _one_or_empty(values: pd.Series) -> str:
+    """The rows' one value, '' when they differ."""
+    return values.iloc[0] if values.nunique() == 1 else ""
+
+
+def _function_of(values: pd.Series) -> str:
+    """The rows' function; 'step (+ backward)' when they hold a line's forward and backward work."""
+    names = set(values)
+    bases = {n.removesuffix(BACKWARD_MARK) for n in names}
+    if len(names) == 1:
+        return values.iloc[0]
+    return f"{bases.pop()} (+ backward)" if len(bases) == 1 else ""
 
 
 def unknown_costs(table: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Group launches into kernel-table rows: one per (kernel, op, input shapes, dtype, module).
+"""Group launches into kernel-table rows: one per (kernel, op, input shapes, dtype, module, source line).
 
 The module is part of the key: twelve identical layers are twelve rows, so `show --by module`
 can say what each layer costs (`show` by kernel sums them again for its compact view).
@@ -10,8 +10,9 @@ import pandas as pd
 
 from rooflinectl.aggregate import aggregate
 from rooflinectl.attribution.records import PER_LAUNCH_COLUMNS
+from rooflinectl.schema import LATER_COLUMNS
 
-GROUP_KEY = ["kernel", "op", "shapes", "dtype", "module"]  # module too: repeated layers stay apart
+GROUP_KEY = ["kernel", "op", "shapes", "dtype", "module", "source"]  # module too: repeated layers stay apart
 MAX_SEQUENCE = 100_000
 
 
@@ -28,6 +29,9 @@ def group_table(launches: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
         return (launches.drop(columns=list(PER_LAUNCH_COLUMNS), errors="ignore").assign(calls=[]),
                 pd.Series([], dtype=int))
     keyed = launches.reset_index(drop=True)
+    missing = {name: empty for name, empty in LATER_COLUMNS.items() if name not in keyed.columns}
+    if missing:  # launches of a table built before source lines were kept
+        keyed = keyed.assign(**missing)
     rows = group_index(keyed)
     # grouped by the row number (one integer key), not the five text keys again: the keys are
     # factorised once, in group_index (a million launches: a second factorisation costs ~0.5 s)
@@ -45,10 +49,13 @@ def group_table(launches: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
         shared_bytes_per_block=("shared_bytes_per_block", "median"),
         unit=("unit", "first"),
         precision=("precision", "first"),
+        source_function=("source_function", "first"),
+        source_call=("source_call", "first"),
     ).drop(columns="_row")
     return table[GROUP_KEY + [c for c in table.columns if c not in GROUP_KEY]], rows
 
 
 def group_index(launches: pd.DataFrame) -> pd.Series:
     """Each launch's row in group_launches' table (groups numbered in first-seen order)."""
-    return launches.reset_index(drop=True).groupby(GROUP_KEY, sort=False, dropna=False).ngroup()
+    keys = [k for k in GROUP_KEY if k in launches.columns]  # no source column: launches kept before it existed
+    return launches.reset_index(drop=True).groupby(keys, sort=False, dropna=False).ngroup()

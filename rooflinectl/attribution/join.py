@@ -86,7 +86,7 @@ def kernel_origin(name: str, has_aten_op: bool, triton_declared: bool) -> str:
 
 def attribute(trace: RawTrace, device_kind: str, metadata: dict[str, Any]) -> Attributed:
     world = metadata.get("world_size") or trace.distributed.get("world_size") or 1
-    index = OpIndex(trace, device_kind, int(world))
+    index = OpIndex(trace, device_kind, int(world), metadata)
     records = Records(metadata)
     if device_kind == "cuda":
         _gpu_records(trace, index, records)
@@ -170,12 +170,15 @@ def _gpu_records(trace: RawTrace, index: OpIndex, records: Records) -> None:
     for k, own_i, op_i, costed, declared, ts, instance in pending:
         inner = op_i if op_i >= 0 and ops[op_i].category == "cpu_op" else index.innermost_cpu_op(op_i)
         module = index.module(op_i) or (index.module(own_i) if own_i != op_i else "")
-        key = join.kind_key(k, costed, declared, instance, module, inner)
+        line = index.sources.source(op_i) if op_i >= 0 else index.sources.source(own_i)
+        if declared is not None and not line[0] and declared.get("source") is not None:
+            line = index.sources.location(declared["source"])  # a Triton launch's own line (capture/run/triton_hook.py)
+        key = join.kind_key(k, costed, declared, instance, module, inner, line)
         if key is not None and join.known_kind(key, k, costed, declared, instance, ts):
             continue
         records.add_kinds(join.looked_up)  # the launches before this one first: the table keeps launch order
         join.looked_up.clear()
-        join.new_kind(key, k, module, inner, op_i, costed, declared, instance, ts)
+        join.new_kind(key, k, module, inner, op_i, costed, declared, instance, ts, line)
     records.add_kinds(join.looked_up)
 
 
@@ -197,12 +200,12 @@ class _GpuJoin:
         self.looked_up: list[tuple[int, float, float, float, int, int, int, int]] = []  # launches of known kinds, in order
 
     def kind_key(self, k: RawKernel, costed: int, declared: dict[str, Any] | None, instance: int, module: str,
-                 inner: int) -> tuple[Any, ...] | None:
+                 inner: int, line: tuple[str, ...]) -> tuple[Any, ...] | None:
         """What makes a launch's row the same as an earlier one's but for its own numbers: for a
         costed op's kernel (not replayed) or a Triton summary's launch; None for the rest."""
         if declared is not None:
             return (id(declared), k.correlation in self.graph_correlations, k.grid, k.block, k.registers_per_thread,
-                    k.shared_memory, module, inner)
+                    k.shared_memory, module, inner, line)
         if costed < 0 or instance >= 0 or k.category != "kernel":
             return None
         index = self.index
@@ -215,7 +218,7 @@ class _GpuJoin:
             if not collective:
                 self.labels[costed_op.name] = named
         return ("op", k.name, k.grid, k.block, k.registers_per_thread, k.shared_memory, id(entry), *named, module,
-                inner >= 0)
+                inner >= 0, line)
 
     def known_kind(self, key: tuple[Any, ...], k: RawKernel, costed: int, declared: dict[str, Any] | None,
                    instance: int, ts: int) -> bool:
@@ -234,12 +237,12 @@ class _GpuJoin:
         return True
 
     def new_kind(self, key: tuple[Any, ...] | None, k: RawKernel, module: str, inner: int, op_i: int, costed: int,
-                 declared: dict[str, Any] | None, instance: int, ts: int) -> None:
+                 declared: dict[str, Any] | None, instance: int, ts: int, line: tuple[str, ...]) -> None:
         """Attribute a launch in full and record it (and its kind, when it has one)."""
         ops = self.index.ops
         origin = kernel_origin(k.name, inner >= 0 and not is_custom_op(ops[inner].name), declared is not None)
         launch = Launch(k.name, module, "cuda", k.dur_ns / 1e9, k.ts_ns, k.end_ns, ts, _product(k.grid),
-                        _product(k.block), _known(k.registers_per_thread), _known(k.shared_memory), k.correlation)
+                        _product(k.block), _known(k.registers_per_thread), _known(k.shared_memory), k.correlation, line)
         how = self.attribution(k, inner, op_i, costed, declared, instance, origin)
         kind = self.records.add(launch, how)
         if key is not None:
@@ -312,7 +315,8 @@ def _cpu_records(index: OpIndex, records: Records) -> None:
         if not index.in_window(op.ts_ns) or index.compile_work[i]:
             continue
         shapes = index.cost(i)[1]
-        launch = Launch(op.name, index.module(i), "cpu", time_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns)
+        launch = Launch(op.name, index.module(i), "cpu", time_ns / 1e9, op.ts_ns, op.end_ns, op.ts_ns,
+                        source_line=index.sources.source(i))
         generated = is_generated_kernel(op.name)
         origin = "inductor" if generated else "library" if op.name.startswith(GLOO_PREFIX) else "aten"
         if cost is not None:

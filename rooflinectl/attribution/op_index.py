@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
+from rooflinectl.attribution.sources import SourceIndex
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.capture.read.raw import RawOp, RawTrace
 from rooflinectl.capture.run.region import (
@@ -44,7 +45,8 @@ OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
 class OpIndex:
     """Parents, modules, regions and costs of the trace's ops, computed once."""
 
-    def __init__(self, trace: RawTrace, device_kind: str = "cuda", world_size: int = 1) -> None:
+    def __init__(self, trace: RawTrace, device_kind: str = "cuda", world_size: int = 1,
+                 metadata: dict[str, Any] | None = None) -> None:
         self.ops = trace.ops
         self.device_kind = device_kind
         self.world_size = world_size  # the group of a gloo collective (gloo does not record it)
@@ -82,6 +84,7 @@ class OpIndex:
             self.compile_work[i] = op.name.endswith(COMPILE_SCOPE_SUFFIX) or (
                 self.parent[i] >= 0 and self.compile_work[self.parent[i]])
         self.forward_by_seq = self._forward_ops()
+        self.sources = SourceIndex(self.ops, self.parent, self.forward_by_seq, metadata or {})
         # a trace without module scopes, backward or optimizer ops (inference, or a trace another
         # tool recorded) names no module for any op: known once from its few distinct names
         self._has_modules = any(name.startswith((MODULE_PREFIX, BACKWARD_PREFIX, *OPTIMIZER_PREFIXES))

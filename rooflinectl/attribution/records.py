@@ -21,12 +21,13 @@ from rooflinectl.costs import OpCost
 LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
                   "flops", "bytes", "min_bytes", "cost_source", "cost_note", "blocks", "threads_per_block",
                   "registers_per_thread", "shared_bytes_per_block", "unit",
-                  "precision", "start_ns", "end_ns", "launch_ns", "correlation"]
+                  "precision", "source", "source_function", "source_call", "start_ns", "end_ns", "launch_ns",
+                  "correlation"]
 PER_LAUNCH_COLUMNS = ("start_ns", "end_ns", "launch_ns", "correlation")  # one launch's own: not in a table row
 # The columns a launch shares with every launch of its kind (Records.add), in Records' order.
 KIND_COLUMNS = ("kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "cost_source",
                 "cost_note", "blocks", "threads_per_block", "registers_per_thread", "shared_bytes_per_block",
-                "unit", "precision", "min_ratio")
+                "unit", "precision", "source", "source_function", "source_call", "min_ratio")
 # min_ratio: the op's minimum bytes over the bytes its cost counts (1 where they are the same, NaN
 # without a cost): a launch's min_bytes is its bytes times its kind's ratio (frame)
 _KIND_FLOATS = frozenset({"blocks", "threads_per_block", "registers_per_thread", "shared_bytes_per_block",
@@ -48,6 +49,7 @@ class Launch(NamedTuple):  # a tuple: made once per launch, millions of times on
     registers_per_thread: float = math.nan
     shared_bytes_per_block: float = math.nan
     correlation: int = -1  # the trace's id of the launch (GPU), -1 on CPU
+    source_line: tuple[str, str, str] = ("", "", "")  # the user's path:line, function, library call (attribution/sources.py)
 
 
 class Attribution(NamedTuple):
@@ -97,7 +99,8 @@ class Records:
                                            if dtype else ("simt", ""))
         values = (launch.kernel, how.op, family, launch.module, how.shapes, dtype, launch.device, how.origin,
                   how.source if cost is not None else "none", note, launch.blocks, launch.threads_per_block,
-                  launch.registers_per_thread, launch.shared_bytes_per_block, unit[0], unit[1], _min_ratio(cost))
+                  launch.registers_per_thread, launch.shared_bytes_per_block, unit[0], unit[1], *launch.source_line,
+                  _min_ratio(cost))
         kind = self._kind_numbers.get(values)
         if kind is None:
             kind = self._kind_numbers[values] = len(self.kinds)

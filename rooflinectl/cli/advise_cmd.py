@@ -10,8 +10,9 @@ Setting a threshold (--min-efficiency, --max-unknown-share, --max-launch-overhea
 
 from __future__ import annotations
 
+import os
 import textwrap
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,18 @@ from rooflinectl.outputs.advice_render import report_link_markdown
 from rooflinectl.outputs.formats import chosen_format, render
 
 _GATES = ("min_efficiency", "max_unknown_share", "max_launch_overhead")
+
+
+def repository_root(start: Path) -> str:
+    """The folder GitHub names a pull request's files from: $GITHUB_WORKSPACE in a workflow (the
+    checkout), else the git repository around `start` (the folder holding .git), else `start`."""
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if workspace and (start == Path(workspace) or Path(workspace) in start.parents):
+        return workspace
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return str(folder)
+    return str(start)
 
 
 def _rule_patterns(values: list[str] | tuple[str, ...], option: str) -> tuple[str, ...]:
@@ -145,6 +158,7 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str | None, fail
             click.echo(f"rooflinectl: {note}", err=True)
         label = " ".join(profiles) or " ".join(str(p) for p in paths)
         report = advise(data, thresholds_from(settings), profile_path=label)
+        report = replace(report, paths_from=repository_root(Path.cwd()))  # where annotations name files from
         if verify:
             from rooflinectl.verify import verify_report  # imports torch: only when asked
 

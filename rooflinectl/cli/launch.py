@@ -23,7 +23,8 @@ from rooflinectl.errors import UsageError
 
 
 def torchrun_command(nproc: int, target: str, output: str, script_args: list[str], *, device: str,
-                     save_trace: str | None, iterations_mode: str = "auto", profile_steps: str | None = None) -> list[str]:
+                     save_trace: str | None, iterations_mode: str = "auto", profile_steps: str | None = None,
+                     source: bool = True) -> list[str]:
     """The torch.distributed.run command line that profiles each rank (quietly: the parent speaks)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "rooflinectl", "profile", target, "-o", output, "--device", device,
@@ -32,17 +33,19 @@ def torchrun_command(nproc: int, target: str, output: str, script_args: list[str
         command += ["--save-trace", save_trace]
     if profile_steps is not None:
         command += ["--profile-steps", str(profile_steps)]
+    if not source:
+        command.append("--no-source")
     return command + ["--", *script_args]
 
 
 def launch_ranks(nproc: int, target: str, output: str, script_args: list[str], *, device: str,
                  save_trace: str | None, iterations_mode: str = "auto",
-                 profile_steps: str | None = None) -> tuple[int, list[Path]]:
+                 profile_steps: str | None = None, source: bool = True) -> tuple[int, list[Path]]:
     """Run the job; (torchrun's exit code, the rank profiles this run wrote, in rank order)."""
     env = dict(os.environ)
     keep_multicast_off(env)
     command = torchrun_command(nproc, target, output, script_args, device=device, save_trace=save_trace,
-                               iterations_mode=iterations_mode, profile_steps=profile_steps)
+                               iterations_mode=iterations_mode, profile_steps=profile_steps, source=source)
     started = time.time()
     code = subprocess.call(command, env=env)
     expected = [Path(rank_output_path(output, {"rank": r, "world_size": nproc, "local_rank": r, "node_rank": 0}))
@@ -52,7 +55,7 @@ def launch_ranks(nproc: int, target: str, output: str, script_args: list[str], *
 
 def launch_and_show(ctx: click.Context, nproc: int, target: str, function: str | None, script_args: list[str],
                     output: str, *, device: str, top: int, save_trace: str | None, quiet: bool,
-                    iterations_mode: str, profile_steps: str | None = None) -> None:
+                    iterations_mode: str, profile_steps: str | None = None, source: bool = True) -> None:
     """`profile --nproc-per-node N`: torch.distributed.run starts the ranks; then their profiles are
     shown together, and the command exits with torchrun's code."""
     from rooflinectl.cli.common import console, terminal_width
@@ -64,7 +67,7 @@ def launch_and_show(ctx: click.Context, nproc: int, target: str, function: str |
     if rank_info() is not None:
         raise UsageError("--nproc-per-node starts torchrun: this process already is a rank of a distributed job.")
     code, files = launch_ranks(nproc, target, output, script_args, device=device, save_trace=save_trace,
-                               iterations_mode=iterations_mode, profile_steps=profile_steps)
+                               iterations_mode=iterations_mode, profile_steps=profile_steps, source=source)
     if files and not quiet:
         data, _ = load_profiles(files)
         width = terminal_width()

@@ -140,12 +140,14 @@ class IterationsMode(click.ParamType):
                    "profile each rank, and show them together")
 @click.option("--report", "report_path", default=None, metavar="FILE.html", callback=report_path_option,
               help="also write the interactive HTML report of the profile (as `rooflinectl report` does)")
+@click.option("--source/--no-source", "source", default=True, show_default=True,
+              help="name the user's source line of each kernel (file:line; docs/source-lines.md)")
 @click.pass_context
 def command(ctx: click.Context, target: str, script_args: tuple[str, ...], output: str, force: bool, warmup: int,
             iters: int, device: str, iterations_mode: str, top: int, trace_path: str | None, capture_path: str | None,
             quiet: bool, counters: str, samples: int, launch_count: int, launch_skip: int, ncu_timeout: float,
             ncu_path: str | None, ncu_report: str | None, ncu_warm: bool, nproc_per_node: int | None,
-            profile_steps: str, report_path: str | None) -> None:
+            profile_steps: str, report_path: str | None, source: bool) -> None:
     """Run a script or FILE.py:FUNCTION under the profiler; top kernels.
 
     Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
@@ -176,7 +178,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         resolve_device_kind(device)  # --device cuda without CUDA: one sentence, exit 3, before any process starts
         launch_and_show(ctx, nproc_per_node, target, function, list(script_args), output, device=device, top=top,
                         save_trace=trace_path, quiet=quiet, iterations_mode=iterations_mode,
-                        profile_steps=profile_steps)
+                        profile_steps=profile_steps, source=source)
         return
     outputs = _checked_outputs(output, ranks, path, force, trace_path, capture_path, ncu_report, counters)
     command_line = ("rooflinectl", *sys.argv[1:])
@@ -186,7 +188,7 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
         counters=CounterOptions(counters, samples, launch_count, launch_skip, ncu_timeout, ncu_path,
                                 outputs.ncu_report, ncu_warm),
         command=command_line))
-    _profile(ctx, pipeline, outputs, ranks, quiet=quiet, top=top, report_path=report_path)
+    _profile(ctx, pipeline, outputs, ranks, quiet=quiet, top=top, report_path=report_path, source=source)
 
 
 @dataclass
@@ -228,7 +230,7 @@ def _checked_outputs(output: str, ranks: dict | None, script: Path, force: bool,
 
 
 def _profile(ctx: click.Context, pipeline: ProfilePipeline, outputs: _Outputs, ranks: dict | None, *, quiet: bool,
-             top: int, report_path: str | None) -> None:
+             top: int, report_path: str | None, source: bool = True) -> None:
     """Run the pipeline's steps around what the command writes and says; exits with the script's
     code, else the counters' or the writing's status."""
     from rooflinectl.cli.profile_output import ProfileWriter
@@ -238,7 +240,7 @@ def _profile(ctx: click.Context, pipeline: ProfilePipeline, outputs: _Outputs, r
     speaks = ranks is None or ranks["rank"] == 0  # in a distributed job rank 0 speaks for the ranks
     # notices (the script's own profiler taken over) go to stderr unless -q, from rank 0 only
     outcome, result, status, message = _run_and_write(pipeline, writer, outputs, quiet=quiet or ranks is not None,
-                                                      notices=not quiet and speaks)
+                                                      notices=not quiet and speaks, source=source)
     if result is None:  # nothing recorded: said, and no profile written
         ctx.exit(outcome.exit_code)
         return
@@ -259,11 +261,12 @@ def _profile(ctx: click.Context, pipeline: ProfilePipeline, outputs: _Outputs, r
 
 
 def _run_and_write(pipeline: ProfilePipeline, writer: ProfileWriter, outputs: _Outputs,
-                   quiet: bool, notices: bool) -> tuple[RunOutcome, ProfileResult | None, int, str]:
+                   quiet: bool, notices: bool, source: bool = True) -> tuple[RunOutcome, ProfileResult | None, int, str]:
     """Run under a status line (not for -q, -o - or a rank), then write the profile (before
     anything can fail), the capture and the trace. (outcome, result, status, message); result
     None: nothing was recorded (said, and no profile written)."""
     from rooflinectl.capture.progress import report
+    from rooflinectl.capture.run.source_lines import source_lines_enabled
     from rooflinectl.cli.script_stdout import script_stdout_to_stderr
     from rooflinectl.cli.status import status_line
     from rooflinectl.profiling import ProfileResult
@@ -273,7 +276,8 @@ def _run_and_write(pipeline: ProfilePipeline, writer: ProfileWriter, outputs: _O
         line.workload(f"profiling {pipeline.request.target} ({pipeline.device_kind}); the table follows when it ends")
         with script_stdout_to_stderr() if outputs.to_stdout else nullcontext() as real_stdout:
             writer.stdout = real_stdout  # a hard exit in the run still writes the JSON to standard output
-            outcome = pipeline.run(on_hard_exit=writer.save_on_hard_exit)
+            with source_lines_enabled(source):
+                outcome = pipeline.run(on_hard_exit=writer.save_on_hard_exit)
         writer.stdout = None
         built = writer.build(outcome.capture, completed=outcome.completed, exit_code=outcome.exit_code)
         if built is None:

@@ -16,8 +16,9 @@ from rooflinectl.units import percent
 
 @click.command("show")
 @click.argument("profiles", nargs=-1)
-@click.option("--by", type=click.Choice(["kernel", "op", "module"]), default="kernel", show_default=True,
-              help="one row per kernel (summed over modules), per op, or per module (backward and optimizer work too)")
+@click.option("--by", type=click.Choice(["kernel", "op", "module", "line"]), default="kernel", show_default=True,
+              help="one row per kernel (summed over modules), per op, per module (backward and optimizer work "
+                   "too), or per line of the user's source (docs/source-lines.md)")
 @top_options(15)
 @click.option("--sort", "sort_key", type=click.Choice(list(SORT_KEYS)), default="time", show_default=True,
               help="order of the rows: largest first (efficiency: lowest first)")

@@ -6,6 +6,7 @@ Renderers return strings or rich renderables; they never print.
 from __future__ import annotations
 
 import json
+import os
 import urllib.parse
 from typing import Any
 
@@ -15,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.advice.engine import AdviceReport, exit_code
+from rooflinectl.analysis.advice.location import location_text, split_location
 from rooflinectl.analysis.advice.registry import Finding, severity_rank
 from rooflinectl.outputs.escape import github_data, github_property, markdown, plain, rich_text
 from rooflinectl.outputs.formats import names
@@ -201,6 +203,8 @@ def _details(n: int, f: Finding) -> list[RenderableType]:
     head.append(f"{n}. {plain(f.title)}", style="bold")
     head.append(f"  [{f.rule_id}, {f.severity}]", style="dim")
     parts: list[RenderableType] = [head]
+    if f.source:
+        parts.append(_detail("source:", plain(location_text(f))))
     if f.count > 1:
         parts.append(_detail("where:", plain(_instances_line(f))))
     parts += [_detail("evidence:", plain(f.evidence)), _detail("fix:", plain(f.recommendation))]
@@ -264,6 +268,8 @@ def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
         lines.append(_nothing_found(report))
     for n, f in enumerate([*actions, *notes], 1):
         lines += [f"### {n}. {markdown(f.title)} (`{f.rule_id}`, {f.severity})", ""]
+        if f.source:
+            lines += [f"**Source:** {markdown(location_text(f))}", ""]
         if f.count > 1:
             lines += [f"**Where:** {markdown(_instances_line(f))}", ""]
         lines += [f"**Evidence:** {markdown(f.evidence)}", "", f"**Fix:** {markdown(f.recommendation)}", ""]
@@ -299,15 +305,30 @@ def render_github(report: AdviceReport, fail_on: str | None = None) -> str:
         message = github_data(f"{where}{f.evidence} Fix: {f.recommendation} "
                               f"(est. saving {seconds(f.est_saving_s, decimals=2)}, {_share(report, f.est_saving_s)})"
                               + verified)
-        lines.append(f"::{_GITHUB_LEVEL[f.severity]} title={title}::{message}")
+        lines.append(f"::{_GITHUB_LEVEL[f.severity]} {github_file(f, report)}title={title}::{message}")
     if report.omitted:
         lines.append(_omitted_note(report))
     lines.append(_headline(report, fail_on))
     return "\n".join(lines) + "\n"
 
 
+def github_file(f: Finding, report: AdviceReport) -> str:
+    """`file=PATH,line=N,` of a finding's source line ('' without one), PATH relative to the
+    repository's root (report.paths_from, else the working directory) so that the annotation
+    lands on the pull request's diff; a file outside it keeps its absolute path."""
+    path, line = split_location(f.source)
+    if line is None:
+        return ""
+    full = path if os.path.isabs(path) or not report.source_root else os.path.join(report.source_root, path)
+    if os.path.isabs(full):
+        relative = os.path.relpath(full, report.paths_from or os.getcwd())
+        path = full if relative.startswith("..") else relative
+    return f"file={github_property(path.replace(os.sep, '/'))},line={line},"
+
+
 def _junit_text(f: Finding) -> str:
-    return f"{_instances_line(f)} {f.evidence}" if f.count > 1 else f.evidence
+    text = f"{_instances_line(f)} {f.evidence}" if f.count > 1 else f.evidence
+    return f"{location_text(f)}: {text}" if f.source else text
 
 
 def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:

@@ -21,7 +21,7 @@ import pandas as pd
 from rooflinectl.errors import ProfileFileError
 from rooflinectl.outputs.summary_shapes import METADATA_SHAPES, SUMMARY_SHAPES, section_problem
 from rooflinectl.profile_model import stale_window
-from rooflinectl.schema import BOUNDS, COST_SOURCES, COUNTER_COLUMNS, KERNEL_COLUMNS
+from rooflinectl.schema import BOUNDS, COST_SOURCES, COUNTER_COLUMNS, KERNEL_COLUMNS, LATER_COLUMNS
 
 # Bounds past which a number is absurd rather than large: no run is counted in years, no device
 # moves an exabyte per second. (value >= low, value <= high; None: no bound.)
@@ -62,7 +62,8 @@ COLUMN_VALUES: dict[str, tuple[str, ...]] = {"bound": BOUNDS, "cost_source": COS
 # Columns a profile may lack: it was written before they existed (the readers take them as unknown:
 # NaN, no counters). Every other column of schema.KERNEL_COLUMNS must be there.
 OPTIONAL_COLUMNS = frozenset({"min_bytes", "registers_per_thread", "shared_bytes_per_block", "sm_clock_mhz",
-                              "memory_level", "efficiency_achievable", "suspect", *COUNTER_COLUMNS})
+                              "memory_level", "efficiency_achievable", "suspect", *COUNTER_COLUMNS,
+                              *LATER_COLUMNS})
 REQUIRED_COLUMNS = tuple(c for c in KERNEL_COLUMNS if c not in OPTIONAL_COLUMNS)
 
 # summary keys: (low, high); a key may be absent or null

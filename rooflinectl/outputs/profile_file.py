@@ -34,7 +34,13 @@ from rooflinectl.outputs.profile_checks import (
     check_summary,
 )
 from rooflinectl.profile_model import ProfileData
-from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME, KERNEL_COLUMNS, SCHEMA_VERSION
+from rooflinectl.schema import (
+    DEFAULT_PROFILE_PATH,
+    FORMAT_NAME,
+    KERNEL_COLUMNS,
+    LATER_COLUMNS,
+    SCHEMA_VERSION,
+)
 
 __all__ = ["DEFAULT_PROFILE_PATH", "FORMAT_NAME", "load_profile", "profile_json", "save_profile", "to_json_dict"]
 
@@ -154,7 +160,11 @@ def _not_a_profile(p: Path, raw: Any) -> str:
 
 
 def _coerce_types(kernels: pd.DataFrame) -> pd.DataFrame:
-    """JSON null -> NaN for float columns, so arithmetic on a loaded table behaves as on a fresh one."""
+    """JSON null -> NaN for float columns, so arithmetic on a loaded table behaves as on a fresh one;
+    columns added since the file was written (LATER_COLUMNS) with their empty values."""
+    for name, empty in LATER_COLUMNS.items():
+        if name not in kernels.columns:
+            kernels[name] = empty
     for name, (kind, _) in KERNEL_COLUMNS.items():
         if name not in kernels.columns:
             continue

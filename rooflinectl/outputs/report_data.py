@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.advice.engine import AdviceReport
+from rooflinectl.analysis.advice.location import location_text
 from rooflinectl.analysis.charts import ClockStrip
 from rooflinectl.analysis.diff import DiffReport
 from rooflinectl.analysis.json_values import json_ready
@@ -35,7 +36,7 @@ from rooflinectl.profile_model import ProfileData, iterations_of
 from rooflinectl.units import seconds
 
 # Raw values each row carries: what the chart places, the hover shows, and the table sorts by.
-RAW_COLUMNS = ("kernel", "op", "module", "shapes", "op_family", "precision", "unit", "bound", "cost_source",
+RAW_COLUMNS = ("kernel", "op", "module", "source", "shapes", "op_family", "precision", "unit", "bound", "cost_source",
                "calls", "time_s", "flops", "bytes", "intensity", "efficiency", "time_share",
                "achieved_flops_per_s", "achieved_bytes_per_s", "attainable_flops_per_s", "above_roof")
 # The table's sort key per `show` column (names sort as text)
@@ -122,7 +123,7 @@ def advice_view(report: AdviceReport) -> dict[str, Any]:
     findings = [{"rule": f.rule_id, "title": f.title, "severity": f.severity, "subject": f.subject,
                  "evidence": f.evidence, "fix": f.recommendation, "saving": seconds(f.est_saving_s, decimals=2),
                  "measured": measured_text(f) if f.verification is not None else "", "rows": list(f.rows),
-                 "docs": f.docs} for f in report.findings]
+                 "docs": f.docs, "source": location_text(f)} for f in report.findings]
     notes = [f"{count} more {rule} finding(s) not shown" for rule, count in sorted(report.omitted.items())]
     return {"headline": _advice_headline(report), "findings": findings, "notes": notes}
 

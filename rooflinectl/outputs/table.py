@@ -34,7 +34,9 @@ NUMBER_COLUMNS = ("share", "calls", "time", "FLOPs", "bytes", "AI", "FLOP/s", "B
 DROP_ORDER = ("B/s", "FLOPs", "bytes", "calls", "FLOP/s", "AI", "attainable", "prec", "ranks")
 SPREAD = "ranks"  # a table merged across ranks: the fastest and slowest rank's time, after "time"
 # The two name columns of each view: what the row is, and what it holds
-NAME_COLUMNS = {"kernel": ("kernel", "op · shapes"), "op": ("op", "shapes"), "module": ("module", "ops")}
+NAME_COLUMNS = {"kernel": ("kernel", "op · shapes"), "op": ("op", "shapes"), "module": ("module", "ops"),
+                "line": ("source line", "function · ops")}
+NO_SOURCE_TEXT = "(no source line)"
 MIN_NAME_WIDTH = (24, 26)
 _MIN_TEXT = 12  # the narrowest a text column gets, however narrow the terminal
 _PADDING = 2  # the box's divider and one space of padding between two columns
@@ -76,6 +78,9 @@ _SPACE_IN_SHAPE = re.compile(r"(?<=,) +(?=[^\[\]]*\])")
 
 def shapes_unbroken(text: str, max_chars: int) -> str:
     """Shapes that do not fit drop the spaces after their commas (`[64,768] x [768,50257]`), so a
+    if by == "line":
+        detail = " · ".join(p for p in (str(getattr(row, "source_function", "")), str(row.op)) if p)
+        return ellipsize_left(str(row.source) or NO_SOURCE_TEXT, widths[0]), detail
     narrow column wraps between shapes, never inside one."""
     return text if len(text) <= max_chars else _SPACE_IN_SHAPE.sub("", text)
 
@@ -145,9 +150,14 @@ def kernel_table(table: pd.DataFrame, *, title: str = "", top: int = 15, by: str
         grid.add_column(header[c], justify="left" if c in ("bound", "prec") else "right", no_wrap=True)
     grid.add_column(headers[0], no_wrap=True, max_width=name_widths[0])
     grid.add_column(headers[1], overflow="fold", max_width=name_widths[1])
+    # the user's line as a last column where nothing is cut (--wide) and a row has one
+    source = width is None and by != "line" and any(str(getattr(r, "source", "")) for r in rows)
+    if source:
+        grid.add_column("source", no_wrap=True)
     for row, cells in zip(rows, numbers):
         first, second = _name_cells(row, by, (name_widths[0], name_widths[1]))
-        grid.add_row(*[cells[c] for c in shown], rich_text(first), rich_text(second))
+        extra = [rich_text(str(row.source) or "-")] if source else []
+        grid.add_row(*[cells[c] for c in shown], rich_text(first), rich_text(second), *extra)
     if len(rows) < len(table):  # nothing left out without saying so, and how to see it
         rest = table.iloc[len(rows):]
         share = percent(float(rest["time_share"].sum())) if "time_share" in rest.columns else "-"
@@ -215,6 +225,7 @@ def summary_text(data: ProfileData) -> Text:
         level = "L2" if c.device_kind == "cuda" else "last-level cache"
         lines.append(f"{percent(cached)} of kernel time is cache-resident, held to the {level} roof "
                      "(memory_level; its footprint fits and its inputs were just written, or it repeats on them)")
+    lines += [plain(line) for line in source_lines_note(m)]
     above = int(data.kernels["above_roof"].sum()) if len(data.kernels) else 0
     if above:
         lines.append(f"{above} row(s) above their roof (marked !): a count is wrong there (`advise` names it); "
@@ -239,6 +250,16 @@ def stale_roofs_line(c: Ceilings) -> str | None:
     busy = busy_reason(conditions or {})
     return (f"the measured roofs come from a cached measurement ({taken}{'; busy: ' + busy if busy else ''}) "
             "that may be stale: `rooflinectl ceilings --measure --refresh` measures them again")
+
+
+def source_lines_note(metadata: dict[str, Any]) -> list[str]:
+    """One line when the run kept no source line, or stopped keeping them, and why (nothing for a
+    profile written before source lines were kept, or for a run that kept them throughout)."""
+    info = metadata.get("source_lines")
+    if not isinstance(info, dict) or info.get("status") == "on":
+        return []
+    why = str(info.get("why") or "not captured")
+    return [f"source lines: {'partial' if info.get('status') == 'stopped' else 'none'}: {why}"]
 
 
 def render_profile(data: ProfileData, table: pd.DataFrame, *, top: int, by: str = "kernel", width: int | None = None,

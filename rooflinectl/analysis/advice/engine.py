@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.analysis.advice.common import usable
+from rooflinectl.analysis.advice.location import located
 from rooflinectl.analysis.advice.merge import is_note, merge_notes, merge_patterns, reading_order
 from rooflinectl.analysis.advice.registry import (
     RULES,
@@ -46,6 +47,8 @@ class AdviceReport:
     hidden: int = 0  # fixes left out for saving less than Thresholds.hide_below_share of the run
     hide_below_share: float = 0.0
     left_out: list[Finding] = field(default_factory=list)  # beyond the shown limits (counted in omitted)
+    source_root: str = ""  # the profiled run's working directory: relative source paths are under it
+    paths_from: str = ""  # the folder GitHub annotations name files from (the repository's root; '' the cwd)
     iterations: float = 1.0  # the profiled iterations its times are totals over (summary "iterations")
 
     @property
@@ -236,7 +239,7 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
     # a gate the user set runs whatever --select / --ignore say: they choose advice, not verdicts
     rules = [RULES[k] for k in sorted(RULES) if thresholds.runs(k) or _asked_gate(k, thresholds)]
     run_time_s = ctx.run_time_s
-    raw = [_cap(f, kernels, idle_s) for entry in rules for f in entry.fn(ctx)]
+    raw = [located(_cap(f, kernels, idle_s), kernels) for entry in rules for f in entry.fn(ctx)]
     findings, hidden = _kept(merge_patterns(raw, kernels), thresholds, run_time_s)
     notes = merge_notes([f for f in findings if is_note(f)])
     ordered = sorted([f for f in findings if not is_note(f)] + notes, key=reading_order)
@@ -250,7 +253,14 @@ def advise(profile: ProfileData, thresholds: Thresholds | None = None, profile_p
                                            if r.gate and getattr(thresholds, r.threshold) is not None),
                         incomplete=incomplete_reason(profile) or _unjudged_gate(ctx), hidden=hidden,
                         hide_below_share=thresholds.hide_below_share, left_out=left_out,
-                        iterations=iterations_of(profile))
+                        iterations=iterations_of(profile), source_root=_source_root(ctx.metadata))
+
+
+def _source_root(metadata: dict[str, Any]) -> str:
+    """The working directory the profile's source paths are relative to ('' when it kept none)."""
+    info = metadata.get("source_lines")
+    root = info.get("root") if isinstance(info, dict) else None
+    return root if isinstance(root, str) else ""
 
 
 def _asked_gate(rule_id: str, thresholds: Thresholds) -> bool:

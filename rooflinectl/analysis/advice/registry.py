@@ -111,6 +111,9 @@ class Finding:
     verification: Verification | None = None  # set by `advise --verify`
     count: int = 1  # the instances this finding stands for (the same pattern in repeated modules)
     instances: tuple[Finding, ...] = ()  # those instances, first (lowest module index) first; () for one
+    source: str = ""  # the user's source line of its rows, 'path:line' (analysis/advice/location.py), '' if none
+    source_function: str = ""  # that line's function
+    source_call: str = ""  # the torch call made there (through a library function)
     sequence: tuple[int, ...] = ()  # the rows in launch order, a row as often as it launched; () unknown
 
     @property
@@ -141,6 +144,9 @@ class Finding:
             "verification": self.verification.to_dict() if self.verification is not None else None,
             "count": self.count,
             "instances": [f.to_dict() for f in self.instances],
+            "source": self.source,
+            "source_function": self.source_function,
+            "source_call": self.source_call,
         }
 
 

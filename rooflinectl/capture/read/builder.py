@@ -28,10 +28,10 @@ from rooflinectl.capture.read.spec import (
     KERNEL_CATEGORIES,
     KERNEL_FIELDS,
     LAUNCH_CATEGORIES,
-    MODULE_PREFIX,
     OP_AT,
     OP_CATEGORIES,
     OP_FIELDS,
+    SCOPE_PREFIXES,
     SYNC_CALLS,
     getter,
 )
@@ -179,7 +179,7 @@ class TraceBuilder:
             if cat in OP_CATEGORIES:
                 row = op_values(e, args)
                 name = row[_NAME] = names.setdefault(row[_NAME], row[_NAME])
-                row[_CATEGORY] = "user_annotation" if name.startswith(MODULE_PREFIX) else \
+                row[_CATEGORY] = "user_annotation" if name.startswith(SCOPE_PREFIXES) else \
                     names.setdefault(row[_CATEGORY], row[_CATEGORY])
                 row[_TID] = _int(row[_TID])
                 row[_TS] = ts  # microseconds until finish()

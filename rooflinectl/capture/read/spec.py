@@ -23,6 +23,9 @@ OP_CATEGORIES = ("cpu_op", "user_annotation")
 # `_RecordFunctionFast` that capture uses now: the parser makes both `user_annotation`, so that
 # old and new traces read the same and a scope is never taken for an op that does work.
 MODULE_PREFIX = "rooflinectl.module:"
+# The user's source line of a torch call (capture/run/source_lines.py): recorded the same way, read the same way.
+SOURCE_PREFIX = "rooflinectl.src:"
+SCOPE_PREFIXES = (MODULE_PREFIX, SOURCE_PREFIX)
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 # What Inductor puts in the args of the op named after each kernel it launches (benchmark_kernel on).
 INDUCTOR_ARGS = ("kernel_num_gb", "kernel_flop", "kernel_name", "kernel_file", "kernel_backend", "kernel_kwargs")

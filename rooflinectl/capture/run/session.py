@@ -42,6 +42,7 @@ from rooflinectl.capture.run.nvml_sampler import nvml_sampling
 from rooflinectl.capture.run.process import THIS_PROCESS
 from rooflinectl.capture.run.quiet import kineto_noise_filtered
 from rooflinectl.capture.run.region import CALIBRATION_NAME
+from rooflinectl.capture.run.source_lines import source_lines
 from rooflinectl.capture.run.step_limit import StepLimit, resolve_steps
 from rooflinectl.capture.run.tensor_identities import _tensor_info, _tensor_info_at
 from rooflinectl.capture.run.triton_hook import triton_launches
@@ -245,6 +246,7 @@ class ProfilingSession:
         self.nvml = ExitStack()  # the NVML sampler: closed after the trace is set, to align the samples
         self.scopes_off: Callable[[], None] = lambda: None
         self.nvml_off: Callable[[], None] = lambda: None
+        self.sources_off: Callable[[], None] = lambda: None
         self.started = self.stopped = self.finished = False
         steps, rule = resolve_steps(profile_steps)
         self.limit = StepLimit(steps, device_kind, self.stop_at_limit, rule) if steps is not None else None
@@ -308,6 +310,8 @@ class ProfilingSession:
         mark("session: NVML sampler")
         stack.enter_context(self.nvml)
         self.nvml_off = self.nvml.enter_context(nvml_sampling(capture))
+        mark("session: source lines")  # last: nothing of ours above runs under the mode
+        self.sources_off = stack.enter_context(source_lines(capture.metadata))
         mark("session: the program runs")
 
     def stop(self) -> None:
@@ -325,6 +329,7 @@ class ProfilingSession:
     def stop_at_limit(self) -> None:
         """The step limit's stop: the recording, and what would cost the un-profiled steps."""
         self.stop()
+        self.sources_off()  # the source-line mode first: torch calls of the un-profiled steps pay nothing
         self.scopes_off()  # module scopes and the Triton hook cost the un-profiled steps too
         self.recording.close()
         self.nvml_off()  # the sampler's thread takes the GIL a few hundred times a second

@@ -75,7 +75,7 @@ def _identity(summary: dict[str, Any]) -> tuple[Any, ...]:
     """What tells two launches' summaries apart (a long run repeats a few hundred of them)."""
     return (summary["name"], summary["flops"], summary["bytes"], summary["precision"], summary["tensor_cores"],
             summary["family"], tuple(summary["flops_by_width"].items()), tuple(summary.get("shapes") or ()),
-            summary.get("captured", False))
+            summary.get("captured", False), summary.get("source"))
 
 
 def _capturing() -> Callable[[], bool]:
@@ -96,6 +96,7 @@ def triton_launches(sink: list[dict[str, Any]]) -> Iterator[None]:
         return
     import triton
 
+    from rooflinectl.capture.run.source_lines import launch_location
     from rooflinectl.capture.run.triton_args import (
         argument_bytes_recorded,  # torch: imported only to record
     )
@@ -110,6 +111,9 @@ def triton_launches(sink: list[dict[str, Any]]) -> Iterator[None]:
         if summary is not None:
             if capturing():  # into a CUDA graph: the kernel runs only when the graph replays
                 summary["captured"] = True
+            where = launch_location(f"triton {summary['name']}")  # the user's line launching it
+            if where is not None:
+                summary["source"] = where
             sink.append(interned.setdefault(_identity(summary), summary))
 
     with argument_bytes_recorded(), _hooked(triton, hook):

@@ -63,7 +63,7 @@
     if (state.family && rows.op_family[i] !== state.family) return false;
     if (state.precision && rows.precision[i] !== state.precision) return false;
     if (state.text) {
-      var hay = [rows.kernel[i], rows.op[i], rows.module[i], rows.op_family[i]].join(' ');
+      var hay = [rows.kernel[i], rows.op[i], rows.module[i], rows.op_family[i], rows.source[i]].join(' ');
       var re = null;
       try { re = new RegExp(state.text, 'i'); } catch (e) { re = null; }
       if (re ? !re.test(hay) : hay.toLowerCase().indexOf(state.text.toLowerCase()) < 0) return false;
@@ -93,7 +93,7 @@
     }
     add(bar, el('label', '', 'filter'));
     var input = add(bar, el('input'));
-    input.type = 'search'; input.id = 'filter-text'; input.placeholder = 'kernel, op, module or family (regex)';
+    input.type = 'search'; input.id = 'filter-text'; input.placeholder = 'kernel, op, module, family or source line (regex)';
     var typing = null;  /* redraw once the user pauses, not on every key */
     input.addEventListener('input', function () {
       clearTimeout(typing);
@@ -228,7 +228,7 @@
     hoverBox.textContent = '';
     add(hoverBox, el('div', 'k', rows.kernel[i]));
     var per = v.iterations > 1 ? ' per iteration' : '';
-    [['op', rows.op[i]], ['module', rows.module[i] || '(none)'], ['shapes', rows.shapes[i]],
+    [['op', rows.op[i]], ['module', rows.module[i] || '(none)'], ['source', rows.source[i] || '(none)'], ['shapes', rows.shapes[i]],
       ['time' + per, cell('time') + ' (' + cell('share') + ')'], ['FLOPs' + per, cell('FLOPs')], ['bytes' + per, cell('bytes')],
       ['intensity', cell('AI') + ' FLOP/B'], ['achieved', cell('FLOP/s') + ', ' + cell('B/s')], ['attainable', cell('attainable')],
       ['efficiency', cell('eff')], ['bound', rows.bound[i]], ['precision', cell('prec')], ['cost', rows.cost_source[i]]
@@ -368,7 +368,7 @@
       var head = add(card, el('div'));
       add(head, el('span', 'title', (n + 1) + '. ' + f.title + (f.subject ? ': ' + f.subject : '')));
       add(head, el('span', 'meta', '[' + f.rule + ', ' + f.severity + ']'));
-      [['evidence', f.evidence], ['fix', f.fix], ['saving', f.saving + ' (estimated)' + (f.measured ? '; measured by --verify: ' + f.measured : '')]].forEach(function (p) {
+      (f.source ? [['source', f.source]] : []).concat([['evidence', f.evidence], ['fix', f.fix], ['saving', f.saving + ' (estimated)' + (f.measured ? '; measured by --verify: ' + f.measured : '')]]).forEach(function (p) {
         var line = add(card, el('div', 'line'));
         add(line, el('b', '', p[0] + ': '));
         line.appendChild(document.createTextNode(p[1]));
