@@ -1,5 +1,5 @@
 """The reference kernels declare their cost under the keys `rooflinectl profile` reads: a GEMM
-lesson's declaration, passed through the capture's reading of launch_metadata, is a bf16
+reference kernel's declaration, passed through the capture's reading of launch_metadata, is a bf16
 tensor-core gemm (on the H200 the keys once differed: tensor_core vs tensor_cores, no dtype)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ pytest.importorskip("triton")
 
 
 @pytest.mark.parametrize("dtype, precision", [(torch.bfloat16, "bf16"), (torch.float16, "fp16")])
-def test_matmul_lesson_declaration_reads_as_a_tensor_core_gemm(dtype, precision) -> None:
+def test_matmul_kernel_declaration_reads_as_a_tensor_core_gemm(dtype, precision) -> None:
     from rooflinectl.attribution.join import declared_cost
     from rooflinectl.capture.triton_hook import summarise_declaration
     from rooflinectl_kernels.matmul import _tiled_cost

@@ -1,7 +1,7 @@
 """The data flow is one-way: a module imports only from its own stage or one before it.
 
 Order (README, "Development"): core < ceilings < capture < costs < attribution < analysis <
-verify < pipeline < lessons (the reference kernels' run as a profile: pipeline's sibling) < outputs <
+verify < pipeline < kernel_suite (the reference kernels' run as a profile: pipeline's sibling) < outputs <
 cli/api/pytest_plugin (the plugin is a consumer of the API, as the CLI is). Core modules (the contract and the model every stage shares) may be imported by all;
 ceilings is a library of hardware facts that imports only core. Imports are read with ast, so an
 import inside a function counts as much as one at the top.
@@ -19,7 +19,7 @@ from rooflinectl._version import __version__
 PACKAGE = Path(rooflinectl.__file__).parent
 CORE = {"rooflinectl._version", "rooflinectl.schema", "rooflinectl.errors", "rooflinectl.atomic", "rooflinectl.gzip_file",
         "rooflinectl.profile_model", "rooflinectl.aggregate", "rooflinectl.units", "rooflinectl.ceilings.model"}
-STAGES = ("core", "ceilings", "capture", "costs", "attribution", "analysis", "verify", "pipeline", "lessons", "outputs",
+STAGES = ("core", "ceilings", "capture", "costs", "attribution", "analysis", "verify", "pipeline", "kernel_suite", "outputs",
           "top")
 
 
