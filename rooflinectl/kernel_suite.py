@@ -11,7 +11,6 @@ or launch order. The reference kernels live in the repo folder kernels/, importe
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib
 import importlib.util
 import math
@@ -23,13 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooflinectl._version import __version__
 from rooflinectl.analysis.kernel_suite import OWN_COST
 from rooflinectl.analysis.roofline import place_on_roofline, summarise
 from rooflinectl.capture.session import run_metadata
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.errors import EnvironmentProblem
 from rooflinectl.profile_model import ProfileData
+from rooflinectl.profile_sections import Summary, finished_metadata
 from rooflinectl.schema import KERNEL_COLUMNS
 
 PACKAGE = "rooflinectl_kernels"
@@ -136,20 +135,13 @@ def suite_table(results: list[dict[str, Any]], ceilings: Ceilings, device_kind: 
 def suite_profile(table: pd.DataFrame, ceilings: Ceilings, device_kind: str, *, command: list[str],
                     extra: dict[str, Any]) -> ProfileData:
     """The profile file of a reference kernels run: the kernel table as `rooflinectl profile` writes it."""
-    metadata = run_metadata(device_kind)
-    metadata.setdefault("device_name", ceilings.device_name)
-    metadata.update({
-        "tool": "rooflinectl", "tool_version": __version__, "command": command, "completed": True,
-        "exit_code": 0, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "ceilings_source": sorted({r.source for r in [*ceilings.memory_bytes_per_s.values(),
-                                                     *ceilings.compute_flops_per_s.values()]}),
-        "reference_kernels": extra,
-    })
+    metadata = finished_metadata(run_metadata(device_kind), ceilings, command=command, completed=True, exit_code=0,
+                                 reference_kernels=extra)
     kernels = table[list(KERNEL_COLUMNS)].reset_index(drop=True)
     return ProfileData(kernels=kernels, ceilings=ceilings, metadata=metadata, summary=_summary(kernels))
 
 
-def _summary(kernels: pd.DataFrame) -> dict[str, Any]:
+def _summary(kernels: pd.DataFrame) -> Summary:
     """The pipeline's summary (analysis.roofline.summarise) of the variants' launches: each row's
     calls as launches of its mean time. Variants are timed one at a time, so there is no window,
     idle time or launch order to report: those stay None."""

@@ -18,7 +18,7 @@ from rooflinectl._version import __version__
 
 PACKAGE = Path(rooflinectl.__file__).parent
 CORE = {"rooflinectl._version", "rooflinectl.schema", "rooflinectl.errors", "rooflinectl.atomic", "rooflinectl.gzip_file",
-        "rooflinectl.profile_model", "rooflinectl.aggregate", "rooflinectl.units", "rooflinectl.ceilings.model"}
+        "rooflinectl.profile_model", "rooflinectl.profile_sections", "rooflinectl.aggregate", "rooflinectl.units", "rooflinectl.ceilings.model"}
 STAGES = ("core", "ceilings", "capture", "costs", "attribution", "analysis", "verify", "pipeline", "kernel_suite", "outputs",
           "top")
 

@@ -18,15 +18,21 @@ from rooflinectl.cli.output_paths import STDOUT, checked_ncu_report, checked_out
 from rooflinectl.cli.report_cmd import report_path_option, write_profile_report
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import OutputWriteError, UsageError
-from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
+from rooflinectl.schema import (
+    CAPTURE_FORMAT_NAME,
+    DEFAULT_PROFILE_PATH,
+    FORMAT_NAME,
+    TOOL_NAME,
+    TRACE_MARKER_KEY,
+)
 
 # What runs the profile (torch through capture, pandas) is imported in the functions below:
 # `rooflinectl --help`, `profile --help` and Tab completion must not pay seconds for it.
 COUNTER_MODES = ("none", "ncu", "auto")  # --counters
 
 # a capture as json writes it, as orjson writes it (no spaces), and captures before the format key
-CAPTURE_MARKERS = ('"format": "rooflinectl-capture"', '"format":"rooflinectl-capture"', '{"device_kind": ')
-TRACE_MARKER = '{"rooflinectl": {"tool": "rooflinectl"'
+CAPTURE_MARKERS = (f'"format": "{CAPTURE_FORMAT_NAME}"', f'"format":"{CAPTURE_FORMAT_NAME}"', '{"device_kind": ')
+TRACE_MARKER = f'{{"{TRACE_MARKER_KEY}": {{"tool": "{TOOL_NAME}"'
 
 
 def is_capture(path: Path) -> bool:

@@ -44,6 +44,7 @@ from rooflinectl.errors import CountersProblem, EnvironmentProblem, RooflineErro
 from rooflinectl.outputs.validate_render import coverage_text
 from rooflinectl.pipeline import add_counters
 from rooflinectl.profile_model import ProfileData
+from rooflinectl.profile_sections import Summary
 
 
 @dataclass
@@ -149,7 +150,7 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
     return add_counters(data, keys, join, summary_info)
 
 
-def counters_line(summary: dict[str, Any]) -> str:
+def counters_line(summary: Summary) -> str:
     """One line on what the counters covered, or why there are none."""
     c = summary.get("counters") or {}
     if c.get("status") != "measured":

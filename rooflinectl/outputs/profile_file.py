@@ -34,7 +34,13 @@ from rooflinectl.outputs.profile_checks import (
     check_summary,
 )
 from rooflinectl.profile_model import ProfileData
-from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME, KERNEL_COLUMNS, SCHEMA_VERSION
+from rooflinectl.schema import (
+    CAPTURE_FORMAT_NAME,
+    DEFAULT_PROFILE_PATH,
+    FORMAT_NAME,
+    KERNEL_COLUMNS,
+    SCHEMA_VERSION,
+)
 
 __all__ = ["DEFAULT_PROFILE_PATH", "FORMAT_NAME", "load_profile", "profile_json", "save_profile", "to_json_dict"]
 
@@ -146,7 +152,7 @@ def _not_a_profile(p: Path, raw: Any) -> str:
     kind = None
     if isinstance(raw, dict) and "traceEvents" in raw:
         kind = "a torch.profiler trace"
-    elif isinstance(raw, dict) and (raw.get("format") == "rooflinectl-capture" or "device_kind" in raw):
+    elif isinstance(raw, dict) and (raw.get("format") == CAPTURE_FORMAT_NAME or "device_kind" in raw):
         kind = "a --save-capture file"
     if kind is None:
         return f"{p} is not a rooflinectl profile file."
