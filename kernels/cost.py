@@ -2,7 +2,7 @@
 
 This is the one place the convention is written (kernels/README.md points here). The dict is
 read in one place too, the profiler's: rooflinectl/capture/triton_hook.py
-(`summarise_declaration`) and rooflinectl/attribution/join.py (`declared_cost`: the unit,
+(`summarise_declaration`) and rooflinectl/costs/triton_declared.py (`declared_cost`: the unit,
 precision and family that pick the roof). `rooflinectl kernels` reads it through the same two
 functions, so a reference kernel is held to the same roof whether it is profiled or run by `rooflinectl kernels`.
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from rooflinectl.attribution.join import declared_cost
 from rooflinectl.capture.triton_hook import summarise_declaration
+from rooflinectl.costs import TritonDeclaration, cost_of
 from rooflinectl_kernels.declared import recording
 from rooflinectl_kernels.registry import KernelSpec, Variant, dtype_name, interpreting, shape_text
 
@@ -67,7 +67,7 @@ class VariantResult:
     bytes: float | None = None
     own_flops: float | None = None  # what its kernels declared (or its own formula), when that is not flops/bytes
     own_bytes: float | None = None
-    unit: str = ""  # the roof, as the profiler decides it from a declaration (attribution.join.declared_cost)
+    unit: str = ""  # the roof, as the profiler decides it from a declaration (costs.TritonDeclaration)
     precision: str = ""
     # triton: its kernels declared it; op: the op's minimum (the reference kernel's declaration); call: the call's own formula
     cost_source: str = ""
@@ -155,23 +155,10 @@ def _config_dict(config: Any) -> dict[str, Any]:
     return {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
 
 
-def _combined(declared: list[dict[str, Any]]) -> dict[str, Any]:
-    """A variant's launches as one declaration: FLOPs (per width too) and bytes summed; the unit,
-    precision and family those of the launch with the most FLOPs (the first when none has any),
-    which is how `rooflinectl profile` holds that launch."""
-    lead = max(declared, key=lambda d: d["flops"])
-    widths: dict[str, float] = {}
-    for d in declared:
-        for width, flops in d["flops_by_width"].items():
-            widths[width] = widths.get(width, 0.0) + flops
-    known = all(d["bytes"] is not None for d in declared)
-    return {**lead, "flops": sum(d["flops"] for d in declared), "flops_by_width": widths,
-            "bytes": sum(d["bytes"] for d in declared) if known else None}
-
-
 def _hold_to(result: VariantResult, declared: list[dict[str, Any]]) -> None:
-    """Set the variant's cost and roof from declarations read the profiler's way."""
-    cost = declared_cost(_combined(declared))
+    """Set the variant's cost and roof from declarations read the profiler's way: its launches
+    as one declaration (costs/triton_declared.py combined_declaration), held as a profile holds it."""
+    cost = cost_of(TritonDeclaration(tuple(declared)))
     if cost is None:
         raise RuntimeError("its declared cost has no bytes")
     result.flops, result.bytes = cost.flops, cost.bytes

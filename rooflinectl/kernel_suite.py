@@ -112,7 +112,7 @@ def _row(result: dict[str, Any], device_kind: str) -> dict[str, Any]:
         "cost_note": _cost_note(result),
         "blocks": math.nan,
         "threads_per_block": math.nan,
-        # the roof its declaration names (attribution.join.declared_cost); CPU ceilings have no tensor roofs
+        # the roof its declaration names (costs/triton_declared.py declared_cost); CPU ceilings have no tensor roofs
         "unit": (result.get("unit") or "simt") if device_kind == "cuda" else "simt",
         "precision": result.get("precision") or "",
         **{k: result[k] for k in ROW_KEYS},

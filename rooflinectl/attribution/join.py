@@ -43,27 +43,29 @@ import pandas as pd
 
 from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
 from rooflinectl.attribution.cpu_work import may_do_work, work_rows
-from rooflinectl.attribution.declared import DeclaredLaunches, declared_cost  # noqa: F401 - declared_cost re-exported
+from rooflinectl.attribution.declared import DeclaredLaunches
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.attribution.transfers import MEMCPY, copy_link
 from rooflinectl.capture.region import CALIBRATION_NAME, MODULE_PREFIX, REGION_PREFIX, WARMUP_NAME
 from rooflinectl.capture.trace import RawKernel, RawOp, RawTrace
-from rooflinectl.costs import OpCost, explain_cost, has_formula
+from rooflinectl.costs import (
+    InductorCppCall,
+    InductorTritonLaunch,
+    OpCost,
+    Transfer,
+    cost_of,
+    explain_cost,
+    has_formula,
+)
 from rooflinectl.costs.collectives import (
     GLOO_PREFIX,
-    collective_cost,
     collective_from_args,
     collective_from_gloo,
 )
 from rooflinectl.costs.custom_ops import is_custom_op
-from rooflinectl.costs.inductor import (
-    cpp_kernel_cost,
-    fused_label,
-    is_generated_kernel,
-    triton_kernel_cost,
-)
+from rooflinectl.costs.inductor import fused_label, is_generated_kernel
 
 COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
@@ -195,14 +197,14 @@ class _OpIndex:
             op = self.ops[i]
             if op.category == "user_annotation" and op.name.startswith(GLOO_PREFIX) and self.device_kind == "cpu":
                 gloo = collective_from_gloo(op.name, op.input_dims, op.input_types, self.world_size)
-                cached = (collective_cost(gloo), gloo.shapes(), "") if gloo else \
+                cached = (cost_of(gloo), gloo.shapes(), "") if gloo else \
                     (None, "", "gloo annotation without the buffer's dims and type")
             elif op.category != "cpu_op":
                 cached = (None, "", "")
             elif "Collective name" in op.args:  # record_param_comms: on GPU its kernels do the work
                 nccl = collective_from_args(op.args) if self.device_kind == "cuda" else None
                 why = "collective of a kind, size or dtype not modelled" if self.device_kind == "cuda" else ""
-                cached = (collective_cost(nccl), nccl.shapes(), "") if nccl else (None, "", why)
+                cached = (cost_of(nccl), nccl.shapes(), "") if nccl else (None, "", why)
             elif not ("kernel_num_gb" in op.args or op.name in self.compiled_kernels or has_formula(op.name)):
                 cached = (None, "", "")
             else:
@@ -220,11 +222,11 @@ class _OpIndex:
     def _compute_cost(self, op: RawOp, children: list[RawOp]) -> tuple[OpCost | None, str, str]:
         if "kernel_num_gb" in op.args:
             call = op_call(op)
-            return (triton_kernel_cost(op.name, op.args, call), shapes_text(call), "")
+            return (cost_of(InductorTritonLaunch(op.name, op.args, call)), shapes_text(call), "")
         if op.name in self.compiled_kernels:
             buffers = self.compiled_kernels[op.name].get("buffers")
             shapes = " x ".join(str(b["shape"]) for b in buffers or [])
-            return (cpp_kernel_cost(op.name, buffers), shapes, "")
+            return (cost_of(InductorCppCall(op.name, buffers)), shapes, "")
         call = op_call(op, children)
         cost, why = explain_cost(call)
         return (cost, shapes_text(call), why)
@@ -464,12 +466,9 @@ def _transfer_attribution(k: RawKernel, op_name: str) -> Attribution:
         return Attribution(op_name, None, 0.0, "", "aten", "none", "memset/memcpy size not recorded in the trace")
     link = copy_link(k.name)  # the classifier analysis holds the copy's roof with (attribution/transfers.py)
     in_device = k.category == "gpu_memcpy" and link is None and MEMCPY.match(k.name) is not None  # DtoD, DtoA, AtoD, AtoA
-    moved = 2 * k.bytes if in_device else k.bytes
-    what = "memset: bytes written" if k.category == "gpu_memset" else (
-        "device copy: bytes read and written" if in_device else
-        "peer copy: bytes transferred (bound by the link between GPUs, not DRAM)" if link == "peer" else
-        "host-device copy: bytes transferred (PCIe/C2C bound, not DRAM)")
-    cost = OpCost(0.0, float(moved), "copy", "", f"{what}, size from the trace")
+    kind = "memset" if k.category == "gpu_memset" else "device_copy" if in_device else \
+        "peer_copy" if link == "peer" else "host_copy"
+    cost = cost_of(Transfer(kind, float(k.bytes)))  # costs/transfers.py: what each kind moves
     return Attribution(op_name, cost, 1.0, "", "aten", "analytic")
 
 
