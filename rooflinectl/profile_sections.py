@@ -234,6 +234,7 @@ class RunMetadata(TypedDict, total=False):
     user_profiler_exports: list[str]
     threads_started: int
     processes_started: int
+    source_file: str  # `analyse`: the trace or capture file the profile was made from
     # the tool's stamp
     tool: str
     tool_version: str

@@ -88,6 +88,19 @@ def test_recorded_profiles_hold_only_declared_keys(path: Path) -> None:
     assert not undeclared(data.summary, data.metadata)
 
 
+def test_every_key_the_readers_look_up_is_declared() -> None:
+    """`summary["x"]`, `summary.get("x")`, `metadata[...]`, `metadata.get(...)` in the package name
+    declared keys (capture/ is left out: its `summary` is a Triton launch's, not the profile's)."""
+    lookup = re.compile(r"""\b(summary|metadata)(?:\.get\(|\[)\s*["']([A-Za-z_]+)["']""")
+    sections = {"summary": declared(Summary), "metadata": declared(RunMetadata)}
+    read = [(p, i, m) for p in (ROOT / "rooflinectl").rglob("*.py") if "capture" not in p.parts
+            for i, line in enumerate(p.read_text().splitlines(), 1) for m in lookup.finditer(line)]
+    assert len(read) > 100  # the readers are there: the pattern finds them
+    unknown = [f"{p.relative_to(ROOT)}:{i} {m.group(1)}[{m.group(2)!r}]" for p, i, m in read
+               if m.group(2) not in sections[m.group(1)]]
+    assert not unknown, unknown
+
+
 def test_the_types_and_the_documentation_name_the_same_keys() -> None:
     assert declared(Summary) == set(SUMMARY_KEYS)
 

@@ -180,7 +180,7 @@ def plot_profile(data: ProfileData, *, top: int = 10, color_by: str = "bound", f
     draw_table(fig.add_axes(TABLE_RECT), points, top, iterations)
     draw_legend(fig, drawn, color_by, families)
     draw_notes(fig, points, table, all_rows, filter_regex, total_time_s)
-    device = data.ceilings.device_name or data.metadata.get("device", "")
+    device = data.ceilings.device_name or data.metadata.get("device_name", "")
     heading = plain(title) if title else f"Roofline: {plain(device)}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
     per_it = f" per iteration ({iterations:g} iterations)" if iterations > 1 else ""
