@@ -134,7 +134,7 @@ def suite_table(results: list[dict[str, Any]], ceilings: Ceilings, device_kind: 
 
 def suite_profile(table: pd.DataFrame, ceilings: Ceilings, device_kind: str, *, command: list[str],
                     extra: dict[str, Any]) -> ProfileData:
-    """The profile file of a reference kernels run: the kernel table as `rooflinectl profile` writes it."""
+    """The profile file of a `rooflinectl kernels` run: the kernel table as `rooflinectl profile` writes it."""
     metadata = finished_metadata(run_metadata(device_kind), ceilings, command=command, completed=True, exit_code=0,
                                  reference_kernels=extra)
     kernels = table[list(KERNEL_COLUMNS)].reset_index(drop=True)

@@ -82,7 +82,7 @@ def test_cpu_rows_hold_no_tensor_roof() -> None:
 
 def test_roof_is_the_bound_placement_found_at_the_clock_it_used() -> None:
     """At half the roof's clock the tensor roof halves (placement scales it): the GEMM becomes
-    compute-bound although at full clock its bytes would take longer. The reference kernel table names the
+    compute-bound although at full clock its bytes would take longer. The variants table names the
     roof placement used, at the value it used."""
     ceilings = Ceilings("Test GPU", "cuda", memory_bytes_per_s={"dram": Roof(1e12, "measured")},
                         compute_flops_per_s={"tensor.bf16": Roof(1e15, "spec", clock_mhz=2000.0)},

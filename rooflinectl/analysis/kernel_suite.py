@@ -1,7 +1,7 @@
 """The reference kernels compared: which roof holds each variant, and how it fares
 against the library on the same shapes. Pure: DataFrame and Ceilings in, DataFrame out.
 
-Input: the placed reference kernel table (kernel-table columns placed by analysis.roofline, plus name,
+Input: the placed variants table (kernel-table columns placed by analysis.roofline, plus name,
 variant, role, own_flops, own_bytes), one row per variant. Added columns:
   roof          the roof placement held the row to: "dram" (or the memory level) when its bound
                 is memory, the compute roof's key ("tensor.bf16", "simt.fp32") when compute; for

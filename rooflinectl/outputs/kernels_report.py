@@ -1,6 +1,6 @@
 """`rooflinectl kernels` output: the variants table (rich) and its JSON. Renders; never prints.
 
-Input: the compared reference kernel table (analysis/kernel_suite.py: one row per variant that ran) and the
+Input: the compared variants table (analysis/kernel_suite.py: one row per variant that ran) and the
 reference kernel entries (name, concept, target, and every variant's raw result: check, autotune, error).
 Strings from results (error messages) are shown as text, never as rich markup.
 """
