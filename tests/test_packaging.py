@@ -38,3 +38,21 @@ def test_no_symlink_in_the_tree() -> None:
              if p.is_symlink() and not {".git", ".venv", "node_modules"} & set(p.relative_to(ROOT).parts)]
     assert not links, f"symlinks in the tree: {links}"
 
+
+
+@pytest.mark.slow
+def test_a_wheel_holds_the_reference_kernels(tmp_path: Path) -> None:
+    """What a regular (not editable) install gets: both packages, kernels/ under its import name."""
+    import subprocess
+    import sys
+    import zipfile
+
+    pytest.importorskip("setuptools")  # --no-build-isolation builds with the installed one
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT),
+                            "-w", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    names = set(zipfile.ZipFile(next(tmp_path.glob("rooflinectl-*.whl"))).namelist())
+    kernels = {f"rooflinectl_kernels/{p.name}" for p in (ROOT / "kernels").glob("*.py")}
+    assert kernels <= names, sorted(kernels - names)
+    assert "rooflinectl/costs/sources.py" in names and "rooflinectl/outputs/report_assets/report.js" in names
+    assert not any(n.startswith("kernels/") for n in names)
