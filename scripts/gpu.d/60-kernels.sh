@@ -9,6 +9,10 @@
 set -u -o pipefail
 out="${PIECE_OUT:?PIECE_OUT must be set}"
 rl() { python3 -m rooflinectl "$@"; }
+# the reference kernels are the installed package rooflinectl_kernels (pyproject package-dir), not found
+# through PYTHONPATH alone: install this checkout unless it is the one installed (a bare run of the piece)
+python3 -c "import os, sys, rooflinectl_kernels as k; sys.exit(os.path.dirname(os.path.realpath(k.__file__)) != os.path.realpath('kernels'))" \
+  2>/dev/null || python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 only=()
 [ -n "${KERNELS_ONLY:-}" ] && only=(--only "$KERNELS_ONLY")
 # Targets are percentages of measured roofs: measure once (instant when 10-ceilings has cached them).
