@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from rooflinectl_kernels.cost import declare, tensor_bytes
-from rooflinectl_kernels.registry import Lesson, Target, Variant, register, tuned
+from rooflinectl_kernels.registry import KernelSpec, Target, Variant, register, tuned
 
 ATTENTION_CONFIGS = [
     triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=3),
@@ -149,7 +149,7 @@ SHAPES = {"small": {"batch": 1, "heads": 2, "n": 67, "head_dim": 16},
           "large": {"batch": 4, "heads": 32, "n": 4096, "head_dim": 128}}
 
 for _causal in (False, True):
-    register(Lesson(
+    register(KernelSpec(
         name="attention_causal" if _causal else "attention",
         concept="FlashAttention forward: online softmax over key blocks, the N x N scores never written"
                 + (" (causal: blocks above the diagonal skipped)" if _causal else ""),
@@ -159,7 +159,7 @@ for _causal in (False, True):
         make_inputs=_inputs,
         reference=lambda i, c=_causal: _reference(i, c),
         variants=(
-            Variant("flash", "triton", "lesson", lambda i, c=_causal: flash_attention(i["q"], i["k"], i["v"], c),
+            Variant("flash", "triton", "kernel", lambda i, c=_causal: flash_attention(i["q"], i["k"], i["v"], c),
                     autotuned=(flash_attention_fwd_kernel,)),
             Variant("naive", "torch", "twin", lambda i, c=_causal: attention_naive(i["q"], i["k"], i["v"], c),
                     note="scores and probabilities materialised: quadratic DRAM traffic; the scores are rounded "

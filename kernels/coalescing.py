@@ -4,7 +4,7 @@ A warp's 32 loads become one wide transaction when they fall on consecutive addr
 coalesced copy gives each program a contiguous block; the strided twin moves exactly the same
 bytes, but walks the buffer column by column (as a [rows, ROW] matrix), so neighbouring threads
 touch addresses ROW elements apart and each 4-byte access pulls in a whole 32-byte sector.
-Both declare the same minimum traffic: the strided one's lower efficiency is the lesson.
+Both declare the same minimum traffic: the strided one's lower efficiency is what coalescing buys.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from rooflinectl_kernels.cost import declare, tensor_bytes
-from rooflinectl_kernels.registry import Lesson, Target, Variant, register, tuned
+from rooflinectl_kernels.registry import KernelSpec, Target, Variant, register, tuned
 
 COPY_BLOCK = 4096  # the strided twin's block
 COPY_CONFIGS = [  # elements per program and warps; torch's own copy gives each thread one 16-byte vector
@@ -106,7 +106,7 @@ LARGE_N = 64 * 1024 * 1024
 # a copy's start and drain are a few percent of its ~130 us, so it is timed at the same 2 GiB.
 COPY_LARGE_N = 512 * 1024 * 1024
 
-register(Lesson(
+register(KernelSpec(
     name="copy",
     concept="coalesced vs strided access: the same bytes, a fraction of the bandwidth",
     family="copy",
@@ -115,7 +115,7 @@ register(Lesson(
     make_inputs=_copy_inputs,
     reference=lambda i: i["src"].float().clone(),
     variants=(
-        Variant("coalesced", "triton", "lesson", lambda i: copy_coalesced(i["src"]), autotuned=(copy_coalesced_kernel,)),
+        Variant("coalesced", "triton", "kernel", lambda i: copy_coalesced(i["src"]), autotuned=(copy_coalesced_kernel,)),
         Variant("strided", "triton", "twin", lambda i: copy_strided(i["src"]),
                 note="same bytes, neighbouring threads 4 KiB apart"),
         Variant("torch copy_", "torch", "library", lambda i: torch.empty_like(i["src"]).copy_(i["src"])),
@@ -123,7 +123,7 @@ register(Lesson(
     target=Target("roof", 0.90, "coalesced copy >= 90% of measured DRAM bandwidth"),
 ))
 
-register(Lesson(
+register(KernelSpec(
     name="vector_add",
     concept="the simplest Triton kernel: one program per block, masked tail; as fast as torch",
     family="elementwise",
@@ -132,7 +132,7 @@ register(Lesson(
     make_inputs=_add_inputs,
     reference=lambda i: i["a"].float() + i["b"].float(),
     variants=(
-        Variant("triton", "triton", "lesson", lambda i: vector_add(i["a"], i["b"])),
+        Variant("triton", "triton", "kernel", lambda i: vector_add(i["a"], i["b"])),
         Variant("torch add", "torch", "library", lambda i: i["a"] + i["b"]),
     ),
 ))

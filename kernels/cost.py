@@ -2,9 +2,9 @@
 
 This is the one place the convention is written (kernels/README.md points here). The dict is
 read in one place too, the profiler's: rooflinectl/capture/run/triton_hook.py
-(`summarise_declaration`) and rooflinectl/attribution/join.py (`declared_cost`: the unit,
+(`summarise_declaration`) and rooflinectl/costs/triton_declared.py (`declared_cost`: the unit,
 precision and family that pick the roof). `rooflinectl kernels` reads it through the same two
-functions, so a lesson kernel is held to the same roof whether it is profiled or run as a lesson.
+functions, so a reference kernel is held to the same roof whether it is profiled or run by `rooflinectl kernels`.
 
     @triton.jit(launch_metadata=my_cost)      # my_cost(grid, metadata, args) -> dict
     def my_kernel(...): ...
@@ -21,14 +21,14 @@ same dict:
   bytes               float  the minimum DRAM traffic of this launch: each tensor it reads read
                              once, each tensor it writes written once. A kernel that re-reads
                              (a strided copy, a naive matmul, the three-pass long-row softmax)
-                             still declares that minimum: the gap to the roof is the lesson.
+                             still declares that minimum: the gap to the roof is what the technique buys.
                              A twin made of several kernels (softmax "separate passes") cannot
                              declare less than its launches move between them: each launch
                              declares its own tensors, intermediates included, because that is
-                             what a profile of such code must hold each launch to. The lesson
-                             run holds every variant to the op's minimum (what the lesson's own
+                             what a profile of such code must hold each launch to. The reference kernel
+                             run holds every variant to the op's minimum (what the reference kernel's own
                              kernel declares) and shows the kernels' own sum beside it
-                             (rooflinectl/lessons.py).
+                             (rooflinectl/kernel_suite.py).
   tensor_cores        bool   our addition (Proton has no such key): True when the FLOPs run on
                              tensor cores (`tl.dot`), so the roof is the tensor roof of that
                              width; False: CUDA cores. Absent: 8- and 16-bit FLOPs are taken to
@@ -38,7 +38,7 @@ same dict:
   family              str    our addition: what op the kernel is ("gemm", "attention", ... as
                              rooflinectl/costs/registry.FAMILIES), so advice can hold a custom
                              GEMM against the library's (library.fallback). Absent: "other".
-                             Every lesson kernel declares its lesson's family.
+                             Every reference kernel declares its family.
 
 `args` holds the launch's arguments by parameter name (tensors, ints, and the constexprs,
 autotuned ones included). Cost functions read only shapes, dtypes and integer arguments, never

@@ -1,11 +1,11 @@
-"""Collect the costs the lesson kernels declare, launch by launch, read the way `rooflinectl
+"""Collect the costs the reference kernels declare, launch by launch, read the way `rooflinectl
 profile` reads them.
 
 On a GPU this is the profiler's own hook (rooflinectl/capture/run/triton_hook.py `triton_launches`:
 Triton builds the launch_metadata dict only while a launch-enter hook is set, the route Proton
 takes too), so each launch arrives as the profile's summary of its declaration
 (`summarise_declaration`). Triton's interpreter calls no launch hooks, so under
-TRITON_INTERPRET=1 each lesson kernel gets a pre-run hook that calls its launch_metadata
+TRITON_INTERPRET=1 each reference kernel gets a pre-run hook that calls its launch_metadata
 function with the launch's arguments (grid and compiled metadata are None there; our cost
 functions read neither) and summarises the dict with the same function.
 """
@@ -69,7 +69,7 @@ def _install_interpreter_hooks() -> None:
 
 @contextmanager
 def recording(sink: list[dict[str, Any]]) -> Iterator[None]:
-    """While active, append the profile's summary of each lesson-kernel launch's declared cost
+    """While active, append the profile's summary of each reference kernel's launch's declared cost
     (capture/run/triton_hook.py `summarise_declaration`) to `sink`."""
     if not interpreting():
         with triton_launches(sink):

@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from rooflinectl_kernels.cost import declare, tensor_bytes
-from rooflinectl_kernels.registry import Lesson, Variant, register
+from rooflinectl_kernels.registry import KernelSpec, Variant, register
 
 BLOCK = 4096
 
@@ -59,7 +59,7 @@ def _inputs(shape, device, dtype):
             "residual": torch.randn(rows, cols, device=device, dtype=dtype)}
 
 
-register(Lesson(
+register(KernelSpec(
     name="bias_gelu_residual",
     concept="fusion: three memory-bound element-wise ops in one kernel, intermediates stay in registers",
     family="elementwise",
@@ -69,7 +69,7 @@ register(Lesson(
     make_inputs=_inputs,
     reference=lambda i: unfused(i["x"].float(), i["bias"].float(), i["residual"].float()),
     variants=(
-        Variant("fused", "triton", "lesson", lambda i: bias_gelu_residual(i["x"], i["bias"], i["residual"])),
+        Variant("fused", "triton", "kernel", lambda i: bias_gelu_residual(i["x"], i["bias"], i["residual"])),
         Variant("torch unfused", "torch", "library", lambda i: unfused(i["x"], i["bias"], i["residual"]),
                 note="x + bias, gelu, + residual: three kernels"),
     ),

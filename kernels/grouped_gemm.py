@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from rooflinectl_kernels.cost import declare, tensor_bytes
-from rooflinectl_kernels.registry import Lesson, Target, Variant, processors, register, tuned
+from rooflinectl_kernels.registry import KernelSpec, Target, Variant, processors, register, tuned
 
 GROUPED_CONFIGS = [
     triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=8, num_stages=3),
@@ -105,7 +105,7 @@ def _inputs(shape, device, dtype):
     }
 
 
-register(Lesson(
+register(KernelSpec(
     name="grouped_gemm",
     concept="MoE grouped GEMM: all experts' variable-size matmuls in one persistent launch, no padding",
     family="gemm",
@@ -116,7 +116,7 @@ register(Lesson(
     make_inputs=_inputs,
     reference=lambda i: expert_loop(i["x"].float(), i["w"].float(), i["counts_list"]),
     variants=(
-        Variant("grouped", "triton", "lesson", lambda i: grouped_gemm(i["x"], i["w"], i["counts"], i["offsets"]),
+        Variant("grouped", "triton", "kernel", lambda i: grouped_gemm(i["x"], i["w"], i["counts"], i["offsets"]),
                 autotuned=(grouped_gemm_kernel,)),
         Variant("torch loop", "torch", "library", lambda i: expert_loop(i["x"], i["w"], i["counts_list"]),
                 note="one torch.matmul per expert"),

@@ -1,12 +1,12 @@
-"""Run a lesson: check each variant against the fp32 reference, read its declared cost, time it.
+"""Run a reference kernel: check each variant against the fp32 reference, read its declared cost, time it.
 
 Timing on a GPU is `triton.testing.do_bench` (CUDA events, warm-up, L2 flushed between calls,
-the median kept); memory-bound lessons' large inputs are several times the 60 MiB L2 of an H200
+the median kept); memory-bound reference kernels' large inputs are several times the 60 MiB L2 of an H200
 anyway. Under the interpreter (CPU) a perf_counter median of a few calls: the numbers teach
 nothing about speed there, and the command says so.
 
 One variant that fails (a compile error, out of memory) is recorded with its error and the
-others still run: a lesson run is never lost to one kernel.
+others still run: a reference kernel run is never lost to one kernel.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
-from rooflinectl.attribution.join import declared_cost
 from rooflinectl.capture.run.triton_hook import summarise_declaration
+from rooflinectl.costs import TritonDeclaration, cost_of
 from rooflinectl_kernels.declared import recording
-from rooflinectl_kernels.registry import Lesson, Variant, dtype_name, interpreting, shape_text
+from rooflinectl_kernels.registry import KernelSpec, Variant, dtype_name, interpreting, shape_text
 
 # (atol, rtol) per dtype of the data: one element-wise op rounds by about one unit in the last place.
 # A unit is at most 2^-7 of the value in bf16 (8 significant bits), 2^-10 in fp16; rounding to
@@ -53,7 +53,7 @@ class Check:
 
 @dataclass
 class VariantResult:
-    lesson: str
+    name: str  # the reference kernel's
     variant: str
     role: str
     kind: str
@@ -67,9 +67,9 @@ class VariantResult:
     bytes: float | None = None
     own_flops: float | None = None  # what its kernels declared (or its own formula), when that is not flops/bytes
     own_bytes: float | None = None
-    unit: str = ""  # the roof, as the profiler decides it from a declaration (attribution.join.declared_cost)
+    unit: str = ""  # the roof, as the profiler decides it from a declaration (costs.TritonDeclaration)
     precision: str = ""
-    # triton: its kernels declared it; op: the op's minimum (the lesson kernel's declaration); call: the call's own formula
+    # triton: its kernels declared it; op: the op's minimum (the reference kernel's declaration); call: the call's own formula
     cost_source: str = ""
     check: Check | None = None
     autotune: list[dict[str, Any]] = field(default_factory=list)
@@ -155,23 +155,10 @@ def _config_dict(config: Any) -> dict[str, Any]:
     return {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
 
 
-def _combined(declared: list[dict[str, Any]]) -> dict[str, Any]:
-    """A variant's launches as one declaration: FLOPs (per width too) and bytes summed; the unit,
-    precision and family those of the launch with the most FLOPs (the first when none has any),
-    which is how `rooflinectl profile` holds that launch."""
-    lead = max(declared, key=lambda d: d["flops"])
-    widths: dict[str, float] = {}
-    for d in declared:
-        for width, flops in d["flops_by_width"].items():
-            widths[width] = widths.get(width, 0.0) + flops
-    known = all(d["bytes"] is not None for d in declared)
-    return {**lead, "flops": sum(d["flops"] for d in declared), "flops_by_width": widths,
-            "bytes": sum(d["bytes"] for d in declared) if known else None}
-
-
 def _hold_to(result: VariantResult, declared: list[dict[str, Any]]) -> None:
-    """Set the variant's cost and roof from declarations read the profiler's way."""
-    cost = declared_cost(_combined(declared))
+    """Set the variant's cost and roof from declarations read the profiler's way: its launches
+    as one declaration (costs/triton_declared.py combined_declaration), held as a profile holds it."""
+    cost = cost_of(TritonDeclaration(tuple(declared)))
     if cost is None:
         raise RuntimeError("its declared cost has no bytes")
     result.flops, result.bytes = cost.flops, cost.bytes
@@ -179,8 +166,8 @@ def _hold_to(result: VariantResult, declared: list[dict[str, Any]]) -> None:
 
 
 def _hold_to_op_minimum(result: VariantResult, primary: VariantResult) -> None:
-    """A Triton twin that declares more than the op's minimum (the lesson kernel's declaration)
-    is held to that minimum, its own declaration kept beside: the gap is the lesson."""
+    """A Triton twin that declares more than the op's minimum (the reference kernel's declaration)
+    is held to that minimum, its own declaration kept beside: the gap is what the technique buys."""
     if primary.bytes is None or (result.flops, result.bytes) == (primary.flops, primary.bytes):
         return
     result.own_flops, result.own_bytes = result.flops, result.bytes
@@ -188,18 +175,18 @@ def _hold_to_op_minimum(result: VariantResult, primary: VariantResult) -> None:
     result.cost_source = "op"
 
 
-def run_variant(lesson: Lesson, variant: Variant, inputs: dict[str, Any], ref: Any, device: torch.device,
+def run_variant(spec: KernelSpec, variant: Variant, inputs: dict[str, Any], ref: Any, device: torch.device,
                 primary: VariantResult | None, *, timed: bool = True) -> VariantResult:
     """Warm up (compile, autotune), check, record the declared cost of one call, time."""
-    dtype = lesson.dtype_for_run()
-    result = VariantResult(lesson.name, variant.name, variant.role, variant.kind, lesson.family,
+    dtype = spec.dtype_for_run()
+    result = VariantResult(spec.name, variant.name, variant.role, variant.kind, spec.family,
                            shape_text(inputs["shape"]), dtype_name(dtype), note=variant.note)
     try:
         before = [getattr(k, "configs_timings", None) for k in variant.autotuned]
         out = variant.run(inputs)
         _sync(device)
         result.autotune = _autotune_report(variant.autotuned, before)
-        result.check = compare(out, ref, dtype, lesson.tolerance_scale, atol_scale=lesson.atol_scale)
+        result.check = compare(out, ref, dtype, spec.tolerance_scale, atol_scale=spec.atol_scale)
         del out
         if variant.kind == "triton":
             declared: list[dict[str, Any]] = []
@@ -230,27 +217,27 @@ def run_variant(lesson: Lesson, variant: Variant, inputs: dict[str, Any], ref: A
     return result
 
 
-def run_lesson(lesson: Lesson, size: str, device: torch.device, *, timed: bool = True,
+def run_kernel(spec: KernelSpec, size: str, device: torch.device, *, timed: bool = True,
                shape: dict[str, int] | None = None, seed: int = 0) -> list[VariantResult]:
-    """All variants of one lesson on one shape: the lesson's kernel first (its declared cost is
+    """All variants of one reference kernel on one shape: the reference kernel first (its declared cost is
     the op's minimum cost, which the torch variants carry unless they declare their own)."""
-    shape = dict(shape or lesson.shapes[size])
+    shape = dict(shape or spec.shapes[size])
     torch.manual_seed(seed)
-    dtype = lesson.dtype_for_run()
+    dtype = spec.dtype_for_run()
     results: list[VariantResult] = []
     try:
-        inputs = lesson.make_inputs(shape, device, dtype)
+        inputs = spec.make_inputs(shape, device, dtype)
         inputs["shape"] = shape
-        ref = lesson.reference(inputs)
+        ref = spec.reference(inputs)
     except Exception as exc:
         message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
-        return [VariantResult(lesson.name, v.name, v.role, v.kind, lesson.family, shape_text(shape),
-                              dtype_name(dtype), error=f"inputs: {message}") for v in lesson.variants]
-    primary = run_variant(lesson, lesson.primary, inputs, ref, device, None, timed=timed)
+        return [VariantResult(spec.name, v.name, v.role, v.kind, spec.family, shape_text(shape),
+                              dtype_name(dtype), error=f"inputs: {message}") for v in spec.variants]
+    primary = run_variant(spec, spec.primary, inputs, ref, device, None, timed=timed)
     results.append(primary)
-    for variant in lesson.variants:
-        if variant is not lesson.primary:
-            results.append(run_variant(lesson, variant, inputs, ref, device, primary, timed=timed))
+    for variant in spec.variants:
+        if variant is not spec.primary:
+            results.append(run_variant(spec, variant, inputs, ref, device, primary, timed=timed))
     if interpreting():
         for r in results:
             r.note = "; ".join(p for p in (r.note, "Triton interpreter on CPU: times are not GPU figures") if p)

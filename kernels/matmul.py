@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from rooflinectl_kernels.cost import declare, tensor_bytes
-from rooflinectl_kernels.registry import Lesson, Target, Variant, register, tuned
+from rooflinectl_kernels.registry import KernelSpec, Target, Variant, register, tuned
 
 # Known good on Hopper for bf16/fp16 at large sizes (wgmma, 2 warpgroups, 3-4 stages in 227 KB).
 MATMUL_CONFIGS = [
@@ -124,7 +124,7 @@ def _reference(inputs):
 
 SHAPES = {"small": {"M": 12, "N": 72, "K": 56}, "large": {"M": 8192, "N": 8192, "K": 8192}}
 
-register(Lesson(
+register(KernelSpec(
     name="matmul",
     concept="tiling: each tile loaded once and reused on chip by the tensor cores; autotuned; grouped order",
     family="gemm",
@@ -133,7 +133,7 @@ register(Lesson(
     make_inputs=_inputs,
     reference=_reference,
     variants=(
-        Variant("tiled", "triton", "lesson", lambda i: matmul_tiled(i["a"], i["b"]), autotuned=(matmul_tiled_kernel,)),
+        Variant("tiled", "triton", "kernel", lambda i: matmul_tiled(i["a"], i["b"]), autotuned=(matmul_tiled_kernel,)),
         Variant("naive", "triton", "twin", lambda i: matmul_naive(i["a"], i["b"]),
                 note="one row of C per program on CUDA cores: B re-read for every row"),
         Variant("torch matmul", "torch", "library", lambda i: i["a"] @ i["b"], note="cuBLAS"),
@@ -142,7 +142,7 @@ register(Lesson(
     target=Target("library", 0.85, "tiled bf16 matmul >= 85% of cuBLAS at 8192^3"),
 ))
 
-register(Lesson(
+register(KernelSpec(
     name="matmul_fp16",
     concept="the same tiled kernel in fp16: same tensor-core rate, a different autotune key",
     family="gemm",
@@ -151,7 +151,7 @@ register(Lesson(
     make_inputs=_inputs,
     reference=_reference,
     variants=(
-        Variant("tiled", "triton", "lesson", lambda i: matmul_tiled(i["a"], i["b"]), autotuned=(matmul_tiled_kernel,)),
+        Variant("tiled", "triton", "kernel", lambda i: matmul_tiled(i["a"], i["b"]), autotuned=(matmul_tiled_kernel,)),
         Variant("torch matmul", "torch", "library", lambda i: i["a"] @ i["b"], note="cuBLAS"),
     ),
     uses_dot=True,

@@ -13,7 +13,7 @@ RMSNorm 9 (dx 7, dw 2); the partial sums 1 per partial element.
 Numerics: every backward output is computed in fp32 from the data (dw and db as fp32 partial
 sums) and rounded once to the data's dtype, so against torch's fp32 backward it is off by one
 rounding however many rows it sums (tests/test_kernels_interpret.py holds the LayerNorm backward
-to one bf16 unit in the last place, and in fp32 to 1e-4); the lesson's bf16 tolerance
+to one bf16 unit in the last place, and in fp32 to 1e-4); the reference kernel's bf16 tolerance
 (harness.TOLERANCE) is wider.
 """
 
@@ -25,7 +25,14 @@ import triton
 import triton.language as tl
 
 from rooflinectl_kernels.cost import declare, tensor_bytes
-from rooflinectl_kernels.registry import Lesson, Target, Variant, processors, register, row_warps
+from rooflinectl_kernels.registry import (
+    KernelSpec,
+    Target,
+    Variant,
+    processors,
+    register,
+    row_warps,
+)
 
 EPS = 1e-5
 
@@ -254,31 +261,31 @@ def _rms(x, w):
 SHAPES = {"small": {"rows": 13, "cols": 300}, "large": {"rows": 32768, "cols": 4096}}
 
 
-def _norm_lesson(name: str, concept: str, reference, kernel, library, target: Target | None = None) -> None:
-    """The four norm lessons share sizes, inputs and dtype; each is its kernel against torch."""
-    register(Lesson(name=name, concept=concept, family="norm", dtype=torch.bfloat16, shapes=SHAPES,
+def _norm_spec(name: str, concept: str, reference, kernel, library, target: Target | None = None) -> None:
+    """The four norm reference kernels share sizes, inputs and dtype; each is its kernel against torch."""
+    register(KernelSpec(name=name, concept=concept, family="norm", dtype=torch.bfloat16, shapes=SHAPES,
                     make_inputs=_inputs, reference=reference,
-                    variants=(Variant("fused", "triton", "lesson", kernel), library), target=target))
+                    variants=(Variant("fused", "triton", "kernel", kernel), library), target=target))
 
 
-_norm_lesson(
+_norm_spec(
     "layernorm_fwd", "fused LayerNorm forward: statistics, normalisation, scale and shift in one pass over each row",
     lambda i: _ln(i["x"].float(), i["w"].float(), i["b"].float()),
     lambda i: layernorm_fwd(i["x"], i["w"], i["b"])[0],
     Variant("torch layer_norm", "torch", "library", lambda i: _ln(i["x"], i["w"], i["b"])),
     Target("roof", 0.80, "LayerNorm forward >= 80% of DRAM bandwidth"))
-_norm_lesson(
+_norm_spec(
     "rmsnorm_fwd", "fused RMSNorm forward: one pass, no mean, no shift",
     lambda i: _rms_reference(i["x"].float(), i["w"].float()),
     lambda i: rmsnorm_fwd(i["x"], i["w"])[0],
     Variant("torch rms_norm", "torch", "library", lambda i: _rms(i["x"], i["w"])),
     Target("roof", 0.80, "RMSNorm forward >= 80% of DRAM bandwidth"))
-_norm_lesson(
+_norm_spec(
     "layernorm_bwd", "fused LayerNorm backward: dx per row, dw and db as per-band partial sums, then one small reduction",
     lambda i: _grads(_ln, (i["x"], i["w"], i["b"]), i["dy"]),
     lambda i: layernorm_bwd(i["dy"], i["x"], i["w"], i["mean"], i["rstd"]),
     Variant("torch autograd", "torch", "library", _library_backward(_ln, ("x", "w", "b"))))
-_norm_lesson(
+_norm_spec(
     "rmsnorm_bwd", "fused RMSNorm backward: dx per row, dw as per-band partial sums",
     lambda i: _grads(_rms_reference, (i["x"], i["w"]), i["dy"]),
     lambda i: rmsnorm_bwd(i["dy"], i["x"], i["w"], i["rms_rstd"]),

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from rooflinectl_kernels.cost import declare, tensor_bytes
-from rooflinectl_kernels.registry import Lesson, Target, Variant, register, tuned
+from rooflinectl_kernels.registry import KernelSpec, Target, Variant, register, tuned
 
 PAGE = 16  # tokens per page
 DECODE_CONFIGS = [
@@ -130,7 +130,7 @@ def _padded_cost(inputs):
                    bits=32, nbytes=tensor_bytes(q, k, inputs["v_padded"], inputs["mask"]) + tensor_bytes(q))
 
 
-register(Lesson(
+register(KernelSpec(
     name="paged_decode",
     concept="paged KV cache: decode attention gathering pages through a block table, online softmax",
     family="attention",
@@ -141,7 +141,7 @@ register(Lesson(
     make_inputs=_inputs,
     reference=_reference,
     variants=(
-        Variant("paged", "triton", "lesson", lambda i: paged_decode(i["q"], i["k_cache"], i["v_cache"],
+        Variant("paged", "triton", "kernel", lambda i: paged_decode(i["q"], i["k_cache"], i["v_cache"],
                                                                      i["block_table"], i["seq_lens"],
                                                                      i["live_tokens"]),
                 autotuned=(paged_decode_kernel,)),

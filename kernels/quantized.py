@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 from rooflinectl_kernels.cost import declare, tensor_bytes
-from rooflinectl_kernels.registry import Lesson, Target, Variant, register, tuned
+from rooflinectl_kernels.registry import KernelSpec, Target, Variant, register, tuned
 
 GEMV_CONFIGS = [  # BLOCK_K4: packed words (4 weights each) per row and step; the sweep's best on the H200
     triton.Config({"BLOCK_N": 2, "BLOCK_K4": 512}, num_warps=4, num_stages=2),
@@ -162,20 +162,20 @@ def _bf16_linear_cost(inputs):
 
 def _variants(name: str) -> tuple[Variant, ...]:
     if name == "gemv":
-        lesson = Variant("int8 gemv", "triton", "lesson",
+        spec = Variant("int8 gemv", "triton", "kernel",
                          lambda i: int8_gemv(i["x"], i["w_packed"], i["scale"], i["w"].shape[1]),
                          autotuned=(int8_gemv_kernel,), note="weights packed once for the kernel (pack_for_gemv)")
     else:
-        lesson = Variant("int8 gemm", "triton", "lesson", lambda i: int8_linear(i["x"], i["w"], i["scale"]),
+        spec = Variant("int8 gemm", "triton", "kernel", lambda i: int8_linear(i["x"], i["w"], i["scale"]),
                          autotuned=(int8_gemm_kernel,))
     return (
-        lesson,
+        spec,
         Variant("bf16 F.linear", "torch", "library", lambda i: F.linear(i["x"], i["w_dequantised"]),
                 cost=_bf16_linear_cost, note="the same layer with bf16 weights: twice the weight bytes"),
     )
 
 
-register(Lesson(
+register(KernelSpec(
     name="int8_gemv",
     concept="weight-only int8 at batch 1: DRAM-bound, so half the weight bytes is half the time",
     family="gemm",
@@ -187,7 +187,7 @@ register(Lesson(
     target=Target("roof", 0.75, "int8 weight-only GEMV >= 75% of DRAM bandwidth at batch 1"),
 ))
 
-register(Lesson(
+register(KernelSpec(
     name="int8_gemm",
     concept="weight-only int8 for a few dozen tokens: int8 tiles widened to bf16 for the tensor cores",
     family="gemm",

@@ -1,12 +1,12 @@
-"""The lessons: one registry, each lesson a kernel, its twins, its torch reference and its sizes.
+"""The reference kernels: one registry, each a Triton kernel, its twins, its torch reference and its sizes.
 
-A lesson is the unit `rooflinectl kernels --only NAME` runs: inputs made from a shape, an fp32
+A reference kernel is the unit `rooflinectl kernels --only NAME` runs: inputs made from a shape, an fp32
 torch reference to check every variant against, and variants. Variants are Triton kernels from
 this folder (kind "triton": their cost comes from their launch_metadata) or PyTorch calls (kind
 "torch": the library equivalent, or a naive composition of torch ops), in three roles:
-  lesson   the kernel the lesson teaches (its declared cost is the op's minimum cost)
-  twin     the naive way, to show what the lesson's technique buys (held to the op's minimum:
-           the gap to the roof is the lesson; kernels/cost.py)
+  kernel   the reference kernel itself, the technique it teaches (its declared cost is the op's minimum cost)
+  twin     the naive way, to show what the reference kernel's technique buys (held to the op's minimum:
+           the gap to the roof is what the technique buys; kernels/cost.py)
   library  what PyTorch offers on the same shapes ("when not to write a kernel")
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import triton
 
-ROLES = ("lesson", "twin", "library")
+ROLES = ("kernel", "twin", "library")
 KINDS = ("triton", "torch")
 SIZES = ("small", "large")
 
@@ -54,7 +54,7 @@ def processors(device: torch.device) -> int:
 class Variant:
     name: str
     kind: str  # triton | torch
-    role: str  # lesson | twin | library
+    role: str  # kernel | twin | library
     run: Callable[[Inputs], Any]  # inputs -> output tensor (or tuple of tensors)
     cost: Callable[[Inputs], dict[str, Any]] | None = None  # torch variants doing other work than the op's minimum
     autotuned: tuple[Any, ...] = ()  # autotuned kernels whose choice and timings to report
@@ -67,10 +67,10 @@ class Variant:
 
 @dataclass(frozen=True)
 class Target:
-    """What the lesson's kernel should reach on an H200 (checked by the benchmark, never a test).
+    """What the reference kernel should reach on an H200 (checked by the benchmark, never a test).
 
-    metric "roof":    efficiency (roof time / time) of the lesson's kernel at least `threshold`;
-    metric "library": library time / lesson time at least `threshold` (1.5 = 1.5x faster)."""
+    metric "roof":    efficiency (roof time / time) of the reference kernel at least `threshold`;
+    metric "library": library time / reference kernel time at least `threshold` (1.5 = 1.5x faster)."""
 
     metric: str
     threshold: float
@@ -78,9 +78,9 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Lesson:
+class KernelSpec:
     name: str
-    concept: str  # the lesson, in a sentence
+    concept: str  # the reference kernel, in a sentence
     family: str  # op family, as the kernel table names them (copy, softmax, gemm, norm, attention, ...)
     dtype: torch.dtype
     shapes: dict[str, dict[str, int]]  # size name -> shape parameters
@@ -95,39 +95,39 @@ class Lesson:
 
     @property
     def primary(self) -> Variant:
-        return next(v for v in self.variants if v.role == "lesson")
+        return next(v for v in self.variants if v.role == "kernel")
 
     @property
     def library(self) -> Variant | None:
         return next((v for v in self.variants if v.role == "library"), None)
 
     def dtype_for_run(self) -> torch.dtype:
-        """The lesson's dtype, except bf16 tl.dot lessons under the interpreter: fp16 there."""
+        """The reference kernel's dtype, except bf16 tl.dot reference kernels under the interpreter: fp16 there."""
         if self.uses_dot and self.dtype == torch.bfloat16 and interpreting():
             return torch.float16
         return self.dtype
 
 
-LESSONS: dict[str, Lesson] = {}
+KERNELS: dict[str, KernelSpec] = {}
 
 
-def register(lesson: Lesson) -> Lesson:
-    """Add a lesson; a second lesson of the same name is refused."""
-    if lesson.name in LESSONS:
-        raise ValueError(f"lesson {lesson.name!r} is registered twice")
-    if sum(v.role == "lesson" for v in lesson.variants) != 1:
-        raise ValueError(f"lesson {lesson.name!r} needs exactly one variant in the role 'lesson'")
-    if lesson.primary.kind != "triton":
-        raise ValueError(f"lesson {lesson.name!r}: its 'lesson' variant must be a Triton kernel")
-    missing = [s for s in SIZES if s not in lesson.shapes]
+def register(spec: KernelSpec) -> KernelSpec:
+    """Add a reference kernel; a second reference kernel of the same name is refused."""
+    if spec.name in KERNELS:
+        raise ValueError(f"reference kernel {spec.name!r} is registered twice")
+    if sum(v.role == "kernel" for v in spec.variants) != 1:
+        raise ValueError(f"reference kernel {spec.name!r} needs exactly one variant in the role 'kernel'")
+    if spec.primary.kind != "triton":
+        raise ValueError(f"reference kernel {spec.name!r}: its 'kernel' variant must be a Triton kernel")
+    missing = [s for s in SIZES if s not in spec.shapes]
     if missing:
-        raise ValueError(f"lesson {lesson.name!r} has no shape for size(s) {missing}")
-    LESSONS[lesson.name] = lesson
-    return lesson
+        raise ValueError(f"reference kernel {spec.name!r} has no shape for size(s) {missing}")
+    KERNELS[spec.name] = spec
+    return spec
 
 
 def shape_text(shape: dict[str, int]) -> str:
-    """'M=8192 N=8192 K=8192': how tables and the profile show a lesson's shape."""
+    """'M=8192 N=8192 K=8192': how tables and the profile show a reference kernel's shape."""
     return " ".join(f"{k}={v}" for k, v in shape.items())
 
 

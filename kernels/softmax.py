@@ -7,7 +7,7 @@ keeps a running maximum and a running sum, rescaling the sum when the maximum gr
 pass gives both and a second writes the output (the naive long-row kernel needs three).
 Each kernel declares its own minimum traffic. The separate passes declare, launch by launch,
 what they must move between them (x read twice, the exponentials written and read back: about
-2.5x the op's minimum), since a profile of such code holds each launch to that; the lesson run
+2.5x the op's minimum), since a profile of such code holds each launch to that; the reference kernel run
 holds the variant to the op's minimum (the fused kernel's declaration) and shows their own
 traffic beside it (kernels/cost.py). The three-pass long-row kernel re-reads x within one
 launch and declares the minimum.
@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from rooflinectl_kernels.cost import declare, tensor_bytes
-from rooflinectl_kernels.registry import Lesson, Target, Variant, register, row_warps
+from rooflinectl_kernels.registry import KernelSpec, Target, Variant, register, row_warps
 
 
 def _fused_cost(grid, metadata, args):
@@ -183,7 +183,7 @@ def _reference(inputs):
     return torch.softmax(inputs["x"].float(), dim=-1)
 
 
-register(Lesson(
+register(KernelSpec(
     name="softmax",
     concept="fused softmax: a row in registers, one read and one write instead of three passes",
     family="softmax",
@@ -193,7 +193,7 @@ register(Lesson(
     make_inputs=_inputs,
     reference=_reference,
     variants=(
-        Variant("fused", "triton", "lesson", lambda i: softmax_fused(i["x"])),
+        Variant("fused", "triton", "kernel", lambda i: softmax_fused(i["x"])),
         Variant("separate passes", "triton", "twin", lambda i: softmax_separate_passes(i["x"]),
                 note="max, exp+sum, divide: three kernels, the exponentials round-trip through DRAM"),
         Variant("torch softmax", "torch", "library", lambda i: torch.softmax(i["x"], dim=-1)),
@@ -202,7 +202,7 @@ register(Lesson(
     atol_scale=1e-3,  # outputs well below 1
 ))
 
-register(Lesson(
+register(KernelSpec(
     name="softmax_long",
     concept="online softmax: rows too long for registers, maximum and sum in one pass",
     family="softmax",
@@ -212,7 +212,7 @@ register(Lesson(
     make_inputs=_inputs,
     reference=_reference,
     variants=(
-        Variant("online", "triton", "lesson", lambda i: softmax_online(i["x"], i["shape"]["block"])),
+        Variant("online", "triton", "kernel", lambda i: softmax_online(i["x"], i["shape"]["block"])),
         Variant("three passes", "triton", "twin", lambda i: softmax_three_pass(i["x"], i["shape"]["block"]),
                 note="maximum, sum, write: reads each row three times"),
         Variant("torch softmax", "torch", "library", lambda i: torch.softmax(i["x"], dim=-1)),

@@ -10,14 +10,12 @@ imported here.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from operator import add, attrgetter
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rooflinectl._version import __version__
 from rooflinectl.analysis.advice.gemm_kernels import is_helper
 from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
 from rooflinectl.analysis.communication import communication_summary
@@ -49,6 +47,7 @@ from rooflinectl.capture.run.session import Capture
 from rooflinectl.ceilings import current_ceilings
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.profile_model import ProfileData
+from rooflinectl.profile_sections import Counters, RunMetadata, Summary, finished_metadata
 from rooflinectl.schema import KERNEL_COLUMNS
 
 MAX_ITERATION_TIMES = 1000  # per-iteration times kept in the summary
@@ -120,9 +119,9 @@ def _steady_state(trace: RawTrace, launches: pd.DataFrame, window_s: float, regi
     return state, iterations, len(state.iteration_times_s) or 1, phases
 
 
-def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
+def analyse_trace(trace: RawTrace, device_kind: str, metadata: RunMetadata, ceilings: Ceilings,
                   iterations: int | None = None, iterations_mode: str = "auto",
-                  ) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame]:
+                  ) -> tuple[pd.DataFrame, Summary, pd.DataFrame]:
     """The kernel table of the counted work (KERNEL_COLUMNS order, by time), the summary, and the
     table of the setup (the launches outside the steady state; empty when all are counted).
 
@@ -133,9 +132,9 @@ def analyse_trace(trace: RawTrace, device_kind: str, metadata: dict[str, Any], c
 
 
 @gc_paused()  # a long trace makes millions of small objects: collections would cost more than the work
-def _analyse(trace: RawTrace, device_kind: str, metadata: dict[str, Any], ceilings: Ceilings,
+def _analyse(trace: RawTrace, device_kind: str, metadata: RunMetadata, ceilings: Ceilings,
              iterations: int | None, iterations_mode: str,
-             ) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame, pd.DataFrame]:
+             ) -> tuple[pd.DataFrame, Summary, pd.DataFrame, pd.DataFrame]:
     """analyse_trace, plus every attributed launch (steady state and setup) in launch order with
     its kernel-table row ("row"; -1 for a setup launch, which is in no row of the table)."""
     report(f"attributing {len(trace.kernels) if device_kind == 'cuda' else len(trace.ops):,} events")
@@ -211,7 +210,7 @@ def unprofiled_calls(plain: Any) -> dict[str, Any]:
     }
 
 
-def unprofiled_idle(summary: dict[str, Any], overhead_per_op_s: float | None) -> dict[str, Any]:
+def unprofiled_idle(summary: Summary, overhead_per_op_s: float | None) -> dict[str, Any]:
     """The device idle time to expect without the profiler, and where it comes from.
 
     measured: `--profile-steps` timed the un-profiled steps (the same loop, same boundaries), or
@@ -245,19 +244,8 @@ def build_profile(capture: Capture, *, command: list[str], completed: bool, exit
     iterations_mode: "auto" (find the loop's iterations when the run has no region and is not
     function mode), "none" (count the whole run), or N (count the last N iterations found)."""
     ceilings = ceilings or current_ceilings(capture.device_kind)
-    metadata = dict(capture.metadata)
-    metadata.setdefault("device_name", ceilings.device_name)  # a CPU's name comes from ceilings detection
-    metadata.update({
-        "tool": "rooflinectl",
-        "tool_version": __version__,
-        "command": command,
-        "completed": completed,
-        "exit_code": exit_code,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "ceilings_source": sorted({r.source for r in [*ceilings.memory_bytes_per_s.values(),
-                                                     *ceilings.compute_flops_per_s.values()]}),
-        "iterations_mode": iterations_mode,
-    })
+    metadata = finished_metadata(capture.metadata, ceilings, command=command, completed=completed, exit_code=exit_code,
+                                 iterations_mode=iterations_mode)
     trace = capture.trace or RawTrace(ops=[], kernels=[], launch_ts_ns={})
     known = metadata.get("iterations")
     table, summary, setup, launches = _analyse(trace, capture.device_kind, metadata, ceilings,
@@ -290,7 +278,7 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
         summary.update(cost_shares(table))
     summary["above_roof_rows"] = int(table["above_roof"].sum())
     summary["cache_time_share"] = cache_time_share(table)  # the counters may have moved groups between levels
-    summary["counters"] = {
+    counters: Counters = {
         **info,
         "status": "measured",
         "launches_counted": counted,
@@ -310,4 +298,5 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
             f"{measured_setup} measured launches were setup (outside the steady state): left out of the table"]
             if measured_setup else []),
     }
+    summary["counters"] = counters
     return dataclasses.replace(data, kernels=table, summary=summary)

@@ -7,11 +7,11 @@ render it. Reading and writing the file is an output (rooflinectl/outputs/profil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
 from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.profile_sections import RunMetadata, Summary
 
 
 @dataclass
@@ -20,16 +20,17 @@ class ProfileData:
 
     kernels: one row per kernel group, columns as schema.KERNEL_COLUMNS documents them;
     ceilings: the roofs the rows were placed against, each with its source;
-    metadata: tool and library versions, command, device, math modes, completed or not;
-    summary: whole-run figures (schema.SUMMARY_KEYS);
+    metadata: tool and library versions, command, device, math modes, completed or not
+    (profile_sections.RunMetadata);
+    summary: whole-run figures (schema.SUMMARY_KEYS; typed as profile_sections.Summary);
     setup_kernels: the same columns for the work outside the steady state (weight upload, warm-up,
     compilation, teardown), kept apart from the table and the advice; empty when all is counted.
     """
 
     kernels: pd.DataFrame
     ceilings: Ceilings
-    metadata: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
+    metadata: RunMetadata = field(default_factory=dict)  # type: ignore[assignment]
+    summary: Summary = field(default_factory=dict)  # type: ignore[assignment]
     setup_kernels: pd.DataFrame | None = None
 
 
@@ -59,7 +60,7 @@ def incomplete_reason(profile: ProfileData) -> str:
     return ""
 
 
-def stale_window(summary: dict[str, Any]) -> bool:
+def stale_window(summary: Summary) -> bool:
     """True when the device was busy longer than the window, which cannot be: the window was measured
     on the host (rooflinectl before 2026-11-29), so it is no figure to show or compare."""
     window, busy = summary.get("window_s"), summary.get("device_busy_s")

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 1
 DEFAULT_PROFILE_PATH = "rooflinectl.profile.json"  # what `profile` writes and show/plot/advise read by default
+# File-format markers: the "format" key of each kind of file we write, and the tool's name in them.
+# Written here only; writers and the readers that recognise a file import them.
+TOOL_NAME = "rooflinectl"  # the "tool" key of profile metadata, trace markers, pytest records
 FORMAT_NAME = "rooflinectl-profile"  # a profile file's "format" key
+CAPTURE_FORMAT_NAME = "rooflinectl-capture"  # a capture file's (`--save-capture`)
+TRACE_MARKER_KEY = "rooflinectl"  # the key of our marker object at the head of an exported Chrome trace
+CEILINGS_CACHE_FORMAT = "rooflinectl-ceilings-cache"  # a measured-ceilings cache file's
+PYTEST_BASELINE_FORMAT = "rooflinectl-pytest-baseline"  # the pytest plugin's baseline file's
+PYTEST_REPORT_FORMAT = "rooflinectl-pytest-report"  # the pytest plugin's report file's
 # A launch shorter than this is a short launch (summary short_launches): launch latency, not the
 # kernel's work, holds it; the launch rules speak for such kernels, the kernel rules skip them.
 SHORT_LAUNCH_S = 5e-6

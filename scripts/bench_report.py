@@ -36,7 +36,7 @@ from rooflinectl.html_report import report_document  # noqa: E402
 from rooflinectl.outputs.profile_file import load_profile, save_profile  # noqa: E402
 from rooflinectl.outputs.report_html import write_report  # noqa: E402
 
-SOURCE = ROOT / "tests" / "data" / "h200_mlp.profile.json"
+SOURCE = ROOT / "tests" / "data" / "report_mlp.profile.json"  # the report fixture: 26 groups (tests/report_profiles.py)
 
 
 def make_groups(out: Path, groups: int, source: Path) -> None:

@@ -2,11 +2,11 @@
 (issue 13): the int8 weight-only GEMV (int8 -> fp32 conversion variants) and the coalesced copy
 (block sizes, warps, cache hints, persistent grid). GPU only; measurement, not a test.
 The sweep of 2026-11-30 (docs/benchmarks/data/) also had the interleaved kernel without evict_first,
-since folded into the lesson kernel.
+since folded into the reference kernel.
 
 Timing is the harness's: triton.testing.do_bench, median, L2 flushed between calls. Each line of
 output is JSON: {"kernel", "variant", "config", "us", "tb_s", "ok"}; bytes are the op's minimum
-(the same the lessons declare). Usage: python3 scripts/kernel_sweep.py [--only gemv|copy]
+(the same the reference kernels declare). Usage: python3 scripts/kernel_sweep.py [--only gemv|copy]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from rooflinectl_kernels.quantized import _gemv_cost, byte_as_float, int8_gemv_k
 @triton.jit
 def gemv_bytes_kernel(x, w, scale, y, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                       MAGIC: tl.constexpr):
-    """int8 loads; each byte widened by the conversion instruction (MAGIC=False, the first lesson
+    """int8 loads; each byte widened by the conversion instruction (MAGIC=False, the first reference kernel
     kernel) or by integer ops (the byte xor 0x80 in the mantissa of 2**23, minus 2**23 + 128)."""
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
@@ -85,7 +85,7 @@ def copy_persistent_kernel(src, dst, n, BLOCK: tl.constexpr, HINTS: tl.constexpr
 
 
 def bench_us(fn) -> float:
-    """The lessons' timing (kernels/harness.py), in microseconds."""
+    """The reference kernels' timing (kernels/harness.py), in microseconds."""
     return time_call(fn, torch.device("cuda")) * 1e6
 
 
@@ -145,7 +145,7 @@ def sweep_gemv(n: int = 16384, k: int = 16384) -> None:
 
 
 def sweep_gemv_interleaved(n: int = 16384, k: int = 16384) -> None:
-    """The lesson's kernel itself (its weights interleaved by pack_for_gemv), config by config."""
+    """The reference kernel itself (its weights interleaved by pack_for_gemv), config by config."""
     w, scale, x, want = _gemv_problem(n, k)
     w4 = pack_for_gemv(w)
     k4 = w4.shape[1]

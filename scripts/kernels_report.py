@@ -2,7 +2,7 @@
 
 Usage: python3 scripts/kernels_report.py kernels.json > kernels.md
 Every figure comes from the JSON (which the command measured); this script only lays it out and
-compares each lesson's kernel with its target from the lesson registry (carried in the JSON).
+compares each reference kernel with its target from the reference kernel registry (carried in the JSON).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def _roof(variant: dict[str, Any]) -> str:
     return f"{'DRAM' if roof == 'dram' else roof} {value} ({variant.get('roof_source', '?')})"
 
 
-def _target(lesson: dict[str, Any], variant: dict[str, Any]) -> tuple[str, str]:
-    target = lesson.get("target")
-    if not target or variant["role"] != "lesson":
+def _target(spec: dict[str, Any], variant: dict[str, Any]) -> tuple[str, str]:
+    target = spec.get("target")
+    if not target or variant["role"] != "kernel":
         return "", ""
     value = variant.get("efficiency") if target["metric"] == "roof" else variant.get("vs_library")
     if value is None:
@@ -64,40 +64,40 @@ def render(report: dict[str, Any]) -> str:
                     for k, v in sorted(roofs["compute_flops_per_s"].items()) if k in ("tensor.bf16", "tensor.fp16",
                                                                                       "simt.fp32")) + ".",
         "",
-        "| lesson | variant | shape | time | achieved | % of roof | roof | vs library | check | target | result |",
+        "| reference kernel | variant | shape | time | achieved | % of roof | roof | vs library | check | target | result |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     copy_bw = _measured(report, "dram.copy")
     notes = []
-    for lesson in report["lessons"]:
-        for variant in lesson["variants"]:
+    for spec in report["kernels"]:
+        for variant in spec["variants"]:
             check = variant.get("check") or {}
             differs = "differs" if variant["kind"] == "torch" else "MISMATCH"  # torch's own numerics: reported only
             status = "failed" if variant.get("error") else ("ok" if check.get("ok") else differs)
-            target, result = _target(lesson, variant)
+            target, result = _target(spec, variant)
             vs = variant.get("vs_library")
             lines.append(" | ".join([
-                f"| {lesson['name']}", variant["variant"] + (" (library)" if variant["role"] == "library" else ""),
+                f"| {spec['name']}", variant["variant"] + (" (library)" if variant["role"] == "library" else ""),
                 variant.get("shapes", ""), seconds(variant.get("time_s")), _figure(variant),
                 percent(variant.get("efficiency")), _roof(variant),
                 "-" if variant["role"] == "library" or vs is None else f"{vs:.2f}x", status, target, result,
             ]) + " |")
             if variant.get("error"):
-                notes.append(f"- {lesson['name']} / {variant['variant']}: {variant['error']}")
+                notes.append(f"- {spec['name']} / {variant['variant']}: {variant['error']}")
             if variant.get("own_bytes") is not None and variant.get("bytes"):
-                notes.append(f"- {lesson['name']} / {variant['variant']}: held to the op's minimum "
+                notes.append(f"- {spec['name']} / {variant['variant']}: held to the op's minimum "
                              f"({si(variant['bytes'], 'B')}); its kernels declare {si(variant['own_bytes'], 'B')} "
                              f"({variant['own_bytes'] / variant['bytes']:.2f}x) and move them at "
                              f"{percent(variant.get('own_efficiency'))} of the roof")
             for tune in variant.get("autotune") or []:
                 timed = sorted(tune.get("timings_s") or [], key=lambda ct: ct[1])
                 if timed:
-                    notes.append(f"- {lesson['name']} / {variant['variant']}: autotune "
+                    notes.append(f"- {spec['name']} / {variant['variant']}: autotune "
                                  + "; ".join(f"{' '.join(f'{k}={v}' for k, v in c.items())}: {seconds(t)}"
                                              for c, t in timed))
-            if lesson["family"] == "copy" and variant["role"] != "library" and copy_bw and variant.get(
+            if spec["family"] == "copy" and variant["role"] != "library" and copy_bw and variant.get(
                     "achieved_bytes_per_s"):
-                notes.append(f"- {lesson['name']} / {variant['variant']}: {percent(variant['achieved_bytes_per_s'] / copy_bw)}"
+                notes.append(f"- {spec['name']} / {variant['variant']}: {percent(variant['achieved_bytes_per_s'] / copy_bw)}"
                              f" of the measured copy bandwidth (dram.copy {si(copy_bw, 'B/s')})")
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 

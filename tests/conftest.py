@@ -101,28 +101,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def interpreted_lessons():
+def interpreted_kernels():
     """The reference kernels, run by Triton's CPU interpreter (skips where Triton compiles)."""
     if _missing("triton"):
         pytest.skip(_missing("triton"))
-    from rooflinectl.lessons import load_lessons, triton_interpreting
+    from rooflinectl.kernel_suite import load_reference_kernels, triton_interpreting
 
     if os.environ.get(_INTERPRET_ENV) != "1" or triton_interpreting() is False:
         pytest.skip("Triton compiles for the GPU in this session: the interpreter tests run where there is no GPU")
-    return load_lessons(interpret=True)
+    return load_reference_kernels(interpret=True)
 
 
 @pytest.fixture(scope="session")
-def gpu_lessons():
+def gpu_kernels():
     """The reference kernels, compiled for the GPU (skips without CUDA or under the interpreter)."""
     for marker in ("gpu", "triton"):
         if _missing(marker):
             pytest.skip(_missing(marker))
-    from rooflinectl.lessons import load_lessons, triton_interpreting
+    from rooflinectl.kernel_suite import load_reference_kernels, triton_interpreting
 
     if os.environ.get(_INTERPRET_ENV) == "1" or triton_interpreting():
         pytest.skip("TRITON_INTERPRET=1: Triton does not compile in this session")
-    return load_lessons(interpret=False)
+    return load_reference_kernels(interpret=False)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -62,8 +62,8 @@ def test_the_triton_declaration_is_read_as_the_profiler_reads_it(tmp_path: Path)
     pytest.importorskip("triton")
     import importlib.util
 
-    from rooflinectl.attribution.declared import declared_cost
     from rooflinectl.capture.run.triton_hook import summarise_declaration
+    from rooflinectl.costs.triton_declared import declared_cost
 
     source = tmp_path / "doc_triton_example.py"
     source.write_text(_blocks()[1])

@@ -11,24 +11,24 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.triton]
 
 
-def _large(lessons, name: str, only: str | None = None):
+def _large(suite, name: str, only: str | None = None):
     from rooflinectl_kernels.harness import run_variant
 
-    lesson = lessons.LESSONS[name]
-    shape = dict(lesson.shapes["large"])
+    spec = suite.KERNELS[name]
+    shape = dict(spec.shapes["large"])
     torch.manual_seed(0)
-    inputs = lesson.make_inputs(shape, torch.device("cuda"), lesson.dtype_for_run())
+    inputs = spec.make_inputs(shape, torch.device("cuda"), spec.dtype_for_run())
     inputs["shape"] = shape
-    ref = lesson.reference(inputs)
-    results = {v.name: run_variant(lesson, v, inputs, ref, torch.device("cuda"), None, timed=False)
-               for v in lesson.variants if v.kind == "triton" and only in (None, v.name)}
+    ref = spec.reference(inputs)
+    results = {v.name: run_variant(spec, v, inputs, ref, torch.device("cuda"), None, timed=False)
+               for v in spec.variants if v.kind == "triton" and only in (None, v.name)}
     return results, inputs
 
 
-def test_every_kernel_matches_its_reference_at_full_size(gpu_lessons) -> None:
+def test_every_kernel_matches_its_reference_at_full_size(gpu_kernels) -> None:
     failures = []
-    for name in gpu_lessons.LESSONS:
-        results, _ = _large(gpu_lessons, name)
+    for name in gpu_kernels.KERNELS:
+        results, _ = _large(gpu_kernels, name)
         for variant, result in results.items():
             if result.error or not result.check.ok:
                 failures.append(f"{name} / {variant}: {result.error or '; '.join(result.check.worst)}")
@@ -36,7 +36,7 @@ def test_every_kernel_matches_its_reference_at_full_size(gpu_lessons) -> None:
     assert not failures, "\n".join(failures)
 
 
-COUNTED = [  # lesson, the torch call flop_counter sees, FLOPs the kernel declares beyond it (x2: causal half)
+COUNTED = [  # reference kernel, the torch call flop_counter sees, FLOPs the kernel declares beyond it (x2: causal half)
     ("matmul", lambda i: i["a"] @ i["b"], 0),
     ("attention", lambda i: torch.nn.functional.scaled_dot_product_attention(i["q"], i["k"], i["v"]), 0),
     ("int8_gemm", lambda i: torch.nn.functional.linear(i["x"], i["w_dequantised"]), "mn"),
@@ -44,29 +44,29 @@ COUNTED = [  # lesson, the torch call flop_counter sees, FLOPs the kernel declar
 
 
 @pytest.mark.parametrize(("name", "call", "extra"), COUNTED, ids=[c[0] for c in COUNTED])
-def test_declared_flops_match_flop_counter(gpu_lessons, name, call, extra) -> None:
+def test_declared_flops_match_flop_counter(gpu_kernels, name, call, extra) -> None:
     from torch.utils.flop_counter import FlopCounterMode
 
-    lesson = gpu_lessons.LESSONS[name]
-    results, inputs = _large(gpu_lessons, name, only=lesson.primary.name)
+    spec = gpu_kernels.KERNELS[name]
+    results, inputs = _large(gpu_kernels, name, only=spec.primary.name)
     with FlopCounterMode(display=False) as counter:
         call(inputs)
-    shape = lesson.shapes["large"]
+    shape = spec.shapes["large"]
     beyond = shape["M"] * shape["N"] if extra == "mn" else 0
     assert counter.get_total_flops() > 0
-    assert results[lesson.primary.name].flops == counter.get_total_flops() + beyond
+    assert results[spec.primary.name].flops == counter.get_total_flops() + beyond
 
 
-def test_causal_flash_declares_half_the_square(gpu_lessons) -> None:
+def test_causal_flash_declares_half_the_square(gpu_kernels) -> None:
     from torch.utils.flop_counter import FlopCounterMode
 
-    results, i = _large(gpu_lessons, "attention_causal", only="flash")
+    results, i = _large(gpu_kernels, "attention_causal", only="flash")
     with FlopCounterMode(display=False) as counter:
         torch.nn.functional.scaled_dot_product_attention(i["q"], i["k"], i["v"], is_causal=True)
     assert results["flash"].flops * 2 == counter.get_total_flops()
 
 
-def test_profile_reads_a_lesson_kernels_declared_cost(gpu_lessons) -> None:
+def test_profile_reads_a_reference_kernels_declared_cost(gpu_kernels) -> None:
     import rooflinectl
     from rooflinectl_kernels.coalescing import vector_add
 
@@ -80,7 +80,7 @@ def test_profile_reads_a_lesson_kernels_declared_cost(gpu_lessons) -> None:
     assert (row["calls"], row["flops"], row["bytes"]) == (5, 5 * n, 5 * 12 * n)
 
 
-def test_profile_holds_a_lesson_gemm_to_the_tensor_roof_as_a_gemm(gpu_lessons) -> None:
+def test_profile_holds_a_reference_gemm_to_the_tensor_roof_as_a_gemm(gpu_kernels) -> None:
     # the declaration's tensor_cores and family keys reach the profile: a bf16 tl.dot GEMM is a
     # gemm held to the bf16 tensor roof (not above it), so library.fallback can compare it
     import rooflinectl

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.triton
 
 CPU = torch.device("cpu")
 
-# Odd shapes beyond each lesson's own small size: tails, single rows, more than one block.
+# Odd shapes beyond each reference kernel's own small size: tails, single rows, more than one block.
 ODD_SHAPES = {
     "copy": [{"n": 3 * 1024}],
     "vector_add": [{"n": 1}, {"n": 4097}],
@@ -38,35 +38,35 @@ ODD_SHAPES = {
 }
 
 
-def _cases(lessons) -> list[tuple[str, dict[str, int]]]:
-    return [(name, dict(lesson.shapes["small"])) for name, lesson in lessons.LESSONS.items()] + [
+def _cases(suite) -> list[tuple[str, dict[str, int]]]:
+    return [(name, dict(spec.shapes["small"])) for name, spec in suite.KERNELS.items()] + [
         (name, shape) for name, shapes in ODD_SHAPES.items() for shape in shapes]
 
 
-def _run(lessons, name: str, shape: dict[str, int], kinds: tuple[str, ...] = ("triton", "torch"),
+def _run(suite, name: str, shape: dict[str, int], kinds: tuple[str, ...] = ("triton", "torch"),
          only: str | None = None):
-    """{variant: result} of one lesson on one shape (untimed), and the inputs it ran on."""
+    """{variant: result} of one reference kernel on one shape (untimed), and the inputs it ran on."""
     from rooflinectl_kernels.harness import run_variant
 
-    lesson = lessons.LESSONS[name]
+    spec = suite.KERNELS[name]
     torch.manual_seed(0)
-    inputs = lesson.make_inputs(shape, CPU, lesson.dtype_for_run())
+    inputs = spec.make_inputs(shape, CPU, spec.dtype_for_run())
     inputs["shape"] = shape
-    ref = lesson.reference(inputs)
-    results = {v.name: run_variant(lesson, v, inputs, ref, CPU, None, timed=False)
-               for v in lesson.variants if v.kind in kinds and only in (None, v.name)}
+    ref = spec.reference(inputs)
+    results = {v.name: run_variant(spec, v, inputs, ref, CPU, None, timed=False)
+               for v in spec.variants if v.kind in kinds and only in (None, v.name)}
     return results, inputs
 
 
 @pytest.fixture(scope="module")
-def triton_runs(interpreted_lessons):
-    """Every Triton variant of every lesson on every small and odd shape, run once."""
-    return [(name, shape, *_run(interpreted_lessons, name, shape, ("triton",)))
-            for name, shape in _cases(interpreted_lessons)]
+def triton_runs(interpreted_kernels):
+    """Every Triton variant of every reference kernel on every small and odd shape, run once."""
+    return [(name, shape, *_run(interpreted_kernels, name, shape, ("triton",)))
+            for name, shape in _cases(interpreted_kernels)]
 
 
-def test_every_lesson_has_odd_shapes(interpreted_lessons) -> None:
-    assert set(ODD_SHAPES) == set(interpreted_lessons.LESSONS)
+def test_every_kernel_has_odd_shapes(interpreted_kernels) -> None:
+    assert set(ODD_SHAPES) == set(interpreted_kernels.KERNELS)
 
 
 @pytest.mark.slow
@@ -132,10 +132,10 @@ def _expected(name: str, s: dict[str, int], inputs: dict) -> dict[str, tuple[flo
         live, h, d, seqs = sum(inputs["lengths"]), s["heads"], s["head_dim"], s["seqs"]
         pages = -(-s["max_len"] // 16)
         return {"paged": (4 * live * h * d, 4 * live * h * d + 4 * seqs * h * d + 4 * seqs * pages + 4 * seqs)}
-    raise AssertionError(f"no formula for lesson {name}")
+    raise AssertionError(f"no formula for reference kernel {name}")
 
 
-def test_declared_costs_match_the_formulas(interpreted_lessons, triton_runs) -> None:
+def test_declared_costs_match_the_formulas(interpreted_kernels, triton_runs) -> None:
     mismatches = []
     for name, shape, results, inputs in triton_runs:
         expected = _expected(name, shape, inputs)
@@ -148,9 +148,9 @@ def test_declared_costs_match_the_formulas(interpreted_lessons, triton_runs) -> 
     assert not mismatches, "\n".join(mismatches)
 
 
-def test_tensor_core_kernels_say_so(interpreted_lessons) -> None:
-    results, _ = _run(interpreted_lessons, "matmul", {"M": 16, "N": 16, "K": 16})
-    # the bf16 lesson runs in fp16 under the interpreter (it cannot multiply bf16), and says so
+def test_tensor_core_kernels_say_so(interpreted_kernels) -> None:
+    results, _ = _run(interpreted_kernels, "matmul", {"M": 16, "N": 16, "K": 16})
+    # the bf16 reference kernel runs in fp16 under the interpreter (it cannot multiply bf16), and says so
     assert (results["tiled"].unit, results["tiled"].precision, results["tiled"].family) == ("tensor", "fp16", "gemm")
     assert (results["naive"].unit, results["naive"].precision, results["naive"].family) == ("simt", "fp32", "gemm")
 
@@ -181,7 +181,7 @@ def only_config(kernel, config):
         kernel.configs = saved
 
 
-AUTOTUNED = [  # (lesson, shape that spans several blocks of every config, module, kernel, configs)
+AUTOTUNED = [  # (reference kernel, shape that spans several blocks of every config, module, kernel, configs)
     ("copy", {"n": 40 * 1024}, "coalescing", "copy_coalesced_kernel", "COPY_CONFIGS"),
     ("matmul", {"M": 130, "N": 260, "K": 70}, "matmul", "matmul_tiled_kernel", "MATMUL_CONFIGS"),
     ("attention", {"batch": 1, "heads": 1, "n": 200, "head_dim": 16}, "attention", "flash_attention_fwd_kernel",
@@ -197,17 +197,17 @@ AUTOTUNED = [  # (lesson, shape that spans several blocks of every config, modul
 ]
 
 
-@pytest.mark.parametrize(("lesson", "shape", "module", "kernel", "configs"), AUTOTUNED,
+@pytest.mark.parametrize(("name", "shape", "module", "kernel", "configs"), AUTOTUNED,
                          ids=[a[0] for a in AUTOTUNED])
 @pytest.mark.slow
-def test_every_autotune_config_matches(interpreted_lessons, lesson, shape, module, kernel, configs) -> None:
+def test_every_autotune_config_matches(interpreted_kernels, name, shape, module, kernel, configs) -> None:
     source = sys.modules[f"rooflinectl_kernels.{module}"]
     tuned_kernel = getattr(source, kernel)
-    primary = interpreted_lessons.LESSONS[lesson].primary.name
+    primary = interpreted_kernels.KERNELS[name].primary.name
     failures = []
     for config in getattr(source, configs):
         with only_config(tuned_kernel, config):
-            result = _run(interpreted_lessons, lesson, shape, only=primary)[0][primary]
+            result = _run(interpreted_kernels, name, shape, only=primary)[0][primary]
         if result.error or not result.check.ok:
             failures.append(f"{config}: {result.error or result.check.worst}")
     assert not failures, "\n".join(failures)
@@ -215,7 +215,7 @@ def test_every_autotune_config_matches(interpreted_lessons, lesson, shape, modul
 
 # --- declared FLOPs against PyTorch's own counter (torch.utils.flop_counter) --------------------
 
-COUNTED = [  # lesson, shape, the torch variant flop_counter sees, FLOPs the lesson's kernel does beyond it
+COUNTED = [  # reference kernel, shape, the torch variant flop_counter sees, FLOPs the reference kernel does beyond it
     ("matmul", {"M": 20, "N": 30, "K": 40}, "torch matmul", 0),
     ("attention", {"batch": 1, "heads": 2, "n": 40, "head_dim": 16}, "naive", 0),
     ("int8_gemm", {"M": 4, "N": 24, "K": 32}, "bf16 F.linear", 4 * 24),  # + M*N fp32 scale multiplies
@@ -224,42 +224,42 @@ COUNTED = [  # lesson, shape, the torch variant flop_counter sees, FLOPs the les
 
 
 @pytest.mark.parametrize(("name", "shape", "variant", "extra"), COUNTED, ids=[c[0] for c in COUNTED])
-def test_declared_flops_match_flop_counter(interpreted_lessons, name, shape, variant, extra) -> None:
+def test_declared_flops_match_flop_counter(interpreted_kernels, name, shape, variant, extra) -> None:
     from torch.utils.flop_counter import FlopCounterMode
 
-    lesson = interpreted_lessons.LESSONS[name]
-    inputs = lesson.make_inputs(shape, CPU, lesson.dtype_for_run())
+    spec = interpreted_kernels.KERNELS[name]
+    inputs = spec.make_inputs(shape, CPU, spec.dtype_for_run())
     inputs["shape"] = shape
     with FlopCounterMode(display=False) as counter:
-        next(v for v in lesson.variants if v.name == variant).run(inputs)
-    declared = _run(interpreted_lessons, name, shape, only=lesson.primary.name)[0][lesson.primary.name].flops
+        next(v for v in spec.variants if v.name == variant).run(inputs)
+    declared = _run(interpreted_kernels, name, shape, only=spec.primary.name)[0][spec.primary.name].flops
     assert counter.get_total_flops() > 0
     assert declared == counter.get_total_flops() + extra
 
 
-def test_causal_attention_declares_half_of_flop_counter(interpreted_lessons) -> None:
+def test_causal_attention_declares_half_of_flop_counter(interpreted_kernels) -> None:
     """flop_counter counts the full square; the causal kernel skips the masked half (README).
     On the CPU the counter sees SDPA's math backend (its matmuls); the GPU test counts flash's."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
     shape = {"batch": 1, "heads": 2, "n": 40, "head_dim": 16}
-    results, inputs = _run(interpreted_lessons, "attention_causal", shape, only="flash")
+    results, inputs = _run(interpreted_kernels, "attention_causal", shape, only="flash")
     with FlopCounterMode(display=False) as counter, sdpa_kernel(SDPBackend.MATH):
         torch.nn.functional.scaled_dot_product_attention(inputs["q"], inputs["k"], inputs["v"], is_causal=True)
     assert counter.get_total_flops() == 4 * 2 * 40 * 40 * 16
     assert results["flash"].flops * 2 == counter.get_total_flops()
 
 
-def test_library_costs_of_other_work_match_flop_counter(interpreted_lessons) -> None:
+def test_library_costs_of_other_work_match_flop_counter(interpreted_kernels) -> None:
     """The padded SDPA's own cost formula (it attends over the padding too) against the counter."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
     shape = {"seqs": 2, "heads": 2, "head_dim": 16, "max_len": 40}
-    results, inputs = _run(interpreted_lessons, "paged_decode", shape, ("torch",))
+    results, inputs = _run(interpreted_kernels, "paged_decode", shape, ("torch",))
     with FlopCounterMode(display=False) as counter, sdpa_kernel(SDPBackend.MATH):
-        interpreted_lessons.LESSONS["paged_decode"].library.run(inputs)
+        interpreted_kernels.KERNELS["paged_decode"].library.run(inputs)
     assert results["sdpa padded"].flops == counter.get_total_flops() == 4 * 2 * 2 * 40 * 16
 
 
@@ -269,7 +269,7 @@ LN_BWD_SHAPE = {"rows": 160, "cols": 24}  # 16 bands of 10 rows on the CPU's 4 a
 
 
 def _torch_layer_norm_backward(inputs: dict) -> tuple:
-    """torch's own F.layer_norm backward in fp32, on the lesson's inputs (upcast, not re-drawn)."""
+    """torch's own F.layer_norm backward in fp32, on the reference kernel's inputs (upcast, not re-drawn)."""
     from rooflinectl_kernels.norms import EPS
 
     x, w, b = (inputs[k].detach().float().requires_grad_() for k in ("x", "w", "b"))
@@ -291,13 +291,13 @@ def _outside(got, want, atol: float, rtol: float) -> list[str]:
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
-def test_layernorm_backward_is_torchs_own_rounded_once(interpreted_lessons, dtype) -> None:
+def test_layernorm_backward_is_torchs_own_rounded_once(interpreted_kernels, dtype) -> None:
     """The kernel computes dx, and dw and db as fp32 partial sums over bands of rows, from the
     data and rounds each output once to the data's dtype. Against torch's own fp32 layer_norm
     backward on the same inputs its error is therefore one rounding, whatever the row count:
     bf16, under one unit in the last place (2^-7 of the value: the interpreter truncates to
     bf16; a GPU rounds to nearest, half that), plus 1e-4 for fp32 summation order; fp32, the
-    harness's 1e-4 (sums of a few hundred terms in another order: about n x 2^-24). The lesson's
+    harness's 1e-4 (sums of a few hundred terms in another order: about n x 2^-24). The reference kernel's
     bf16 tolerance (harness.TOLERANCE, 2e-2 of the value) is wider than one rounding; this holds
     the kernel to the rounding. A running bf16 sum over the rows (torch's CPU bf16 backward does
     that for dw and db) misses the bound at this row count: the bound can tell them apart."""

@@ -1,13 +1,13 @@
-"""`rooflinectl kernels` and `rooflinectl profile` hold every lesson kernel to the same roof.
+"""`rooflinectl kernels` and `rooflinectl profile` hold every reference kernel to the same roof.
 
 Both read the kernels' launch_metadata dicts; the H200 once showed them apart (the tiled bf16
-matmul on the fp16 roof in `profile` only, because the lessons took the precision from the
-lesson's dtype and the profile from the declaration). Here every lesson runs through the
+matmul on the fp16 roof in `profile` only, because the reference kernels took the precision from the
+reference kernel's dtype and the profile from the declaration). Here every reference kernel runs through the
 interpreter, and each launch's declaration also goes through the profile's own pipeline as a
 traced kernel (tests/gpu_trace.py: the real trace parser, attribution, grouping): the unit,
-precision and family of every kernel there must be its lessons row's, and the family the
-lesson's. The interpreter runs bf16 tl.dot lessons in fp16; their declarations are given the
-lesson's dtype back, as the GPU run declares them."""
+precision and family of every kernel there must be its reference kernels row's, and the family the
+reference kernel's. The interpreter runs bf16 tl.dot reference kernels in fp16; their declarations are given the
+reference kernel's dtype back, as the GPU run declares them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from gpu_trace import Launch, chrome_trace
 
 from rooflinectl.capture.read.trace import from_chrome_trace
 from rooflinectl.ceilings.model import Ceilings, Roof
-from rooflinectl.lessons import lesson_table
+from rooflinectl.kernel_suite import suite_table
 from rooflinectl.pipeline import analyse_trace
 
 torch = pytest.importorskip("torch")
@@ -30,15 +30,15 @@ TORCH_NAMES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @pytest.fixture(scope="module")
-def lesson_runs(interpreted_lessons):
-    """{lesson: its results on its small shape, every variant}, declarations as on the GPU."""
+def kernel_runs(interpreted_kernels):
+    """{spec: its results on its small shape, every variant}, declarations as on the GPU."""
     from rooflinectl_kernels import declared
-    from rooflinectl_kernels.harness import run_lesson
+    from rooflinectl_kernels.harness import run_kernel
 
     read = declared.summarise_declaration
     runs = {}
-    for name, lesson in interpreted_lessons.LESSONS.items():
-        ran_as, gpu = lesson.dtype_for_run(), lesson.dtype
+    for name, spec in interpreted_kernels.KERNELS.items():
+        ran_as, gpu = spec.dtype_for_run(), spec.dtype
 
         def as_on_gpu(data, ran_as=ran_as, gpu=gpu):
             if TORCH_NAMES.get(data.get("dtype")) == ran_as:
@@ -47,7 +47,7 @@ def lesson_runs(interpreted_lessons):
 
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(declared, "summarise_declaration", as_on_gpu)
-            runs[name] = run_lesson(lesson, "small", torch.device("cpu"), timed=False)
+            runs[name] = run_kernel(spec, "small", torch.device("cpu"), timed=False)
     return runs
 
 
@@ -61,51 +61,51 @@ def _profiled(declared: list[dict]) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.slow
-def test_lessons_and_profile_hold_each_kernel_to_the_same_roof(interpreted_lessons, lesson_runs) -> None:
+def test_suite_and_profile_hold_each_kernel_to_the_same_roof(interpreted_kernels, kernel_runs) -> None:
     from rooflinectl_kernels.registry import dtype_name
 
     apart = []
-    for name, results in lesson_runs.items():
-        lesson = interpreted_lessons.LESSONS[name]
-        rows = lesson_table([r.to_dict() | {"time_s": 1e-3} for r in results], CEILINGS, "cuda").set_index("variant")
+    for name, results in kernel_runs.items():
+        spec = interpreted_kernels.KERNELS[name]
+        rows = suite_table([r.to_dict() | {"time_s": 1e-3} for r in results], CEILINGS, "cuda").set_index("variant")
         for result in (r for r in results if r.kind == "triton"):
             assert result.error is None, f"{name} / {result.variant}: {result.error}"
             row = rows.loc[result.variant]
             ours = (row["unit"], row["precision"], row["op_family"])
             apart += [f"{name} / {result.variant}: kernels {ours}, profile {theirs}"
                       for theirs in _profiled(result.declared) if theirs != ours]
-            if row["op_family"] != lesson.family:
-                apart.append(f"{name} / {result.variant}: family {row['op_family']}, the lesson's {lesson.family}")
-            if result.role == "lesson" and row["unit"] == "tensor" and row["precision"] != dtype_name(lesson.dtype):
-                apart.append(f"{name}: a tensor-core kernel on the {row['precision']} roof, its data {lesson.dtype}")
+            if row["op_family"] != spec.family:
+                apart.append(f"{name} / {result.variant}: family {row['op_family']}, the reference kernel's {spec.family}")
+            if result.role == "kernel" and row["unit"] == "tensor" and row["precision"] != dtype_name(spec.dtype):
+                apart.append(f"{name}: a tensor-core kernel on the {row['precision']} roof, its data {spec.dtype}")
     assert not apart, "\n".join(apart)
 
 
-def test_the_bf16_matmul_is_a_bf16_tensor_gemm_in_both(lesson_runs) -> None:
+def test_the_bf16_matmul_is_a_bf16_tensor_gemm_in_both(kernel_runs) -> None:
     """The case the H200 caught, by hand: declared as the GPU declares it, read both ways."""
-    tiled = next(r for r in lesson_runs["matmul"] if r.variant == "tiled")
+    tiled = next(r for r in kernel_runs["matmul"] if r.variant == "tiled")
     assert (tiled.unit, tiled.precision, tiled.family) == ("tensor", "bf16", "gemm")
     assert _profiled(tiled.declared) == [("tensor", "bf16", "gemm")]
 
 
-def test_every_variant_is_held_to_the_ops_minimum(interpreted_lessons, lesson_runs) -> None:
-    """Twins and library calls that do the lesson's op carry its minimum cost (the lesson
+def test_every_variant_is_held_to_the_ops_minimum(interpreted_kernels, kernel_runs) -> None:
+    """Twins and library calls that do the reference kernel's op carry its minimum cost (the reference kernel
     kernel's declaration); the separate softmax passes keep what their kernels declare beside."""
-    for name, results in lesson_runs.items():
-        primary = next(r for r in results if r.role == "lesson")
+    for name, results in kernel_runs.items():
+        primary = next(r for r in results if r.role == "kernel")
         for result in results:
             if result.cost_source != "call":  # a call doing other work (bf16 weights, a padded cache)
                 assert (result.flops, result.bytes) == (primary.flops, primary.bytes), f"{name} / {result.variant}"
-    rows, cols = interpreted_lessons.LESSONS["softmax"].shapes["small"].values()
-    passes = next(r for r in lesson_runs["softmax"] if r.variant == "separate passes")
+    rows, cols = interpreted_kernels.KERNELS["softmax"].shapes["small"].values()
+    passes = next(r for r in kernel_runs["softmax"] if r.variant == "separate passes")
     # bf16 x read twice, the exponentials written and read back, y written; fp32 row max and sum
     assert (passes.cost_source, passes.own_bytes) == ("op", 10 * rows * cols + 16 * rows)
     assert passes.bytes == 4 * rows * cols
 
 
-def test_on_a_gpu_the_lessons_record_through_the_profilers_hook(interpreted_lessons, monkeypatch) -> None:
-    """Compiled, Triton calls its launch-enter hooks with a lazy metadata object: the lessons
-    listen through capture.run.triton_hook's own hook, so they read each launch as a profile does."""
+def test_on_a_gpu_the_kernels_record_through_the_profilers_hook(interpreted_kernels, monkeypatch) -> None:
+    """Compiled, Triton calls its launch-enter hooks with a lazy metadata object: the reference kernels
+    listen through capture.triton_hook's own hook, so they read each launch as a profile does."""
     import triton
 
     from rooflinectl_kernels import declared

@@ -1,7 +1,7 @@
 """The data flow is one-way: a module imports only from its own stage or one before it.
 
 Order (docs/development.md): core < ceilings < capture < costs < attribution < analysis <
-verify < pipeline < lessons (the reference kernels' run as a profile: pipeline's sibling) < outputs <
+verify < pipeline < kernel_suite (the reference kernels' run as a profile: pipeline's sibling) < outputs <
 top: cli, api, pytest_plugin (a consumer of the API, as the CLI is) and the pipeline the CLI and
 the API share (profiling, profiling_counters, saved_trace, html_report). Core modules (the contract
 and the model every stage shares) may be imported by all; ceilings is a library of hardware facts
@@ -19,17 +19,15 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 import rooflinectl
 from rooflinectl._version import __version__
 
 PACKAGE = Path(rooflinectl.__file__).parent
 CORE = {"rooflinectl._version", "rooflinectl.schema", "rooflinectl.errors", "rooflinectl.atomic", "rooflinectl.gzip_file",
-        "rooflinectl.profile_model", "rooflinectl.aggregate", "rooflinectl.units", "rooflinectl.ceilings.model"}
+        "rooflinectl.profile_model", "rooflinectl.profile_sections", "rooflinectl.aggregate", "rooflinectl.units", "rooflinectl.ceilings.model"}
 TOP = ("cli", "api", "profiling", "profiling_counters", "saved_trace", "html_report", "pytest_plugin", "__main__",
        "__init__")
-STAGES = ("core", "ceilings", "capture", "costs", "attribution", "analysis", "verify", "pipeline", "lessons", "outputs",
+STAGES = ("core", "ceilings", "capture", "costs", "attribution", "analysis", "verify", "pipeline", "kernel_suite", "outputs",
           "top")
 
 
@@ -221,7 +219,5 @@ def test_no_symlink_in_the_package_or_the_tests() -> None:
         assert _symlinks(folder) == []
 
 
-@pytest.mark.xfail(strict=False, reason="rooflinectl_kernels -> kernels goes with the reference kernels' one name "
-                                        "(another branch of issue 33)")
 def test_no_symlink_in_the_tree() -> None:
     assert _symlinks(PACKAGE.parent) == []

@@ -19,17 +19,17 @@ pytestmark = [pytest.mark.gpu, pytest.mark.triton]
 pytest_plugins = ["pytester"]
 
 
-def _large(lessons, name: str) -> dict:
-    lesson = lessons.LESSONS[name]
+def _large(specs, name: str) -> dict:
+    spec = specs.KERNELS[name]
     torch.manual_seed(0)
-    return lesson.make_inputs(dict(lesson.shapes["large"]), torch.device("cuda"), lesson.dtype_for_run())
+    return spec.make_inputs(dict(spec.shapes["large"]), torch.device("cuda"), spec.dtype_for_run())
 
 
 @pytest.mark.roofline(device="cuda")
-def test_coalesced_copy_moves_its_minimum_at_the_dram_roof(gpu_lessons, roofline) -> None:
+def test_coalesced_copy_moves_its_minimum_at_the_dram_roof(gpu_kernels, roofline) -> None:
     from rooflinectl_kernels.coalescing import copy_coalesced
 
-    src = _large(gpu_lessons, "copy")["src"]
+    src = _large(gpu_kernels, "copy")["src"]
     r = roofline(copy_coalesced, src, warmup=3, iters=10)
     assert r.bound == "memory"
     assert r.min_bytes == 2 * src.nbytes  # read once, written once
@@ -41,10 +41,10 @@ def test_coalesced_copy_moves_its_minimum_at_the_dram_roof(gpu_lessons, roofline
 
 
 @pytest.mark.roofline(device="cuda")
-def test_fused_softmax_is_at_the_roof_and_beats_torch(gpu_lessons, roofline) -> None:
+def test_fused_softmax_is_at_the_roof_and_beats_torch(gpu_kernels, roofline) -> None:
     from rooflinectl_kernels.softmax import softmax_fused
 
-    x = _large(gpu_lessons, "softmax")["x"]
+    x = _large(gpu_kernels, "softmax")["x"]
     r = roofline(softmax_fused, x)
     assert r.bound == "memory"
     assert r.efficiency >= 0.75
@@ -54,10 +54,10 @@ def test_fused_softmax_is_at_the_roof_and_beats_torch(gpu_lessons, roofline) -> 
 
 
 @pytest.mark.roofline(device="cuda")
-def test_tiled_matmul_is_within_85_percent_of_cublas(gpu_lessons, roofline) -> None:
+def test_tiled_matmul_is_within_85_percent_of_cublas(gpu_kernels, roofline) -> None:
     from rooflinectl_kernels.matmul import matmul_tiled
 
-    i = _large(gpu_lessons, "matmul")
+    i = _large(gpu_kernels, "matmul")
     r = roofline(matmul_tiled, i["a"], i["b"], warmup=3, iters=5)
     cublas = roofline(torch.matmul, i["a"], i["b"], warmup=3, iters=5)
     assert r.bound == cublas.bound == "compute"
@@ -70,10 +70,10 @@ def test_tiled_matmul_is_within_85_percent_of_cublas(gpu_lessons, roofline) -> N
 
 @pytest.mark.roofline(device="cuda")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_flash_attention_is_at_least_0_8x_sdpa_flash(gpu_lessons, roofline, causal: bool) -> None:
+def test_flash_attention_is_at_least_0_8x_sdpa_flash(gpu_kernels, roofline, causal: bool) -> None:
     from rooflinectl_kernels.attention import flash_attention, sdpa_flash
 
-    i = _large(gpu_lessons, "attention")
+    i = _large(gpu_kernels, "attention")
     r = roofline(flash_attention, i["q"], i["k"], i["v"], causal, warmup=3, iters=5)
     sdpa = roofline(sdpa_flash, i["q"], i["k"], i["v"], causal, warmup=3, iters=5)
     assert r.bound == "compute"
@@ -100,7 +100,7 @@ def test_separate_pass_softmax_moves_its_minimum(roofline):
 '''
 
 
-def test_the_naive_twins_fail_naming_the_figure(gpu_lessons, roofline, pytester: pytest.Pytester) -> None:
+def test_the_naive_twins_fail_naming_the_figure(gpu_kernels, roofline, pytester: pytest.Pytester) -> None:
     from rooflinectl_kernels.coalescing import copy_strided
 
     # pytester's in-process run puts sys.modules back as it found it, and what the profiler imports

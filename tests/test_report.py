@@ -54,6 +54,7 @@ def test_hostile_names_travel_as_data_only() -> None:
 
 def test_the_page_holds_every_group_with_shows_columns_and_the_advice() -> None:
     data = load_profile(MLP)
+    data.metadata = {k: v for k, v in data.metadata.items() if k != "nvml"}  # the clock view's other case: no samples
     document = report_document("single", [data], ["mlp"])
     view = document["views"][0]
     assert len(view["rows"]["kernel"]) == len(data.kernels) == len(view["rows"]["cells"])
@@ -72,6 +73,7 @@ def test_the_page_holds_every_group_with_shows_columns_and_the_advice() -> None:
 def test_clock_view_holds_the_samples_and_the_capped_ones() -> None:
     data = load_profile(MLP)
     data.metadata = {**data.metadata, "nvml": steady_then_capped(0, 200_000_000, 100_000_000, reason=SW_POWER_CAP)}
+    data.summary = {k: v for k, v in data.summary.items() if k != "clocks"}  # the samples' own span, from 0
     view = clock_view(clock_strip_or_why(data))
     assert len(view["t_s"]) == 11 and view["power_limit_w"] == 700.0
     assert view["capped"] == [t >= 0.1 for t in view["t_s"]]

@@ -83,7 +83,7 @@ def test_report_in_a_browser(tmp_path: Path, browser: Browser) -> None:
     browser.open(page)
     assert browser.errors() == []
     groups = len(data.kernels)
-    assert browser.evaluate("window.rooflineReport.pointsOnChart()") == groups == 26  # every group is a point
+    assert browser.evaluate("window.rooflineReport.pointsOnChart()") == groups  # every group is a point
     assert _table_rows(browser) == groups
 
     # hovering a point shows the kernel name of the point hovered, as text; a hostile one among them

@@ -81,7 +81,7 @@ def test_kernels_help_names_its_own_default_file() -> None:
 
 
 @pytest.mark.triton
-def test_kernels_leaves_the_users_profile_alone(interpreted_lessons, tmp_path, monkeypatch) -> None:
+def test_kernels_leaves_the_users_profile_alone(interpreted_kernels, tmp_path, monkeypatch) -> None:
     from rooflinectl.cli.kernels_cmd import KERNELS_PROFILE_PATH
     from rooflinectl.outputs.profile_file import load_profile
     from rooflinectl.schema import DEFAULT_PROFILE_PATH

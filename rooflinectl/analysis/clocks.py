@@ -22,6 +22,7 @@ from rooflinectl.analysis.roofline import clock_scale, peak_of
 from rooflinectl.attribution.group import GROUP_KEY
 from rooflinectl.ceilings.detect import THROTTLE_REASONS
 from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.profile_sections import Clocks, RunMetadata
 
 IDLE_BIT = 0x1
 COVER_PERIODS = 1.5
@@ -58,7 +59,7 @@ def _floats(values: list[Any] | None, n: int) -> np.ndarray:
     return out
 
 
-def device_samples(metadata: dict[str, Any]) -> Samples | None:
+def device_samples(metadata: RunMetadata) -> Samples | None:
     """The sampled device's aligned samples from a profile's metadata["nvml"] (None without)."""
     nvml = metadata.get("nvml") or {}
     devices = nvml.get("devices") or []
@@ -214,8 +215,8 @@ def other_processes(nvml: dict[str, Any], device: dict[str, Any]) -> dict[str, A
     return {"count": count, "used_bytes": float(used), "sm_util_max_pct": float(sm)}
 
 
-def clock_summary(launches: pd.DataFrame, samples: Samples | None, metadata: dict[str, Any],
-                  table: pd.DataFrame | None = None, ceilings: Ceilings | None = None) -> dict[str, Any] | None:
+def clock_summary(launches: pd.DataFrame, samples: Samples | None, metadata: RunMetadata,
+                  table: pd.DataFrame | None = None, ceilings: Ceilings | None = None) -> Clocks | None:
     """What the summary says of clocks, power and throttling while the counted kernels ran
     (schema.SUMMARY_KEYS "clocks"), with the roof shifts of the placed table when given; None for
     a run NVML does not apply to (CPU, older profiles)."""
@@ -257,7 +258,7 @@ def capping_cost(launches: pd.DataFrame, samples: Samples, table: pd.DataFrame) 
     return out
 
 
-def _clock_summary(launches: pd.DataFrame, samples: Samples | None, metadata: dict[str, Any]) -> dict[str, Any] | None:
+def _clock_summary(launches: pd.DataFrame, samples: Samples | None, metadata: RunMetadata) -> Clocks | None:
     nvml = metadata.get("nvml")
     if not nvml:
         return None

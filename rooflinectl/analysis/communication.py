@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.attribution.spans import union
+from rooflinectl.profile_sections import Communication
 
 MAX_COLLECTIVES = 10_000  # per-launch records kept in the summary
 COLLECTIVE_FIELDS = ("op", "shapes", "dtype", "bytes", "time_s", "exposed_s", "start_s")
@@ -42,7 +43,7 @@ def covered_ns(starts: np.ndarray, ends: np.ndarray, cover: tuple[np.ndarray, np
     return covered_before(ends.astype(np.int64)) - covered_before(starts.astype(np.int64))
 
 
-def communication_summary(launches: pd.DataFrame, iterations: int = 1) -> dict[str, Any] | None:
+def communication_summary(launches: pd.DataFrame, iterations: int = 1) -> Communication | None:
     """The summary's "communication" figures of one rank's counted launches; None without collectives.
 
     iterations: how many iterations the launches cover (per-iteration figures divide by it)."""

@@ -3,7 +3,7 @@
 JSON has no NaN or infinity (Python's json writes them as tokens other readers refuse, and with
 allow_nan=False refuses them), and json cannot write numpy scalars. Analysis uses it where a
 figure may be unknown in a summary that is written as JSON (clocks, ranks); outputs use it on
-each document they write (profile file, show/validate/lessons/ceilings/diff JSON, trace export).
+each document they write (profile file, show/validate/kernels/ceilings/diff JSON, trace export).
 """
 
 from __future__ import annotations

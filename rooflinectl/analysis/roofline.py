@@ -39,6 +39,7 @@ from rooflinectl.analysis.memory_levels import cache_time_share
 from rooflinectl.attribution.spans import union_length
 from rooflinectl.attribution.transfers import memory_level
 from rooflinectl.ceilings.model import Ceilings, Roof
+from rooflinectl.profile_sections import Summary
 from rooflinectl.schema import COUNTER_COLUMNS, SHORT_LAUNCH_S
 
 ABOVE_ROOF = 1.05
@@ -159,7 +160,7 @@ def cost_shares(table: pd.DataFrame) -> dict[str, float | None]:
 
 
 def summarise(table: pd.DataFrame, launches: pd.DataFrame, window_s: float, sequence: list[int],
-              iterations: int = 1) -> dict[str, object]:
+              iterations: int = 1) -> Summary:
     """Whole-run figures (schema.SUMMARY_KEYS): known-cost share, device busy and idle time."""
     busy_s = union_length(launches["start_ns"].to_numpy(), launches["end_ns"].to_numpy()) / 1e9
     return {

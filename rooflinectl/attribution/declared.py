@@ -14,25 +14,22 @@ Rules:
   runs as many kernels of that name as were captured (one graph holds them); else, when every
   captured launch of that name recorded the same cost (one graph captured again in each
   iteration, say), that cost; else (graphs that captured it with different costs) none.
-- A declared cost is held to the unit and width it declares (declared_cost); bytes from the
-  arguments are a minimum with FLOPs unknown (argument_cost, cost_source triton-args): the kernel
-  is held to the memory roof on them, and its efficiency is a lower bound.
+- A declared cost is held to the unit and width it declares; bytes from the arguments are a
+  minimum with FLOPs unknown (cost_source triton-args): the kernel is held to the memory roof on
+  them, and its efficiency is a lower bound. Both costs come from costs/ (TritonDeclaration,
+  TritonArguments: costs/triton_declared.py).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict, deque
 from typing import Any
 
 from rooflinectl.attribution.records import Attribution
 from rooflinectl.capture.read.raw import RawTrace
-from rooflinectl.costs import OpCost
-from rooflinectl.costs.registry import FAMILIES
+from rooflinectl.costs import TritonArguments, TritonDeclaration, cost_of
 
 ARGUMENTS_SOURCE = "triton-args"
-ARGUMENTS_NOTE = ("minimum from arguments: the bytes its tensor arguments span, each read or written once; "
-                  "FLOPs unknown, held to the memory roof: the efficiency is a lower bound")
 REPLAY_NOTE = "replayed from a CUDA graph: cost recorded when the graph was captured"
 
 
@@ -98,30 +95,5 @@ def declared_attribution(name: str, declared: dict[str, Any], origin: str, op: s
     note = REPLAY_NOTE if replayed else ""
     if declared.get("from_arguments"):
         shapes = ", ".join(str(list(s)) for s in declared.get("shapes") or [])
-        return Attribution(op or name, argument_cost(declared), 1.0, shapes, origin, ARGUMENTS_SOURCE, note)
-    return Attribution(op or name, declared_cost(declared), 1.0, "", origin, "triton", note)
-
-
-def argument_cost(declared: dict[str, Any]) -> OpCost:
-    """An undeclared kernel's minimum from its arguments: its bytes, FLOPs unknown (NaN)."""
-    return OpCost(math.nan, float(declared["bytes"]), "other", str(declared.get("precision") or ""),
-                  ARGUMENTS_NOTE, unit="simt")
-
-
-def declared_cost(declared: dict[str, Any]) -> OpCost | None:
-    """A Triton kernel's own cost, held to the roof of the unit and width it declares (fp32 on
-    tensor cores is tl.dot's default, TF32); mixed widths to the width with the most FLOPs (the
-    note says so). Its family is the one it declares (kernels/cost.py), else "other": how the
-    math runs does not say what op the kernel is."""
-    if declared.get("bytes") is None:
-        return None
-    precision = declared.get("precision") or "fp32"
-    tensor = bool(declared.get("tensor_cores"))
-    if tensor and precision == "fp32":
-        precision = "tf32"
-    widths = declared.get("flops_by_width") or {}
-    mixed = f"; mixed widths {sorted(widths)}, held to {precision}" if len(widths) > 1 else ""
-    family = declared.get("family") if declared.get("family") in FAMILIES else "other"
-    return OpCost(float(declared.get("flops") or 0.0), float(declared["bytes"]), family, precision,
-                  f"declared by the kernel's launch_metadata ({'tensor cores' if tensor else 'CUDA cores'}{mixed})",
-                  unit="tensor" if tensor else "simt")
+        return Attribution(op or name, cost_of(TritonArguments(declared)), 1.0, shapes, origin, ARGUMENTS_SOURCE, note)
+    return Attribution(op or name, cost_of(TritonDeclaration((declared,))), 1.0, "", origin, "triton", note)

@@ -42,13 +42,13 @@ import pandas as pd
 
 from rooflinectl.attribution.calls import op_call, shapes_text
 from rooflinectl.attribution.cpu_work import may_do_work, work_rows
-from rooflinectl.attribution.declared import DeclaredLaunches, declared_cost  # noqa: F401 - declared_cost re-exported
+from rooflinectl.attribution.declared import DeclaredLaunches
 from rooflinectl.attribution.graphs import replay_sources
 from rooflinectl.attribution.op_index import COMPILE_SCOPE_SUFFIX, OpIndex
 from rooflinectl.attribution.records import LAUNCH_COLUMNS, Attribution, Launch, Records  # noqa: F401 - LAUNCH_COLUMNS re-exported
 from rooflinectl.attribution.transfers import MEMCPY, copy_link
 from rooflinectl.capture.read.raw import RawKernel, RawOp, RawTrace
-from rooflinectl.costs import OpCost
+from rooflinectl.costs import Transfer, cost_of
 from rooflinectl.costs.collectives import (
     GLOO_PREFIX,
 )
@@ -298,12 +298,9 @@ def _transfer_attribution(k: RawKernel, op_name: str) -> Attribution:
         return Attribution(op_name, None, 0.0, "", "aten", "none", "memset/memcpy size not recorded in the trace")
     link = copy_link(k.name)  # the classifier analysis holds the copy's roof with (attribution/transfers.py)
     in_device = k.category == "gpu_memcpy" and link is None and MEMCPY.match(k.name) is not None  # DtoD, DtoA, AtoD, AtoA
-    moved = 2 * k.bytes if in_device else k.bytes
-    what = "memset: bytes written" if k.category == "gpu_memset" else (
-        "device copy: bytes read and written" if in_device else
-        "peer copy: bytes transferred (bound by the link between GPUs, not DRAM)" if link == "peer" else
-        "host-device copy: bytes transferred (PCIe/C2C bound, not DRAM)")
-    cost = OpCost(0.0, float(moved), "copy", "", f"{what}, size from the trace")
+    kind = "memset" if k.category == "gpu_memset" else "device_copy" if in_device else \
+        "peer_copy" if link == "peer" else "host_copy"
+    cost = cost_of(Transfer(kind, float(k.bytes)))  # costs/transfers.py: what each kind moves
     return Attribution(op_name, cost, 1.0, "", "aten", "analytic")
 
 

@@ -23,19 +23,20 @@ from rooflinectl.capture.run.region import (
     REGION_PREFIX,
     WARMUP_NAME,
 )
-from rooflinectl.costs import OpCost, explain_cost, has_formula
+from rooflinectl.costs import (
+    InductorCppCall,
+    InductorTritonLaunch,
+    OpCost,
+    cost_of,
+    explain_cost,
+    has_formula,
+)
 from rooflinectl.costs.collectives import (
     GLOO_PREFIX,
-    collective_cost,
     collective_from_args,
     collective_from_gloo,
 )
-from rooflinectl.costs.inductor import (
-    cpp_kernel_cost,
-    fused_label,
-    is_generated_kernel,
-    triton_kernel_cost,
-)
+from rooflinectl.costs.inductor import fused_label, is_generated_kernel
 
 COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
@@ -160,14 +161,14 @@ class OpIndex:
             op = self.ops[i]
             if op.category == "user_annotation" and op.name.startswith(GLOO_PREFIX) and self.device_kind == "cpu":
                 gloo = collective_from_gloo(op.name, op.input_dims, op.input_types, self.world_size)
-                cached = (collective_cost(gloo), gloo.shapes(), "") if gloo else \
+                cached = (cost_of(gloo), gloo.shapes(), "") if gloo else \
                     (None, "", "gloo annotation without the buffer's dims and type")
             elif op.category != "cpu_op":
                 cached = (None, "", "")
             elif "Collective name" in op.args:  # record_param_comms: on GPU its kernels do the work
                 nccl = collective_from_args(op.args) if self.device_kind == "cuda" else None
                 why = "collective of a kind, size or dtype not modelled" if self.device_kind == "cuda" else ""
-                cached = (collective_cost(nccl), nccl.shapes(), "") if nccl else (None, "", why)
+                cached = (cost_of(nccl), nccl.shapes(), "") if nccl else (None, "", why)
             elif not ("kernel_num_gb" in op.args or op.name in self.compiled_kernels or has_formula(op.name)):
                 cached = (None, "", "")
             else:
@@ -185,11 +186,11 @@ class OpIndex:
     def _compute_cost(self, op: RawOp, children: list[RawOp]) -> tuple[OpCost | None, str, str]:
         if "kernel_num_gb" in op.args:
             call = op_call(op)
-            return (triton_kernel_cost(op.name, op.args, call), shapes_text(call), "")
+            return (cost_of(InductorTritonLaunch(op.name, op.args, call)), shapes_text(call), "")
         if op.name in self.compiled_kernels:
             buffers = self.compiled_kernels[op.name].get("buffers")
             shapes = " x ".join(str(b["shape"]) for b in buffers or [])
-            return (cpp_kernel_cost(op.name, buffers), shapes, "")
+            return (cost_of(InductorCppCall(op.name, buffers)), shapes, "")
         call = op_call(op, children)
         cost, why = explain_cost(call)
         return (cost, shapes_text(call), why)

@@ -10,13 +10,13 @@ Collective communication is held against the link between devices ("link"), not 
 
 from __future__ import annotations
 
-from typing import Any
+from rooflinectl.profile_sections import RunMetadata
 
 TENSOR_FAMILIES = ("gemm", "conv", "attention")
 TENSOR_DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "fp64": "fp64"}
 
 
-def unit_and_precision(family: str, dtype: str, device_kind: str, metadata: dict[str, Any]) -> tuple[str, str]:
+def unit_and_precision(family: str, dtype: str, device_kind: str, metadata: RunMetadata) -> tuple[str, str]:
     """(unit, precision) for the roof lookup: unit is "tensor", "simt" or "link" (collectives)."""
     if family == "collective":
         return "link", _simt_precision(dtype)

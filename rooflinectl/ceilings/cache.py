@@ -15,8 +15,9 @@ from typing import Any
 
 from rooflinectl.atomic import atomic_file
 from rooflinectl.ceilings.measurement import Measurement
+from rooflinectl.schema import CEILINGS_CACHE_FORMAT
 
-CACHE_FORMAT = "rooflinectl-ceilings-cache"
+CACHE_FORMAT = CEILINGS_CACHE_FORMAT
 CACHE_VERSION = 1
 
 

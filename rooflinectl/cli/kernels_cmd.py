@@ -22,12 +22,12 @@ INTERPRETER_NOTE = ("Triton interpreter on the CPU: the checks and the declared 
                     "the interpreter's, far slower than any GPU, and say nothing about speed.")
 
 
-def _selected(lessons: dict[str, Any], only: tuple[str, ...]) -> list[Any]:
+def _selected(specs: dict[str, Any], only: tuple[str, ...]) -> list[Any]:
     names = [n.strip() for value in only for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in lessons]
+    unknown = [n for n in names if n not in specs]
     if unknown:
-        raise UsageError(f"no lesson named {', '.join(unknown)}; the lessons are: {', '.join(lessons)}")
-    return [lessons[n] for n in names] if names else list(lessons.values())
+        raise UsageError(f"no reference kernel named {', '.join(unknown)}; the reference kernels are: {', '.join(specs)}")
+    return [specs[n] for n in names] if names else list(specs.values())
 
 
 def _check_paths(output: str, plot_path: str | None) -> None:
@@ -39,19 +39,21 @@ def _check_paths(output: str, plot_path: str | None) -> None:
         raise UsageError(f"cannot write {plot_path}: the chart is saved as .png, .svg or .pdf")
 
 
-def run_lessons(selected: list[Any], size: str, device: Any) -> list[dict[str, Any]]:
-    """Each lesson's entry: what it teaches, its target, every variant's result (as dicts)."""
+def run_suite(selected: list[Any], size: str, device: Any) -> list[dict[str, Any]]:
+    """Each reference kernel's entry: what it teaches, its target, every variant's result (as dicts)."""
     from rooflinectl.outputs.plot_names import ellipsize  # pandas: not at --help
-    from rooflinectl_kernels.harness import run_lesson  # imported after load_lessons fixed the mode
+    from rooflinectl_kernels.harness import (
+        run_kernel,  # imported after load_reference_kernels fixed the mode
+    )
 
     entries = []
-    for i, lesson in enumerate(selected, 1):
-        click.echo(ellipsize(f"[{i}/{len(selected)}] {lesson.name}: {lesson.concept}", terminal_width()), err=True)
-        results = run_lesson(lesson, size, device)
+    for i, spec in enumerate(selected, 1):
+        click.echo(ellipsize(f"[{i}/{len(selected)}] {spec.name}: {spec.concept}", terminal_width()), err=True)
+        results = run_kernel(spec, size, device)
         entries.append({
-            "name": lesson.name, "concept": lesson.concept, "family": lesson.family,
-            "shape": dict(lesson.shapes[size]),
-            "target": dataclasses.asdict(lesson.target) if lesson.target else None,
+            "name": spec.name, "concept": spec.concept, "family": spec.family,
+            "shape": dict(spec.shapes[size]),
+            "target": dataclasses.asdict(spec.target) if spec.target else None,
             "results": [r.to_dict() for r in results],
         })
     return entries
@@ -81,18 +83,18 @@ def _failed_kernels(entries: list[dict[str, Any]]) -> list[str]:
 KERNELS_PROFILE_PATH = "rooflinectl.kernels.profile.json"
 
 
-def lesson_list(lessons: list[Any], width: int) -> str:
-    """One lesson a line, its concept wrapped under itself between words to `width` columns."""
+def kernel_list(specs: list[Any], width: int) -> str:
+    """One reference kernel a line, its concept wrapped under itself between words to `width` columns."""
     import textwrap
 
-    name_width = max([len(lesson.name) for lesson in lessons] + [12]) + 1
+    name_width = max([len(spec.name) for spec in specs] + [12]) + 1
     wrap = textwrap.TextWrapper(width=width, subsequent_indent=" " * name_width, break_long_words=False,
                                 break_on_hyphens=False)
-    return "\n".join(wrap.fill(f"{lesson.name:{name_width - 1}} {lesson.concept}") for lesson in lessons)
+    return "\n".join(wrap.fill(f"{spec.name:{name_width - 1}} {spec.concept}") for spec in specs)
 
 
 @click.command("kernels")
-@click.option("--only", multiple=True, metavar="NAME", help="Run these lessons only (repeat or comma-separate).")
+@click.option("--only", multiple=True, metavar="NAME", help="Run these reference kernels only (repeat or comma-separate).")
 @click.option("--size", type=click.Choice(["small", "large"]), default=None,
               help="Input sizes: large (the default on a GPU: inputs beyond L2, the targets' sizes) or small.")
 @click.option("--plot", "plot_path", default=None, metavar="FILE", help="Also write the roofline chart (.png, .svg, .pdf).")
@@ -102,7 +104,7 @@ def lesson_list(lessons: list[Any], width: int) -> str:
 @click.option("--interpret", is_flag=True,
               help="No GPU: run the small sizes on the CPU through Triton's interpreter (to learn, not to time).")
 @click.option("--wide", is_flag=True, help="Every column of the table, whatever the terminal's width.")
-@click.option("--list", "list_only", is_flag=True, help="List the lessons and exit.")
+@click.option("--list", "list_only", is_flag=True, help="List the reference kernels and exit.")
 def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt: str | None, output: str,
             interpret: bool, wide: bool, list_only: bool) -> None:
     """Run the reference kernels and place them on the roofline.
@@ -128,19 +130,19 @@ def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt:
             raise EnvironmentProblem("no CUDA GPU here, and the reference kernels are timed on one; "
                                      "`rooflinectl kernels --interpret` runs the small sizes on the CPU through "
                                      "Triton's interpreter (to learn from, not to time)")
-    from rooflinectl.lessons import TritonModeFixed, load_lessons
+    from rooflinectl.kernel_suite import TritonModeFixed, load_reference_kernels
 
     try:
-        package = load_lessons(interpret)
+        package = load_reference_kernels(interpret)
     except TritonModeFixed:
         _restart_in_mode(interpret)
         raise
-    selected = _selected(package.LESSONS, only)
+    selected = _selected(package.KERNELS, only)
     if list_only:
-        click.echo(lesson_list(selected, min(terminal_width(), 100)))
+        click.echo(kernel_list(selected, min(terminal_width(), 100)))
         return
     device_kind = "cpu" if interpret else "cuda"
-    entries = run_lessons(selected, size, torch.device(device_kind))
+    entries = run_suite(selected, size, torch.device(device_kind))
     _report(entries, device_kind=device_kind, size=size, interpret=interpret, fmt=fmt or "table", output=output,
             plot_path=plot_path, wide=wide)
     failed = _failed_kernels(entries)
@@ -152,18 +154,18 @@ def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt:
 
 def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, interpret: bool, fmt: str, output: str,
             plot_path: str | None, wide: bool = False) -> None:
-    from rooflinectl.analysis.lessons import compare_lessons, target_statuses
+    from rooflinectl.analysis.kernel_suite import compare_variants, target_statuses
     from rooflinectl.ceilings import current_ceilings
-    from rooflinectl.lessons import lesson_table, lessons_profile
+    from rooflinectl.kernel_suite import suite_profile, suite_table
     from rooflinectl.outputs.formats import render
     from rooflinectl.outputs.profile_file import save_profile
 
     ceilings = current_ceilings(device_kind)
     results = [r for e in entries for r in e["results"]]
-    table = lesson_table(results, ceilings, device_kind)
-    report = compare_lessons(table, ceilings)
-    extra = {"size": size, "interpreted": interpret, "lessons": [e["name"] for e in entries]}
-    profile = lessons_profile(table, ceilings, device_kind, command=["rooflinectl", *sys.argv[1:]], extra=extra)
+    table = suite_table(results, ceilings, device_kind)
+    report = compare_variants(table, ceilings)
+    extra = {"size": size, "interpreted": interpret, "kernels": [e["name"] for e in entries]}
+    profile = suite_profile(table, ceilings, device_kind, command=["rooflinectl", *sys.argv[1:]], extra=extra)
     save_profile(profile, output)
     if plot_path is not None:
         from rooflinectl.analysis.charts import chart_model
@@ -183,7 +185,7 @@ def _report(entries: list[dict[str, Any]], *, device_kind: str, size: str, inter
                   "cuda": profile.metadata.get("cuda"), "profile": output, "chart": plot_path}
         emit(render("kernels", fmt, report=report, entries=entries, ceilings=ceilings, header=header), None, 0)
         return
-    text = f"device: {ceilings.device_name} ({device_kind}); size {size}; {len(entries)} lesson(s)"
+    text = f"device: {ceilings.device_name} ({device_kind}); size {size}; {len(entries)} reference kernel(s)"
     if interpret:
         text += "\n" + INTERPRETER_NOTE
     width = WIDE_WIDTH if wide else terminal_width()

@@ -28,7 +28,13 @@ from rooflinectl.outputs.output_paths import (
     checked_output,
     holds_marker,
 )
-from rooflinectl.schema import DEFAULT_PROFILE_PATH, FORMAT_NAME
+from rooflinectl.schema import (
+    CAPTURE_FORMAT_NAME,
+    DEFAULT_PROFILE_PATH,
+    FORMAT_NAME,
+    TOOL_NAME,
+    TRACE_MARKER_KEY,
+)
 
 if TYPE_CHECKING:
     from rooflinectl.capture.run.runner import RunOutcome
@@ -40,8 +46,8 @@ if TYPE_CHECKING:
 COUNTER_MODES = ("none", "ncu", "auto")  # --counters
 
 # a capture as json writes it, as orjson writes it (no spaces), and captures before the format key
-CAPTURE_MARKERS = ('"format": "rooflinectl-capture"', '"format":"rooflinectl-capture"', '{"device_kind": ')
-TRACE_MARKER = '{"rooflinectl": {"tool": "rooflinectl"'
+CAPTURE_MARKERS = (f'"format": "{CAPTURE_FORMAT_NAME}"', f'"format":"{CAPTURE_FORMAT_NAME}"', '{"device_kind": ')
+TRACE_MARKER = f'{{"{TRACE_MARKER_KEY}": {{"tool": "{TOOL_NAME}"'
 
 
 def is_capture(path: Path) -> bool:

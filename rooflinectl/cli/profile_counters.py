@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rooflinectl.outputs.validate_render import coverage_text, warm_text
+from rooflinectl.profile_sections import Summary
 
 
-def counters_line(summary: dict[str, Any]) -> str:
+def counters_line(summary: Summary) -> str:
     """One line on what the counters covered, or why there are none."""
     c = summary.get("counters") or {}
     if c.get("status") != "measured":

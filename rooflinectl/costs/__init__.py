@@ -1,17 +1,49 @@
-"""The cost model: FLOPs and minimum bytes per op call, from one registry of formulas (the
-registry imports the formula modules, and with them torch, at its first lookup)."""
+"""The cost model: FLOPs and minimum bytes of every piece of work a profile holds, through one
+entry point, `explain_cost(source)` / `cost_of(source)` (costs/sources.py). The source's type
+picks the formula; attribution builds the source from the trace and decides which one a kernel
+has, and never computes a cost itself. The sources:
+
+- registry formulas: an aten op's call (`OpCall`), by the formula registered for its op or
+  overload (`cost_formula`, costs/registry.py; element-wise, reductions, norms, memory ops,
+  optimizers, pooling ...). Each documents its approximations.
+- torch's FLOP counter: the GEMM, convolution and attention formulas take their FLOPs from
+  `torch.utils.flop_counter`'s registry (costs/torch_flops.py) and add the bytes.
+- custom-op fallback: a `torch.library` or extension op with no formula costs its inputs and
+  outputs, FLOPs unknown (costs/custom_ops.py; an `OpCall` too). A formula registered for it wins.
+- collectives: NCCL kernels and gloo work (`Collective`): the bus bytes over the link, as
+  nccl-tests count them (costs/collectives.py).
+- declared by Inductor: a generated Triton kernel's bytes from its `kernel_num_gb`, FLOPs from
+  `kernel_flop` or ours (`InductorTritonLaunch`); a generated C++ kernel's from the buffers of
+  its wrapper (`InductorCppCall`) (costs/inductor.py).
+- declared by a Triton kernel: its launch_metadata, as capture/run/triton_hook.py summarised it, held
+  to the unit and width it declares (`TritonDeclaration`, costs/triton_declared.py).
+- from Triton launch arguments: an undeclared Triton kernel's minimum bytes from the tensors it
+  was passed, FLOPs unknown (`TritonArguments`).
+- transfers: a memset or memcpy's size from the trace (`Transfer`, costs/transfers.py).
+
+The registry imports the formula modules, and with them torch, at its first lookup; importing
+this package does not (advise and plot read OpCost without costing a call).
+"""
 
 from __future__ import annotations
 
+from rooflinectl.costs.collectives import Collective
 from rooflinectl.costs.registry import (
     OpCost,
     bound,
     cost_formula,
-    cost_of,
-    explain_cost,
     has_formula,
     lookup,
     registered_ops,
+)
+from rooflinectl.costs.sources import (
+    InductorCppCall,
+    InductorTritonLaunch,
+    Transfer,
+    TritonArguments,
+    TritonDeclaration,
+    cost_of,
+    explain_cost,
 )
 from rooflinectl.costs.tensors import OpCall, TensorArg
 
@@ -49,5 +81,6 @@ index ramp, a boolean mask's positions) while the op does its own work in its bo
 cost (nll_loss_backward's zero fill, a sort's copies). Any other costed child means the op
 delegates its work to its children (rms_norm, logsumexp, softmax with a dtype): they are what runs."""
 
-__all__ = ["HELPER_OPS", "NO_WORK_OPS", "OpCall", "OpCost", "TensorArg", "bound", "cost_formula", "cost_of", "explain_cost",
-           "has_formula", "lookup", "registered_ops"]
+__all__ = ["HELPER_OPS", "NO_WORK_OPS", "Collective", "InductorCppCall", "InductorTritonLaunch", "OpCall", "OpCost",
+           "TensorArg", "Transfer", "TritonArguments", "TritonDeclaration", "bound", "cost_formula", "cost_of",
+           "explain_cost", "has_formula", "lookup", "registered_ops"]

@@ -26,9 +26,10 @@ from rooflinectl.attribution.group import GROUP_KEY
 from rooflinectl.capture.read.spec import KERNEL_CATEGORIES
 from rooflinectl.gzip_file import write_packed_text
 from rooflinectl.profile_model import ProfileData
+from rooflinectl.schema import TOOL_NAME, TRACE_MARKER_KEY
 
 PREFIX = "rooflinectl."
-MARKER_KEY = "rooflinectl"
+MARKER_KEY = TRACE_MARKER_KEY
 
 
 def _launch_args(launch: Any, row: pd.Series, data: ProfileData, duration_s: float) -> dict[str, Any]:
@@ -91,7 +92,7 @@ def annotate(trace: dict[str, Any], launches: pd.DataFrame, data: ProfileData) -
         event.setdefault("args", {}).update(_launch_args(launch, row, data, duration_s))
         done += 1
     summary = json_ready({k: v for k, v in data.summary.items() if k != "launch_sequence"})
-    marker = {"tool": "rooflinectl", "tool_version": data.metadata.get("tool_version"),
+    marker = {"tool": TOOL_NAME, "tool_version": data.metadata.get("tool_version"),
               "device": data.ceilings.device_name, "annotated_events": done, "summary": summary,
               "args": "kernel events carry rooflinectl.flops, .bytes, .efficiency, .bound, ... in their args"}
     trace_items = {k: v for k, v in trace.items() if k != MARKER_KEY}

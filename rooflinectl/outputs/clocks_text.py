@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rooflinectl.profile_sections import Clocks
 from rooflinectl.units import percent, si
 
 
@@ -24,7 +25,7 @@ def _signed(change: float) -> str:
     return f"{100 * change:+.0f}%"
 
 
-def clock_lines(clocks: dict[str, Any] | None) -> list[str]:
+def clock_lines(clocks: Clocks | None) -> list[str]:
     """The lines `show` prints about NVML (none for CPU runs and profiles that predate sampling)."""
     if not clocks:
         return []

@@ -113,8 +113,8 @@ def _register_all() -> None:
     register("validate", "markdown", f"{validate}:validate_markdown", "for a pull-request comment or step summary")
     register("validate", "csv", f"{validate}:validate_csv", "every column, one row per group")
     register("validate", "json", f"{validate}:validate_json", "the agreement, families and rows")
-    register("kernels", "table", "rooflinectl.outputs.lessons_report:render_lessons", table)
-    register("kernels", "json", "rooflinectl.outputs.lessons_report:lessons_json", "every variant and the roofs")
+    register("kernels", "table", "rooflinectl.outputs.kernels_report:render_suite", table)
+    register("kernels", "json", "rooflinectl.outputs.kernels_report:suite_json", "every variant and the roofs")
 
 
 _register_all()

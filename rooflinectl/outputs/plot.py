@@ -193,7 +193,7 @@ def _draw_headings(fig: Figure | SubFigure, data: ProfileData, title: str | None
                    groups: int) -> None:
     """The title and the subtitle: kernel time (per iteration when there are several), groups, command."""
     iterations = iterations_of(data)
-    device = data.ceilings.device_name or data.metadata.get("device", "")
+    device = data.ceilings.device_name or data.metadata.get("device_name", "")
     heading = plain(title) if title else f"Roofline: {plain(device)}"
     fig.suptitle(heading, x=MAIN_RECT[0], y=0.975, ha="left", fontsize=14, fontweight="bold")
     per_it = f" per iteration ({iterations:g} iterations)" if iterations > 1 else ""

@@ -21,6 +21,7 @@ import pandas as pd
 from rooflinectl.errors import ProfileFileError
 from rooflinectl.outputs.summary_shapes import METADATA_SHAPES, SUMMARY_SHAPES, section_problem
 from rooflinectl.profile_model import stale_window
+from rooflinectl.profile_sections import Summary
 from rooflinectl.schema import BOUNDS, COST_SOURCES, COUNTER_COLUMNS, KERNEL_COLUMNS, LATER_COLUMNS
 
 # Bounds past which a number is absurd rather than large: no run is counted in years, no device
@@ -266,7 +267,7 @@ def check_kernels(kernels: pd.DataFrame, where: str) -> None:
                                        f"it must be one of {', '.join(allowed)}.")
 
 
-def consistency_notes(summary: dict[str, Any]) -> list[str]:
+def consistency_notes(summary: Summary) -> list[str]:
     """Figures that cannot all be true at once, said rather than shown as fact."""
     notes = []
     if stale_window(summary):

@@ -35,6 +35,7 @@ from rooflinectl.outputs.profile_checks import (
 )
 from rooflinectl.profile_model import ProfileData
 from rooflinectl.schema import (
+    CAPTURE_FORMAT_NAME,
     DEFAULT_PROFILE_PATH,
     FORMAT_NAME,
     KERNEL_COLUMNS,
@@ -152,7 +153,7 @@ def _not_a_profile(p: Path, raw: Any) -> str:
     kind = None
     if isinstance(raw, dict) and "traceEvents" in raw:
         kind = "a torch.profiler trace"
-    elif isinstance(raw, dict) and (raw.get("format") == "rooflinectl-capture" or "device_kind" in raw):
+    elif isinstance(raw, dict) and (raw.get("format") == CAPTURE_FORMAT_NAME or "device_kind" in raw):
         kind = "a --save-capture file"
     if kind is None:
         return f"{p} is not a rooflinectl profile file."

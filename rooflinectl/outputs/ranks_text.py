@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.outputs.escape import plain, rich_text
+from rooflinectl.profile_sections import RunMetadata, Summary
 from rooflinectl.units import percent, seconds, si
 
 
@@ -90,7 +91,7 @@ def _table(title: str) -> Table:
                  padding=(0, 1, 0, 0), header_style="bold")
 
 
-def communication_lines(summary: dict[str, Any], metadata: dict[str, Any]) -> list[str]:
+def communication_lines(summary: Summary, metadata: RunMetadata) -> list[str]:
     """Summary lines of one rank's profile: its place in the job and its communication."""
     lines = []
     if metadata.get("world_size") and int(metadata.get("rank", 0)) >= 0 and "distributed" not in summary:

@@ -102,7 +102,7 @@ def fit_columns(widths: dict[str, int], names: tuple[int, int], width: int | Non
     """Which of the short columns to show and how wide the two text columns may be, for a terminal
     of `width` characters (None: no limit): short columns give way in drop_order until the text
     columns have min_names (or their natural widths, `names`); the rest goes to the text.
-    Every table printed on a terminal (show, advise, ceilings, the kernels lessons) is fitted by this."""
+    Every table printed on a terminal (show, advise, ceilings, the reference kernels) is fitted by this."""
     shown = list(columns)
     if width is None:
         return shown, names

@@ -27,6 +27,7 @@ import pytest
 from rooflinectl._version import __version__
 from rooflinectl.pytest_plugin import records
 from rooflinectl.pytest_plugin.report import terminal_lines, write_report
+from rooflinectl.schema import TOOL_NAME
 
 DEVICES = ("auto", "cuda", "cpu")
 CEILING_MODES = ("measure", "cached", "spec")
@@ -230,7 +231,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def _meta(state: SessionState) -> dict[str, Any]:
     torch = sys.modules.get("torch")
-    return {"tool": "rooflinectl", "tool_version": __version__, "ceilings_mode": state.ceilings_mode,
+    return {"tool": TOOL_NAME, "tool_version": __version__, "ceilings_mode": state.ceilings_mode,
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "torch": getattr(torch, "__version__", None), "python": sys.version.split()[0]}
 

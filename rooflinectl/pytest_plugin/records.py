@@ -15,12 +15,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rooflinectl.schema import PYTEST_BASELINE_FORMAT  # constants only: light
+
 PROPERTY = re.compile(r"^roofline(\d*)\.(\w+)$")  # "roofline.efficiency", "roofline2.time_s", ...
 FIELDS = ("label", "kernel", "efficiency", "bound", "time_s", "unprofiled_time_s", "bytes", "min_bytes", "flops",
           "device", "device_kind", "ceilings", "above_roof", "change", "regressions")
 SAVED = FIELDS[:-2]  # a baseline keeps the figures, not the comparison of the run that saved them
 COMPARED = ("efficiency", "time_s")  # what a regression is judged on, as pytest-benchmark judges its times
-BASELINE_FORMAT = "rooflinectl-pytest-baseline"
+BASELINE_FORMAT = PYTEST_BASELINE_FORMAT
 BASELINE_DIR = Path(".rooflinectl") / "baselines"  # under the rootdir: committable, kept by --cache-clear
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from rooflinectl.atomic import atomic_file
+from rooflinectl.schema import PYTEST_REPORT_FORMAT
 
-REPORT_FORMAT = "rooflinectl-pytest-report"
+REPORT_FORMAT = PYTEST_REPORT_FORMAT
 COLUMNS = ("test", "kernel", "efficiency", "bound", "time", "un-profiled", "note")
 KERNEL_WIDTH = 40
 

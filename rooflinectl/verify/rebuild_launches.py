@@ -17,6 +17,7 @@ import torch
 
 from rooflinectl.analysis.advice.common import cell_float
 from rooflinectl.analysis.advice.registry import Finding
+from rooflinectl.profile_sections import RunMetadata
 from rooflinectl.verify import rebuild
 from rooflinectl.verify.registry import NotRebuilt, Pair, Trial, rebuilds
 
@@ -62,7 +63,7 @@ def grouped(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
                   runs=float(runs))]
 
 
-def function_target(metadata: dict[str, Any]) -> tuple[Path, str]:
+def function_target(metadata: RunMetadata) -> tuple[Path, str]:
     """The FILE.py:FUNCTION the profile ran (function mode); NotRebuilt for a script or the API."""
     command = metadata.get("command") or []
     words = shlex.split(command) if isinstance(command, str) else [str(w) for w in command]

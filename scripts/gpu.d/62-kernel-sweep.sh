@@ -4,6 +4,10 @@
 # one JSON line per variant into $PIECE_OUT/sweep.jsonl, then the best of each. About 4-5 min.
 set -u -o pipefail
 out="${PIECE_OUT:?PIECE_OUT must be set}"
+# the reference kernels are the installed package rooflinectl_kernels (pyproject package-dir), not found
+# through PYTHONPATH alone: install this checkout unless it is the one installed (a bare run of the piece)
+python3 -c "import os, sys, rooflinectl_kernels as k; sys.exit(os.path.dirname(os.path.realpath(k.__file__)) != os.path.realpath('kernels'))" \
+  2>/dev/null || python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 python3 scripts/kernel_sweep.py ${SWEEP_ONLY:+--only "$SWEEP_ONLY"} > "$out/sweep.jsonl"
 rc=$?
 python3 - "$out/sweep.jsonl" <<'PY'

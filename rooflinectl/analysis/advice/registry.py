@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.profile_sections import RunMetadata, Summary
 
 SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
 DOCS_BASE = "https://github.com/rooflinectl/rooflinectl/blob/main/docs/advice.md"
@@ -52,9 +53,9 @@ class AdviceContext:
     """What a rule sees: the analysed table (RangeIndex = row positions), summary, roofs, metadata."""
 
     kernels: pd.DataFrame
-    summary: dict[str, Any]
+    summary: Summary
     ceilings: Ceilings
-    metadata: dict[str, Any]
+    metadata: RunMetadata
     thresholds: Thresholds = field(default_factory=Thresholds)
 
     @property

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rooflinectl.analysis.advice.registry import AdviceContext, Finding, make_finding, rule
+from rooflinectl.profile_sections import Clocks
 from rooflinectl.units import percent, seconds, si
 
 MIN_CAPPED_SHARE = 0.05  # share of kernel time under a power or thermal cap from which the rule speaks
 
 
-def _sampled(ctx: AdviceContext) -> dict[str, Any] | None:
+def _sampled(ctx: AdviceContext) -> Clocks | None:
     clocks = ctx.summary.get("clocks")
     return clocks if isinstance(clocks, dict) and clocks.get("status") == "sampled" else None
 

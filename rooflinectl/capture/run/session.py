@@ -49,6 +49,7 @@ from rooflinectl.capture.run.triton_hook import triton_launches
 from rooflinectl.capture.run.user_profiler import cooperating, deliver_exports
 from rooflinectl.capture.run.workers import counting_workers
 from rooflinectl.errors import UsageError
+from rooflinectl.schema import CAPTURE_FORMAT_NAME
 
 
 @dataclass
@@ -394,7 +395,7 @@ def save_capture(capture: Capture, path: str) -> None:
     import gzip
 
     assert capture.trace is not None
-    payload = {"format": "rooflinectl-capture", "device_kind": capture.device_kind, "metadata": capture.metadata,
+    payload = {"format": CAPTURE_FORMAT_NAME, "device_kind": capture.device_kind, "metadata": capture.metadata,
                "trace": capture.trace.to_json()}
     with atomic_file(path, binary=True) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) as handle:
         handle.write(encode_json(payload))

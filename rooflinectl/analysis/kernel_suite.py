@@ -1,7 +1,7 @@
-"""The reference-kernel lessons compared: which roof holds each variant, and how it fares
+"""The reference kernels compared: which roof holds each variant, and how it fares
 against the library on the same shapes. Pure: DataFrame and Ceilings in, DataFrame out.
 
-Input: the placed lesson table (kernel-table columns placed by analysis.roofline, plus lesson,
+Input: the placed variants table (kernel-table columns placed by analysis.roofline, plus name,
 variant, role, own_flops, own_bytes), one row per variant. Added columns:
   roof          the roof placement held the row to: "dram" (or the memory level) when its bound
                 is memory, the compute roof's key ("tensor.bf16", "simt.fp32") when compute; for
@@ -9,8 +9,8 @@ variant, role, own_flops, own_bytes), one row per variant. Added columns:
                 the cost is unknown
   roof_value    that roof, bytes/s or FLOP/s (a compute roof at the SM clock placement used);
   roof_source   spec, measured, ...
-  vs_library    the lesson's library time / this variant's time (> 1: faster than the library);
-                NaN when the lesson has no library row
+  vs_library    the reference kernel's library time / this variant's time (> 1: faster than the library);
+                NaN when the reference kernel has no library row
   own_efficiency  for a variant held to the op's minimum while its kernels declare more (own_*):
                 its efficiency against what its kernels declare (what a profile shows); else NaN
 """
@@ -56,35 +56,35 @@ def _own_efficiency(table: pd.DataFrame, ceilings: Ceilings) -> np.ndarray:
     return out
 
 
-def compare_lessons(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
-    """Add roof, roof_value, roof_source, vs_library and own_efficiency to the placed lesson
+def compare_variants(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
+    """Add roof, roof_value, roof_source, vs_library and own_efficiency to the placed reference kernel
     table (see the module docstring)."""
     out = table.copy()
     roofs = [_roof(row, ceilings) for _, row in out.iterrows()]
     out["roof"] = [r[0] for r in roofs]
     out["roof_value"] = np.array([r[1] for r in roofs], dtype=float)
     out["roof_source"] = [r[2] for r in roofs]
-    library_time = out[out["role"] == "library"].groupby("lesson")["time_s"].first()
-    out["vs_library"] = [library_time.get(lesson, math.nan) / t if t > 0 else math.nan
-                         for lesson, t in zip(out["lesson"], out["time_s"])]
+    library_time = out[out["role"] == "library"].groupby("name")["time_s"].first()
+    out["vs_library"] = [library_time.get(spec, math.nan) / t if t > 0 else math.nan
+                         for spec, t in zip(out["name"], out["time_s"])]
     out["own_efficiency"] = _own_efficiency(out, ceilings)
     return out
 
 
 def target_status(metric: str, threshold: float, row: pd.Series) -> tuple[float, bool]:
-    """(the figure the target is about, met or not) for the lesson's own kernel's row.
+    """(the figure the target is about, met or not) for the reference kernel's own row.
     metric "roof": efficiency against its roof; "library": library time / its time."""
     value = float(row["efficiency"] if metric == "roof" else row["vs_library"])
     return value, bool(value == value and value >= threshold)
 
 
 def target_statuses(report: pd.DataFrame, entries: list[dict[str, Any]]) -> dict[str, tuple[float, bool]]:
-    """Per lesson with a target: (the figure the target is about, met or not), from the row of the
-    lesson's own kernel in compare_lessons' table; lessons without a target or a row are absent."""
+    """Per reference kernel with a target: (the figure the target is about, met or not), from the row
+    of its own Triton variant in compare_variants' table; kernels without a target or a row are absent."""
     out: dict[str, tuple[float, bool]] = {}
     for entry in entries:
         target = entry.get("target")
-        own = report[(report["lesson"] == entry["name"]) & (report["role"] == "lesson")]
+        own = report[(report["name"] == entry["name"]) & (report["role"] == "kernel")]
         if target and len(own):
             out[entry["name"]] = target_status(target["metric"], target["threshold"], own.iloc[0])
     return out

@@ -1,7 +1,7 @@
-"""`rooflinectl kernels` output: the lessons table (rich) and its JSON. Renders; never prints.
+"""`rooflinectl kernels` output: the variants table (rich) and its JSON. Renders; never prints.
 
-Input: the compared lesson table (analysis/lessons.py: one row per variant that ran) and the
-lesson entries (name, concept, target, and every variant's raw result: check, autotune, error).
+Input: the compared variants table (analysis/kernel_suite.py: one row per variant that ran) and the
+reference kernel entries (name, concept, target, and every variant's raw result: check, autotune, error).
 Strings from results (error messages) are shown as text, never as rich markup.
 """
 
@@ -23,19 +23,19 @@ from rooflinectl.outputs.plot_names import ellipsize
 from rooflinectl.outputs.table import BOUND_STYLE, fit_columns
 from rooflinectl.units import percent, seconds, si
 
-# The number columns, left to right after the lesson and variant, and the order they give way in
+# The number columns, left to right after the reference kernel and variant, and the order they give way in
 # when the terminal is narrow (first listed, first dropped): time, % of roof and check always stay.
 COLUMNS = ("time", "FLOP/s", "B/s", "bound", "roof", "% of roof", "vs library", "check")
 DROP_ORDER = ("FLOP/s", "B/s", "bound", "vs library", "roof")
 MIN_NAME_WIDTH = (12, 16)
-LIBRARY_NOTE = "torch's own result, reported only: the lessons' Triton kernels alone can fail the run"
+LIBRARY_NOTE = "torch's own result, reported only: the reference kernels' Triton kernels alone can fail the run"
 FIGURES = ["time_s", "flops", "bytes", "achieved_flops_per_s", "achieved_bytes_per_s", "intensity", "bound",
            "efficiency", "roof", "roof_value", "roof_source", "vs_library", "unit", "precision", "kernel",
            "cost_source", "cost_note", "above_roof", "own_flops", "own_bytes", "own_efficiency"]
 
 
 def _figures(report: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
-    return {(r["lesson"], r["variant"]): r for _, r in report.iterrows()}
+    return {(r["name"], r["variant"]): r for _, r in report.iterrows()}
 
 
 def _check_text(result: dict[str, Any]) -> Text:
@@ -72,8 +72,8 @@ def _cells(result: dict[str, Any], row: pd.Series | None) -> dict[str, Text]:
     }
 
 
-def lessons_table(report: pd.DataFrame, entries: list[dict[str, Any]], width: int | None = None) -> Table:
-    """One row per variant, grouped by lesson: time, achieved rates, bound, roof, % of roof, vs
+def variants_table(report: pd.DataFrame, entries: list[dict[str, Any]], width: int | None = None) -> Table:
+    """One row per variant, grouped by reference kernel: time, achieved rates, bound, roof, % of roof, vs
     library, check; fitted to `width` characters as `show` fits its table (outputs/table.py:
     number columns give way in DROP_ORDER, then names are shortened; None: every column)."""
     figures = _figures(report)
@@ -83,17 +83,17 @@ def lessons_table(report: pd.DataFrame, entries: list[dict[str, Any]], width: in
             variant = result["variant"] + (" (library)" if result["role"] == "library" else "")
             rows.append((entry["name"] if i == 0 else "", variant, _cells(result, figures.get((entry["name"], result["variant"])))))
     widths = {c: max([len(c)] + [cells[c].cell_len for _, _, cells in rows]) for c in COLUMNS}
-    natural = (max([len("lesson")] + [len(a) for a, _, _ in rows]), max([len("variant")] + [len(b) for _, b, _ in rows]))
+    natural = (max([len("kernel")] + [len(a) for a, _, _ in rows]), max([len("variant")] + [len(b) for _, b, _ in rows]))
     shown, names = fit_columns(widths, natural, width, COLUMNS, DROP_ORDER, MIN_NAME_WIDTH)
     grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold")
-    grid.add_column("lesson", no_wrap=True, max_width=names[0])
+    grid.add_column("kernel", no_wrap=True, max_width=names[0])
     grid.add_column("variant", no_wrap=True, max_width=names[1])
     for c in shown:
         grid.add_column(c, justify="left" if c in ("bound", "roof", "check") else "right", no_wrap=True)
-    for lesson, variant, cells in rows:
-        if lesson and grid.row_count:
+    for spec, variant, cells in rows:
+        if spec and grid.row_count:
             grid.add_section()
-        grid.add_row(rich_text(ellipsize(lesson, names[0])), rich_text(ellipsize(variant, names[1])),
+        grid.add_row(rich_text(ellipsize(spec, names[0])), rich_text(ellipsize(variant, names[1])),
                      *[cells[c] for c in shown])
     return grid
 
@@ -113,18 +113,18 @@ def _autotune_text(tune: dict[str, Any]) -> str:
     return f"autotune chose {_config_text(tune['best'])} ({how})"
 
 
-def lesson_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *,
+def kernel_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *,
                  targets: dict[str, tuple[float, bool]] | None,
                  with_verdicts: bool = True) -> list[Text]:
-    """Per lesson: when not to write the kernel (with_verdicts: only where times mean something),
+    """Per reference kernel: when not to write the kernel (with_verdicts: only where times mean something),
     autotune choices, mismatches, failures, targets."""
     figures = _figures(report)
     lines: list[Text] = []
     for entry in entries:
         name = entry["name"]
-        lesson = next((r for r in entry["results"] if r["role"] == "lesson"), None)
+        spec = next((r for r in entry["results"] if r["role"] == "kernel"), None)
         library = next((r for r in entry["results"] if r["role"] == "library"), None)
-        row = figures.get((name, lesson["variant"])) if lesson else None
+        row = figures.get((name, spec["variant"])) if spec else None
         if with_verdicts and row is not None and library is not None and row["vs_library"] == row["vs_library"]:
             ratio = float(row["vs_library"])
             if ratio < 1:
@@ -151,7 +151,7 @@ def lesson_notes(report: pd.DataFrame, entries: list[dict[str, Any]], *,
             if own is not None and own["own_bytes"] == own["own_bytes"]:
                 lines.append(Text(f"{where}: {_own_cost_text(own, with_verdicts)}"))
         target = entry.get("target")
-        if target and name in (targets or {}):  # analysis.lessons.target_statuses: (figure, met)
+        if target and name in (targets or {}):  # analysis.kernel_suite.target_statuses: (figure, met)
             value, met = (targets or {})[name]
             shown = percent(value) if target["metric"] == "roof" else _ratio(value)
             lines.append(Text(f"{name}: target {target['text']}: {shown}, " + ("met" if met else "NOT met"),
@@ -169,28 +169,28 @@ def _own_cost_text(row: pd.Series, with_figures: bool) -> str:
     return text
 
 
-def render_lessons(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: Ceilings, *, header: str,
-                   targets: dict[str, tuple[float, bool]] | None = None, with_verdicts: bool = True,
-                   width: int | None = None) -> Group:
+def render_suite(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: Ceilings, *, header: str,
+                 targets: dict[str, tuple[float, bool]] | None = None, with_verdicts: bool = True,
+                 width: int | None = None) -> Group:
     dram = ceilings.dram()
     roofs = f"roofs: DRAM {si(dram.value, 'B/s')} ({dram.source}); " + ", ".join(
         f"{k} {si(r.value, 'FLOP/s')} ({r.source})" for k, r in sorted(ceilings.compute_flops_per_s.items()))
-    return Group(Text(header), Text(roofs), lessons_table(report, entries, width),
-                 *lesson_notes(report, entries, targets=targets, with_verdicts=with_verdicts))
+    return Group(Text(header), Text(roofs), variants_table(report, entries, width),
+                 *kernel_notes(report, entries, targets=targets, with_verdicts=with_verdicts))
 
 
-def lessons_json(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: Ceilings,
+def suite_json(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: Ceilings,
                  header: dict[str, Any]) -> str:
-    """Everything the table shows, per lesson and variant, with the roofs used."""
+    """Everything the table shows, per reference kernel and variant, with the roofs used."""
     figures = _figures(report)
-    lessons = []
+    specs = []
     for entry in entries:
         variants = []
         for result in entry["results"]:
             row = figures.get((entry["name"], result["variant"]))
             placed = {k: row[k] for k in FIGURES} if row is not None else {}
             variants.append({**result, **placed})
-        lessons.append({k: v for k, v in entry.items() if k != "results"} | {"variants": variants})
+        specs.append({k: v for k, v in entry.items() if k != "results"} | {"variants": variants})
     payload = {
         **header,
         "roofs": {"memory_bytes_per_s": {k: r.value for k, r in ceilings.memory_bytes_per_s.items()},
@@ -198,6 +198,6 @@ def lessons_json(report: pd.DataFrame, entries: list[dict[str, Any]], ceilings: 
                   "sources": {k: r.source for k, r in {**ceilings.memory_bytes_per_s,
                                                          **ceilings.compute_flops_per_s}.items()},
                   "measurements": ceilings.details.get("measurements") or []},
-        "lessons": lessons,
+        "kernels": specs,
     }
     return json.dumps(json_ready(payload), indent=1, allow_nan=False)
