@@ -120,6 +120,10 @@ class Counters(TypedDict, total=False):
     launches_expected: int
     selection: str
     cache_control: str
+    warm: dict[str, Any]  # the warm-cache run (capture/ncu/warm.py): status, reason, wall time
+    rows_warm: int  # groups whose memory level the warm counters decided (analysis/counter_levels.py)
+    rows_cache_counters: int
+    rows_cache_analytic: int
     clock_control: str
     wall_s: float
     ncu_warnings: Any
@@ -235,6 +239,7 @@ class RunMetadata(TypedDict, total=False):
     threads_started: int
     processes_started: int
     source_file: str  # `analyse`: the trace or capture file the profile was made from
+    source_lines: dict[str, Any]  # capture/run/source_lines.py: status, why, root, the interned locations
     # the tool's stamp
     tool: str
     tool_version: str

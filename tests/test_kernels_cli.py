@@ -116,7 +116,8 @@ def test_the_table_fits_the_terminal_and_wide_shows_every_column(interpreted_ker
 def test_list_names_every_kernel(interpreted_kernels) -> None:
     result = _invoke("--list", "--interpret")
     assert result.exit_code == 0, result.output
-    assert [line.split()[0] for line in result.output.splitlines()] == list(interpreted_kernels.KERNELS)
+    names = [line.split()[0] for line in result.output.splitlines() if line[:1].strip()]  # a concept may wrap under itself
+    assert names == list(interpreted_kernels.KERNELS)
 
 
 @pytest.mark.triton

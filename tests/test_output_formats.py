@@ -22,7 +22,7 @@ from rooflinectl.outputs.profile_file import load_profile
 from rooflinectl.units import seconds
 
 DATA = Path(__file__).parent / "data"
-MLP = DATA / "h200_mlp.profile.json"
+MLP = DATA / "report_mlp.profile.json"  # the 26-group MLP profile these figures were read from
 NAIVE, SDPA = DATA / "h200_attention_naive.profile.json", DATA / "h200_attention_sdpa.profile.json"
 # each command that has --format, and the report kind its choices come from
 COMMAND_KINDS = {"show": "profile", "advise": "advice", "diff": "diff", "ceilings": "ceilings",

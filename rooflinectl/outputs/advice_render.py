@@ -16,13 +16,13 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.advice.engine import AdviceReport, exit_code
-from rooflinectl.analysis.advice.location import location_text, split_location
 from rooflinectl.analysis.advice.registry import Finding, severity_rank
 from rooflinectl.outputs.escape import github_data, github_property, markdown, plain, rich_text
 from rooflinectl.outputs.formats import names
 from rooflinectl.outputs.junit import JUnitSuite
 from rooflinectl.outputs.plain_text import plain_text
 from rooflinectl.outputs.plot_names import shorten_kernel_name
+from rooflinectl.outputs.source_text import location_text, split_location
 from rooflinectl.outputs.table import fit_columns
 from rooflinectl.units import seconds
 

@@ -16,7 +16,6 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflinectl.analysis.advice.engine import AdviceReport
-from rooflinectl.analysis.advice.location import location_text
 from rooflinectl.analysis.charts import ClockStrip
 from rooflinectl.analysis.diff import DiffReport
 from rooflinectl.analysis.json_values import json_ready
@@ -25,6 +24,7 @@ from rooflinectl.outputs.advice_render import measured_text
 from rooflinectl.outputs.diff import movement
 from rooflinectl.outputs.plot_roofs import place_groups, roof_lines
 from rooflinectl.outputs.ranks_text import collectives_table, ranks_table, straggler_lines
+from rooflinectl.outputs.source_text import location_text
 from rooflinectl.outputs.table import (
     NUMBER_COLUMNS,
     PER_ITERATION,
