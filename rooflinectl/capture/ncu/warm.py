@@ -89,6 +89,9 @@ def run_warm(info: NcuInfo, cold: CounterRunSpec, child_argv: list[str], work: P
                   status_path=_status_path(child_argv, work), timeout_s=timeout_s, env=env, progress=progress)
     passes = launch_passes(_text(Path(spec.log_path))) or launch_passes(_text(work / "program-warm.log"))
     measured, replayed = single_pass_only(run.measured, passes)
+    if not passes:  # CSV mode: ncu prints no per-launch progress (seen with ncu 2025 on the H200, 2026-12-02)
+        notes.append("warm run: ncu printed no pass counts (its CSV mode does not), so one pass per launch is "
+                     "taken from the metric set: the two DRAM counters took 1 pass on the H200 (ncu without --csv)")
     if replayed:
         notes.append(f"warm run: ncu replayed {replayed} of {len(measured)} launches over several passes, so their "
                      "caches were not as the program left them: their warm DRAM bytes are left out")
