@@ -205,7 +205,9 @@ class SourceMode(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if not self.active:
+        # Dynamo tracing through the mode (its compile-start callback came too late to take it off)
+        # sees only the call: sys._getframe would be a graph break, a change to the user's program
+        if not self.active or torch.compiler.is_compiling():
             return func(*args, **kwargs)
         call = self.calls.get(func, "")
         if call == "":
