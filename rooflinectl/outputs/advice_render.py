@@ -184,11 +184,8 @@ def _actions_table(report: AdviceReport, width: int | None) -> Table:
     short = ("#", "severity", "est. saving", *(("measured",) if verified else ()), "share")
     widths = {c: max([len(c)] + [r[c].cell_len if isinstance(r[c], Text) else len(r[c]) for r in rows]) for c in short}
     natural = (max([4] + [len(r["rule"]) for r in rows]), max([7] + [len(r["finding"]) for r in rows]))
-    least = (natural[0], _MIN_TEXT_WIDTH[1])  # rule ids stay whole: the finding's text gives way
+    least = (natural[0], _MIN_TEXT_WIDTH[1])  # rule ids stay whole (--select takes them): the finding gives way
     shown, (rule_width, finding_width) = fit_columns(widths, natural, width, short, _DROP_ORDER, least)
-    if rule_width < natural[0]:  # a rule id stays whole (it is what --select takes): the finding gives way
-        finding_width = max(12, finding_width - (natural[0] - rule_width))
-        rule_width = natural[0]
     table = Table(title="rooflinectl advice: actions, largest saving first", title_justify="left",
                   show_lines=False, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
     order = [c for c in ("#", "severity") if c in shown] + ["rule", "finding"] + [c for c in shown if c not in ("#", "severity")]

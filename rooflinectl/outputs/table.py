@@ -116,7 +116,10 @@ def fit_columns(widths: dict[str, int], names: tuple[int, int], width: int | Non
         shown.remove(column)
     if room() < sum(min_names):  # nothing more gives way: the text columns share what is left, as rich would
         left = max(room(), 2 * _MIN_TEXT)
-        first = max(_MIN_TEXT, min(names[0], min_names[0], int(left * 0.45)))  # the shapes need more room
+        # a first column the caller keeps whole (min_names[0] >= its natural width, as advise's rule
+        # ids) stays whole; otherwise the shapes in the second need more room
+        whole = min_names[0] >= names[0]
+        first = min(names[0], left - _MIN_TEXT) if whole else max(_MIN_TEXT, min(names[0], min_names[0], int(left * 0.45)))
         return shown, (first, left - first)
     left = room()
     first = min(names[0], max(min_names[0], left - min(names[1], max(min_names[1], left // 2))))
