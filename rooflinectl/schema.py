@@ -94,8 +94,8 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "dram_bytes_warm": ("float", "DRAM bytes read + written of all calls with the caches as the program left them "
                                  "(a second ncu run, --cache-control none, one pass per launch: capture/ncu/warm.py); "
                                  "NaN where not measured warm"),
-    "memory_level_source": ("str", "who chose memory_level: counters (warm DRAM bytes under half the traffic: l2, else "
-                                   "dram; analysis/counter_levels.py) or analytic (analysis/memory_levels.py)"),
+    "memory_level_source": ("str", "who chose memory_level: counters (the binding term of max(bytes / L2 roof, "
+                                   "min(bytes, warm DRAM bytes) / DRAM roof); analysis/counter_levels.py) or analytic (analysis/memory_levels.py)"),
     "memory_level_analytic": ("str", "the analytic tier's guess of memory_level, kept beside the counters' choice "
                                      "(validate compares them); '' when no counters ran"),
 }

@@ -15,8 +15,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from rooflinectl.analysis import counter_levels
-from rooflinectl.analysis.counter_levels import level_agreement
+from rooflinectl.analysis.counter_levels import dram_binding_share, level_agreement
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.outputs.profile_file import load_profile
 
@@ -29,30 +28,21 @@ def above(table: pd.DataFrame) -> tuple[int, float]:
     return int((known["efficiency"] > TOLERANCE).sum()), float(known["efficiency"].max())
 
 
-def thresholds(name: str, t: pd.DataFrame, ceilings) -> None:
-    """How the choice of L2_SERVED_SHARE moves the agreement and the rows above their roof, and
-    where the decided memory-bound time sits in warm / traffic (so the constant can be set from data)."""
+def distribution(name: str, t: pd.DataFrame, ceilings) -> None:
+    """Where the decided memory-bound time sits in warm DRAM bytes / bytes, and the share at which
+    DRAM's term binds (DRAM roof / L2 roof: set by the roofs, not chosen)."""
     decided = t[(t["memory_level_source"] == "counters") & (t["bound"] == "memory")]
-    traffic = np.fmin(decided["bytes"], decided["dram_bytes"])
-    ratio = decided["dram_bytes_warm"] / traffic
+    ratio = decided["dram_bytes_warm"] / decided["bytes"]
     total = float(decided["time_s"].sum())
     edges = [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.1, np.inf]
     shares = [float(decided.loc[(ratio >= lo) & (ratio < hi), "time_s"].sum()) / total if total > 0 else 0.0
               for lo, hi in zip(edges, edges[1:])]
-    print(f"FIGURE {name} warm/traffic of decided memory-bound time: " + ", ".join(
-        f"[{lo:g},{hi:g}) {share:.0%}" for lo, hi, share in zip(edges, edges[1:], shares)))
-    original = counter_levels.L2_SERVED_SHARE
-    try:
-        for share in (0.25, 0.5, 0.75, 0.9):
-            counter_levels.L2_SERVED_SHARE = share
-            redone = place_on_roofline(counter_levels.with_counters_levels(t, ceilings.cache_level())
-                                       .drop(columns=["roof_time_s"], errors="ignore"), ceilings)
-            agreed = counter_levels.level_agreement(redone)["level_agree_time_share"]
-            count, worst = above(redone)
-            print(f"FIGURE {name} threshold {share:g}: agreement "
-                  f"{'n/a' if agreed is None else f'{agreed:.1%}'}; rows above roof by >3%: {count} (max {worst:.3f})")
-    finally:
-        counter_levels.L2_SERVED_SHARE = original
+    cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
+    dram = ceilings.memory_roof("dram", fall_back=True)
+    binding = dram_binding_share(dram.value, cache.value) if cache is not None and dram is not None else float("nan")
+    print(f"FIGURE {name} warm/bytes of decided memory-bound time: " + ", ".join(
+        f"[{lo:g},{hi:g}) {share:.0%}" for lo, hi, share in zip(edges, edges[1:], shares))
+        + f"; DRAM's term binds from {binding:.3f}")
 
 
 def figures(name: str, path: str) -> int:
@@ -77,7 +67,7 @@ def figures(name: str, path: str) -> int:
     count_a, worst_a = above(analytic)
     print(f"FIGURE {name} rows above their roof by more than 3%: {count} with the counters' levels (max "
           f"{worst:.3f}); {count_a} with the analytic levels (max {worst_a:.3f})")
-    thresholds(name, t, data.ceilings)
+    distribution(name, t, data.ceilings)
     decided = t[(t["memory_level_source"] == "counters") & (t["bound"] == "memory")]
     wrong = decided[decided["memory_level"] != decided["memory_level_analytic"]].sort_values("time_s", ascending=False)
     cols = ["op", "shapes", "dtype", "calls", "time_s", "bytes", "dram_bytes", "dram_bytes_warm",

@@ -12,14 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from counters_data import recorded_profile
+from counters_data import H200, recorded_profile
 from test_counters_run import collect, fake_ncu  # noqa: F401 - the fixture
 
 from rooflinectl.analysis.counter_levels import (
     counters_levels,
+    dram_binding_share,
     level_agreement,
     with_counters_levels,
 )
+from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.capture.ncu.command import CounterRunSpec, NcuInfo, ncu_command
 from rooflinectl.capture.ncu.csv_parse import measured_launches
 from rooflinectl.capture.ncu.metrics import ALL_METRICS
@@ -90,32 +92,59 @@ def _table() -> pd.DataFrame:
     })
 
 
-def test_counters_decide_the_level_where_warm_dram_bytes_are_under_half_the_traffic():
-    levels = counters_levels(_table(), "l2")
-    # 1/32 of the traffic: l2; 1.9/2: dram; 18 MB of min(100, 20) = 20 MB: dram (the model over-counts,
-    # the cache did not serve it); no warm figure, or a copy over the host link: undecided; no model
-    # bytes: against the cold 8 MB; 30 MB of min(50, 80) = 50 MB: dram
-    assert levels.tolist() == ["l2", "dram", "dram", "", "", "l2", "dram"]
+SHARE = 0.5  # DRAM roof / cache roof: DRAM's term binds from half of the bytes on
+
+
+def test_counters_hold_each_group_to_the_level_whose_term_binds():
+    levels = counters_levels(_table(), "l2", SHARE)
+    # warm 1 of 32 MB: l2; 1.9 of 2 GB: dram; 18 of the model's 100 MB: l2's term binds (a model
+    # that over-counts stays above the l2 term and is flagged); no warm figure, a copy over the host
+    # link, or no bytes to compare with: undecided; 30 of 50 MB: dram
+    assert levels.tolist() == ["l2", "dram", "l2", "", "", "", "dram"]
+    # the roofs set the share: with DRAM at 0.7 of the cache's roof, 30 of 50 MB no longer binds
+    assert counters_levels(_table(), "l2", 0.7).tolist() == ["l2", "dram", "l2", "", "", "", "l2"]
+    assert dram_binding_share(4.67e12, 8.55e12) == pytest.approx(0.546, abs=1e-3)
+    assert math.isnan(dram_binding_share(4.67e12, 0.0))
 
 
 def test_the_counters_level_replaces_the_guess_which_is_kept_beside_it():
-    out = with_counters_levels(_table(), "l2")
-    assert out["memory_level"].tolist() == ["l2", "dram", "dram", "l2", "host_pinned", "l2", "dram"]
+    out = with_counters_levels(_table(), "l2", SHARE)
+    assert out["memory_level"].tolist() == ["l2", "dram", "l2", "l2", "host_pinned", "dram", "dram"]
     assert out["memory_level_analytic"].tolist() == _table()["memory_level"].tolist()
     assert out["memory_level_source"].tolist() == ["counters", "counters", "counters", "analytic", "analytic",
-                                                   "counters", "counters"]
-    again = with_counters_levels(out.assign(dram_bytes_warm=np.nan), "l2")  # placed again without warm figures
+                                                   "analytic", "counters"]
+    again = with_counters_levels(out.assign(dram_bytes_warm=np.nan), "l2", SHARE)  # placed again without warm figures
     assert again["memory_level"].tolist() == _table()["memory_level"].tolist()
 
 
+def test_a_measured_group_is_held_to_the_slower_of_two_terms():
+    ceilings = H200
+    cache_bw = ceilings.memory_roof("l2", fall_back=False).value
+    dram_bw = ceilings.memory_roof("dram", fall_back=True).value
+    table = pd.DataFrame({
+        "kernel": ["k"] * 3, "op": ["aten::mul"] * 3, "unit": ["cuda_core"] * 3, "precision": ["fp32"] * 3,
+        "flops": [1e3] * 3, "bytes": [30e6] * 3, "time_s": [1e-5] * 3, "calls": [1] * 3,
+        "shapes": [""] * 3, "dtype": ["fp32"] * 3, "cost_source": ["analytic"] * 3,
+        "memory_level": ["dram"] * 3, "dram_bytes_warm": [1e6, 20e6, 90e6],
+    })
+    share = dram_binding_share(dram_bw, cache_bw)
+    placed = place_on_roofline(with_counters_levels(table, "l2", share), ceilings)
+    # 1 MB from DRAM: the cache's term (30 MB at its roof); 20 MB: DRAM's term for 20 MB;
+    # 90 MB (re-reads): DRAM's term for the group's 30 MB, never more than its bytes
+    expected_s = [30e6 / cache_bw, max(30e6 / cache_bw, 20e6 / dram_bw), 30e6 / dram_bw]
+    assert placed["roof_time_s"].tolist() == pytest.approx(expected_s, rel=1e-12)
+    assert placed["memory_level"].tolist() == ["l2", "dram", "dram"]  # 20 MB at 4.8 TB/s: 4.2 us > 3.0 us
+    assert placed["attainable_flops_per_s"].tolist() == pytest.approx([1e3 / s for s in expected_s], rel=1e-9)
+
+
 def test_level_agreement_is_the_share_of_decided_memory_bound_time():
-    agreed = level_agreement(with_counters_levels(_table(), "l2"))
+    agreed = level_agreement(with_counters_levels(_table(), "l2", SHARE))
     # decided memory-bound rows costed by the model: mul (1 s, dram vs l2: no), copy (4 s, yes),
-    # over-count (2 s, l2 vs dram: no); the ncu-costed row and the compute-bound gemm are left out
-    assert agreed["level_agree_time_share"] == pytest.approx(4.0 / 7.0)
+    # over-count (2 s, l2 and l2: yes); the ncu-costed row and the compute-bound gemm are left out
+    assert agreed["level_agree_time_share"] == pytest.approx(6.0 / 7.0)
     assert agreed["level_compared_time_share"] == pytest.approx(7.0 / (1 + 4 + 2 + 8 + 16))
     assert agreed["level_groups"] == 3
-    assert agreed["cache_groups_counters"] == 1 and agreed["cache_groups_analytic"] == 1
+    assert agreed["cache_groups_counters"] == 2 and agreed["cache_groups_analytic"] == 1
 
 
 @pytest.fixture(scope="module")
@@ -138,12 +167,13 @@ def test_end_to_end_the_warm_counters_set_the_level_and_the_roof(fake_ncu, recor
     # warm: scale x (read + write); cold: read + the larger of the writes and the L2 stores
     assert (decided["dram_bytes_warm"] <= float(scale) * decided["dram_bytes"] + decided["calls"]).all()  # rounding: 1 B per launch
     assert (decided["dram_bytes_warm"] > 0).all()
-    traffic = np.fmin(decided["bytes"], decided["dram_bytes"])
-    expected = np.where(decided["dram_bytes_warm"] < 0.5 * traffic, "l2", "dram")
+    from_dram = np.fmin(decided["bytes"], decided["dram_bytes_warm"])
+    expected = np.where(from_dram >= 4.8 / 10 * decided["bytes"], "dram", "l2")  # H200 fixture: L2 10 TB/s, DRAM 4.8
     assert (decided["memory_level"] == expected).all() and (expected == level).any()
-    memory = decided[(decided["bound"] == "memory") & (decided["memory_level"] == "l2")]
-    if len(memory):  # held to the L2 roof (H200 fixture: 10 TB/s), not DRAM's 4.8
-        assert memory["roof_time_s"].to_numpy() == pytest.approx(memory["bytes"].to_numpy() / 10e12, rel=1e-9)
+    memory = decided[decided["bound"] == "memory"]
+    if len(memory):  # the slower of the two terms
+        two_terms_s = np.fmax(memory["bytes"].to_numpy() / 10e12, from_dram[memory.index].to_numpy() / 4.8e12)
+        assert memory["roof_time_s"].to_numpy() == pytest.approx(two_terms_s, rel=1e-9)
 
 
 def test_end_to_end_a_replayed_warm_run_leaves_the_analytic_level(fake_ncu, recorded, monkeypatch):  # noqa: F811

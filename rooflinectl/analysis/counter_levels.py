@@ -1,17 +1,18 @@
 """The memory level the counters say, and how often the analytic guess agreed with it.
 
 Pure functions, DataFrame in, DataFrame out. The warm-cache run (capture/ncu/warm.py) measures a
-group's DRAM bytes with the caches as the program left them (`dram_bytes_warm`). A group is
-L2-served when its warm DRAM bytes are under L2_SERVED_SHARE of its traffic, the smaller of the
-minimum traffic (`bytes`) and the cold-cache DRAM bytes (`dram_bytes`, caches flushed): the
-smaller, so that a model that over-counts bytes is not mistaken for a cache that served them.
+group's DRAM bytes with the caches as the program left them (`dram_bytes_warm`). Every byte a
+kernel moves passes the L2 and only some of them come from DRAM, so a measured group has two
+memory floors, and its roof is the slower of them (a hierarchical roofline):
 
-Why half: the level names where most of the bytes came from. A row held to the L2 roof is never
-put above its roof by its bytes (the L2 roof is the faster one); a row held to DRAM whose warm
-DRAM bytes are a share s of its traffic can sit up to 1/s above the DRAM roof, when L2 serves the
-rest for free. Half bounds that at 2x while a group that moved most of its bytes from DRAM is
-still compared with DRAM (the roof it can really reach); rows above their roof stay flagged
-(`suspect`). A group without a warm figure keeps the analytic guess (analysis/memory_levels.py).
+    memory time = max(bytes / L2 roof, min(bytes, warm DRAM bytes) / DRAM roof)
+
+`bytes` is the table's count (the model's minimum traffic), so a model that over-counts bytes
+still puts its row above the L2 term and is flagged (`suspect` bytes). The level a group is held
+to is the term that binds: DRAM when its warm DRAM bytes are at least DRAM roof / L2 roof of its
+bytes (0.55 on the H200: 4.67 of 8.55 TB/s), else L2. No threshold is chosen: the roofs set it,
+and a group near it has nearly the same roof either way. A group without a warm figure keeps the
+analytic guess (analysis/memory_levels.py), held to one roof.
 """
 
 from __future__ import annotations
@@ -19,24 +20,32 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-L2_SERVED_SHARE = 0.5  # warm DRAM bytes under this share of the traffic: the cache served the group
 DECIDED_LEVELS = ("dram", "l2", "cache")  # levels the counters may replace (not a copy's host or peer link)
 
 
-def counters_levels(table: pd.DataFrame, cache_level: str = "l2") -> pd.Series:
-    """Per row, the level the warm counters say (cache_level or "dram"), '' where there is no
-    warm figure, no traffic to compare it with, or the row is a copy over a link."""
+def dram_binding_share(dram_bytes_per_s: float, cache_bytes_per_s: float) -> float:
+    """The share of a group's bytes that must come from DRAM for DRAM's time to bind: DRAM roof /
+    cache roof (NaN when either roof is unknown)."""
+    if not (dram_bytes_per_s > 0 and cache_bytes_per_s > 0):
+        return float("nan")
+    return float(dram_bytes_per_s) / float(cache_bytes_per_s)
+
+
+def counters_levels(table: pd.DataFrame, cache_level: str, binding_share: float) -> pd.Series:
+    """Per row, the level whose term binds the two-level roof (cache_level or "dram"), '' where
+    there is no warm figure, no bytes to compare it with, or the row is a copy over a link.
+    binding_share: dram_binding_share of the ceilings."""
     warm = _column(table, "dram_bytes_warm")
-    traffic = np.fmin(_column(table, "bytes"), _column(table, "dram_bytes"))  # fmin: NaN only when both are
-    level = np.where(warm < L2_SERVED_SHARE * traffic, cache_level, "dram").astype(object)
-    known = ~np.isnan(warm) & (traffic > 0)
+    nbytes = _column(table, "bytes")
+    level = np.where(np.fmin(nbytes, warm) >= binding_share * nbytes, "dram", cache_level).astype(object)
+    known = ~np.isnan(warm) & (nbytes > 0) & np.isfinite(binding_share)
     if "memory_level" in table.columns:
         known &= table["memory_level"].isin(DECIDED_LEVELS).to_numpy()
     level[~known] = ""
     return pd.Series(level, index=table.index, dtype=object)
 
 
-def with_counters_levels(table: pd.DataFrame, cache_level: str = "l2") -> pd.DataFrame:
+def with_counters_levels(table: pd.DataFrame, cache_level: str, binding_share: float) -> pd.DataFrame:
     """The table with `memory_level` from the counters where they decide (`memory_level_source`
     counters), the analytic guess kept in `memory_level_analytic` for every row."""
     out = table.copy()
@@ -46,7 +55,7 @@ def with_counters_levels(table: pd.DataFrame, cache_level: str = "l2") -> pd.Dat
         analytic = analytic.where(~redone, out["memory_level_analytic"])
     out["memory_level_analytic"] = analytic.fillna("dram").replace("", "dram")
     out["memory_level"] = out["memory_level_analytic"]
-    levels = counters_levels(out, cache_level)
+    levels = counters_levels(out, cache_level, binding_share)
     decided = levels != ""
     out.loc[decided, "memory_level"] = levels[decided]
     out["memory_level_source"] = np.where(decided, "counters", "analytic")

@@ -9,7 +9,10 @@ peak       = the compute roof (the clock-scaled spec peak where the spec is know
 roof_time  = max(flops / peak, bytes / bandwidth): the time the work needs at the roof
 bandwidth  = the roof of the row's `memory_level`: DRAM's, the last-level cache's (l2 / cache) for
              cache-resident groups (analysis/memory_levels.py), or for host transfers (memcpy
-             HtoD/DtoH, peer) the host link's, pinned or pageable as the copy was
+             HtoD/DtoH, peer) the host link's, pinned or pageable as the copy was. A group the
+             warm-cache counters measured has two: bytes / the cache's roof and min(bytes, warm
+             DRAM bytes) / DRAM's, the slower binding (analysis/counter_levels.py); its
+             bandwidth is bytes over that time
 efficiency = roof_time / time  (the same as achieved / attainable, and defined for 0-FLOP copies)
 bound      = latency  when one call's roof time is under the device's kernel floor (the work is
                       too small for any roof to matter: launch and latency dominate),
@@ -88,6 +91,24 @@ def _bandwidths(out: pd.DataFrame, ceilings: Ceilings) -> np.ndarray:
     return np.array([values[level] for level in levels], dtype=float)
 
 
+def _two_level_memory_s(out: pd.DataFrame, nbytes: np.ndarray, one_level_s: np.ndarray,
+                        ceilings: Ceilings) -> np.ndarray:
+    """The memory time at the roof: one level's, or for the rows the warm-cache counters decided
+    (memory_level_source counters) the slower of the cache's term and DRAM's term for the DRAM
+    bytes the counters saw (capped at the row's bytes)."""
+    if "dram_bytes_warm" not in out.columns or "memory_level_source" not in out.columns:
+        return one_level_s
+    cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
+    dram = ceilings.memory_roof("dram", fall_back=True)
+    if cache is None or dram is None:
+        return one_level_s
+    warm = pd.to_numeric(out["dram_bytes_warm"], errors="coerce").to_numpy(dtype=float)
+    decided = (out["memory_level_source"] == "counters").to_numpy() & ~np.isnan(warm) \
+        & out["memory_level"].isin(("dram", ceilings.cache_level())).to_numpy()
+    two_level_s = np.fmax(nbytes / cache.value, np.fmin(nbytes, warm) / dram.value)
+    return np.where(decided, two_level_s, one_level_s)
+
+
 def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     """Add intensity, achieved, attainable, roof_time_s, efficiency, bound, headroom, share (and
     sm_clock_mhz, registers_per_thread, shared_bytes_per_block as NaN where the table lacks them, the
@@ -118,7 +139,8 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(nbytes > 0, flops / nbytes, np.where(flops > 0, np.inf, 0.0))
         compute_s = np.where(bytes_only, 0.0, flops / peaks)
-        memory_s = nbytes / bandwidth
+        memory_s = _two_level_memory_s(out, nbytes, nbytes / bandwidth, ceilings)
+        bandwidth = np.where(memory_s > 0, nbytes / memory_s, bandwidth)
         roof_s = np.where(on_link, memory_s, np.fmax(compute_s, memory_s))  # no link roof: unknown
         out["intensity"] = intensity
         out["achieved_flops_per_s"] = flops / time_s

@@ -78,7 +78,7 @@ def level_line(summary: dict[str, Any], agreement: dict[str, Any]) -> str:
                            "--measure`, every group stays on DRAM)"}
         return ("memory level: analytic guess only; " + why.get(warm.get("status", ""), "no warm-cache counters in this "
                 "profile (profile again with --counters ncu)")).rstrip(": ")
-    return (f"memory level (warm caches, l2 when under half the traffic reached DRAM): counters decide "
+    return (f"memory level (warm caches: the binding term of bytes at the L2 roof, warm DRAM bytes at DRAM's): counters decide "
             f"{agreement['level_groups']} memory-bound groups, {percent(agreement.get('level_compared_time_share'))} "
             f"of memory-bound time; the analytic guess agrees on {percent(agreement.get('level_agree_time_share'))} of "
             f"it; cache-served: {agreement.get('cache_groups_counters', 0)} groups by counters, "
