@@ -29,6 +29,12 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
                          "collective (communication between ranks: NCCL kernels, gloo work), other"),
     "module": ("str", "nn.Module path active at launch, '' when none"),
     "shapes": ("str", "input shapes of the op, e.g. '[64, 128] x [128, 256]'"),
+    "op_args": ("str", "the op's scalar arguments that a rebuild needs and the shapes do not say, as a JSON object "
+                       "with sorted keys (attribution/op_args.py); convolutions (forward and backward): stride, "
+                       "padding, dilation, output_padding (one entry per spatial dimension), transposed, groups and "
+                       "the input's memory_format (contiguous, channels_last or '' for another layout), the "
+                       "backward's output_mask and bias_sizes too; '' for other ops, when the trace recorded no "
+                       "value (no Concrete Inputs), and in profiles written before it was kept"),
     "source": ("str", "the user's source line that called the op, 'path:line' (path relative to the run's working "
                       "directory, metadata source_lines.root, when inside it); backward work: its forward op's line; "
                       "'' when none (torch.compile, --no-source, profiles written before it was kept)"),
@@ -198,7 +204,7 @@ SUMMARY_KEYS: dict[str, str] = {
 }
 
 # Columns added after schema_version 1 was first written: a profile without them reads with these values.
-LATER_COLUMNS: dict[str, object] = {"source": "", "source_function": "", "source_call": ""}
+LATER_COLUMNS: dict[str, object] = {"source": "", "source_function": "", "source_call": "", "op_args": ""}
 
 # Columns of the counters tier, and the value a row without counters carries in each.
 COUNTER_COLUMNS: dict[str, object] = {

@@ -85,10 +85,20 @@ def verify_figures(name: str, data: Any, report: Any, markdown_dir: str | None =
         measured = "-" if row["measured_saving_s"] is None else f"{row['measured_saving_s'] * 1e3:.3f} ms"
         print(f"FIGURE verify {name} {f.rule_id} [{f.subject[:60]}] x{f.count}: {row['status']}; est "
               f"{f.est_saving_s * 1e3:.3f} ms, measured {measured} over {iterations:g} iterations; {row['detail'][:300]}")
-    missing = [r for r in out if r["warning"] and r["status"] in ("no verifier",)]
-    print(f"CHECK verify {name}: {sum(r['warning'] for r in out)} warning-level findings, "
-          f"{len(missing)} without a verifier" + (f" ({', '.join(r['rule'] for r in missing)})" if missing else ""))
+    print(measurement_check(name, out))
     return out
+
+
+def measurement_check(name: str, rows: list[dict[str, Any]]) -> str:
+    """The CHECK line: a warning-level finding counts as measured only when --verify timed it
+    (gain or no gain); "not-run" (a rebuild refused, the budget spent) and no verifier do not, and
+    each one is named with its reason."""
+    warnings = [r for r in rows if r["warning"]]
+    missing = [r for r in warnings if r["status"] not in ("gain", "no-gain")]
+    named = "; ".join(f"{r['rule']} [{r['subject'][:50]}]: {r['status']}" + (f" ({r['detail'][:160]})" if r["detail"] else "")
+                      for r in missing)
+    return (f"CHECK verify {name}: {len(warnings)} warning-level findings, {len(missing)} without a measurement"
+            + (f": FAILED: {named}" if missing else ": ok"))
 
 
 def report_main(args: argparse.Namespace) -> int:

@@ -49,7 +49,7 @@ def cpu_ceilings() -> Ceilings:
 def row(op: str, family: str, shapes: str, *, flops: float, bytes_: float, time_s: float | None = None,
         efficiency: float | None = None, calls: int = 1, dtype: str = "bfloat16", precision: str | None = None,
         unit: str | None = None, origin: str = "aten", module: str = "", kernel: str | None = None,
-        blocks: float = math.nan, cost_source: str = "analytic", source: str = "") -> dict[str, Any]:
+        blocks: float = math.nan, cost_source: str = "analytic", source: str = "", op_args: str = "") -> dict[str, Any]:
     """One kernel-table row; give time_s, or efficiency (share of the roof) to derive it."""
     precision = precision or PRECISION_OF.get(dtype, "fp32")
     if cost_source == "none":  # as attribution writes it: an unknown cost is NaN, never a number
@@ -60,7 +60,8 @@ def row(op: str, family: str, shapes: str, *, flops: float, bytes_: float, time_
            "shapes": shapes, "dtype": dtype, "device": "cuda", "origin": origin, "calls": calls,
            "time_s": time_s, "flops": flops, "bytes": bytes_, "precision": precision, "unit": unit,
            "cost_source": cost_source, "cost_note": "", "blocks": blocks, "threads_per_block": 256.0,
-           "rank": 0, "source": source, "source_function": "", "source_call": "", "_efficiency": efficiency}
+           "rank": 0, "source": source, "source_function": "", "source_call": "", "op_args": op_args,
+           "_efficiency": efficiency}
     return out
 
 

@@ -93,13 +93,13 @@ def analyse(rows: list[tuple[Any, ...]], ceilings: Ceilings, device: str = "cuda
          "calls": calls, "time_s": time_s, "flops": flops if source != "none" else math.nan,
          "bytes": nbytes if source != "none" else math.nan, "precision": precision, "unit": unit,
          "cost_source": source, "cost_note": "", "blocks": 1024.0, "threads_per_block": 256.0, "rank": 0,
-         "source": "", "source_function": "", "source_call": ""}
+         "source": "", "source_function": "", "source_call": "", "op_args": ""}
         for kernel, op, family, module, precision, unit, calls, time_s, flops, nbytes, source in rows
     ]
     columns = [c for c in KERNEL_COLUMNS if c in ("kernel", "op", "op_family", "module", "shapes", "dtype", "device",
                                                    "origin", "calls", "time_s", "flops", "bytes", "precision", "unit",
                                                    "cost_source", "cost_note", "blocks", "threads_per_block", "rank",
-                                                   "source", "source_function", "source_call")]
+                                                   "source", "source_function", "source_call", "op_args")]
     table = place_on_roofline(pd.DataFrame.from_records(records, columns=columns), ceilings)[list(KERNEL_COLUMNS)]
     return table.sort_values("time_s", ascending=False, ignore_index=True)
 

@@ -135,12 +135,6 @@ def test_fp32_matmul_is_rebuilt_with_tf32_switched_on_only_for_the_fix(on_meta):
     assert seen == [((4096, 4096), True), ((4096, 4096), True)]
 
 
-def test_convolutions_are_not_rebuilt_and_say_why():
-    data = real_profile("resnet50_train_eager", H200, ("aten::cudnn_convolution", "aten::convolution_backward"))
-    _, trials, skipped = trials_of(data, "gemm.alignment")
-    assert trials is None and skipped.status == "not-run" and "stride or padding" in skipped.detail
-
-
 def test_measured_savings_rank_findings_and_a_fix_without_gain_is_demoted():
     """Three findings ranked by estimate 30, 20, 10 ms; --verify measures 5 ms on the first (still
     a gain), 25 ms on the second, no gain on the third: the order becomes second, first, third."""

@@ -144,3 +144,53 @@ def test_a_function_that_synchronises_cannot_be_captured_and_says_why():
 def test_the_piece_models_file_loads_in_function_mode():
     path = Path(__file__).parents[1] / "scripts" / "advice_models.py"
     assert rebuild_launches.function_target({"command": ["rooflinectl", "profile", f"{path}:step"]})[1] == "step"
+
+
+def measured(report, rule_id, *ops):
+    """The finding of rule_id whose rebuilt label names every op, measured (not "not-run")."""
+    found = [f for f in report.findings if f.rule_id == rule_id and f.verification is not None
+             and all(op in f.verification.detail for op in ops)]
+    assert found, [(f.rule_id, f.subject, f.verification) for f in report.findings]
+    v = found[0].verification
+    assert v.status in ("gain", "no-gain"), v
+    assert v.original_s > 0 and v.fixed_s > 0
+    return found[0]
+
+
+def test_a_chain_with_floor_divide_and_sort_is_rebuilt_and_timed():
+    """floor_divide, sort: rebuilds added after the last H200 run (MoE routing, Mixtral's top-k)."""
+    def route(x, y):
+        return torch.sort(torch.floor_divide(x, y) * 2.0 + x, dim=-1)[0]
+
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    y = torch.rand(4096, 4096, device="cuda", dtype=torch.bfloat16) + 0.5
+    data, report = verified(route, x, y)
+    f = measured(report, "fusion.memory-chain", "floor_divide")  # sort joins the chain where it is memory-bound
+    if f.verification.status == "gain":
+        check_gain(data, f)
+
+
+class KVCache(torch.nn.Module):
+    """GPT-2's KV cache in one module: the key and the value each joined to their cache (two cats)."""
+
+    def forward(self, kc, vc, k, v):
+        return torch.cat([kc, k], dim=2), torch.cat([vc, v], dim=2)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache = KVCache()
+
+    def forward(self, *tensors):
+        return self.cache(*tensors)
+
+
+def test_a_kv_cache_chain_of_cats_is_rebuilt_and_timed():
+    """aten::cat: GPT-2's cat+cat chain (12x) was "not run" on the H200 before its rebuild existed."""
+    cache = [torch.randn(8, 12, 1024, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    new = [torch.randn(8, 12, 1, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    data, report = verified(Attention().cuda(), *cache, *new)
+    f = measured(report, "fusion.memory-chain", "cat")
+    if f.verification.status == "gain":
+        check_gain(data, f)

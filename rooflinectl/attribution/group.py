@@ -12,7 +12,8 @@ from rooflinectl.aggregate import aggregate
 from rooflinectl.attribution.records import PER_LAUNCH_COLUMNS
 from rooflinectl.schema import LATER_COLUMNS
 
-GROUP_KEY = ["kernel", "op", "shapes", "dtype", "module", "source"]  # module too: repeated layers stay apart
+# module too: repeated layers stay apart; op_args: two convolutions of one input shape and another stride
+GROUP_KEY = ["kernel", "op", "shapes", "dtype", "module", "source", "op_args"]
 MAX_SEQUENCE = 100_000
 
 
@@ -57,5 +58,5 @@ def group_table(launches: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
 
 def group_index(launches: pd.DataFrame) -> pd.Series:
     """Each launch's row in group_launches' table (groups numbered in first-seen order)."""
-    keys = [k for k in GROUP_KEY if k in launches.columns]  # no source column: launches kept before it existed
+    keys = [k for k in GROUP_KEY if k in launches.columns]  # no source, op_args: launches kept before they existed
     return launches.reset_index(drop=True).groupby(keys, sort=False, dropna=False).ngroup()

@@ -265,7 +265,8 @@ class _GpuJoin:
             total = self.time_by_op[(costed, instance)]
             share = k.dur_ns / total if total > 0 else 1.0
             replay_note = "replayed from a CUDA graph: op from the graph's capture" if instance >= 0 else ""
-            return Attribution(index.label(costed), cost, share, shapes, origin, index.source(costed), replay_note)
+            return Attribution(index.label(costed), cost, share, shapes, origin, index.source(costed), replay_note,
+                               index.op_args(costed))
         note = ("replayed from a CUDA graph whose capture the trace does not hold (captured before profiling?): "
                 "no op, so no cost" if k.correlation in self.graph_correlations and instance < 0
                 else "Inductor kernel compiled without its cost annotations (benchmark_kernel off)"
@@ -317,7 +318,7 @@ def _cpu_records(index: OpIndex, records: Records) -> None:
         generated = is_generated_kernel(op.name)
         origin = "inductor" if generated else "library" if op.name.startswith(GLOO_PREFIX) else "aten"
         if cost is not None:
-            how = Attribution(index.label(i), cost, 1.0, shapes, origin, index.source(i))
+            how = Attribution(index.label(i), cost, 1.0, shapes, origin, index.source(i), op_args=index.op_args(i))
         elif generated:
             how = Attribution(index.label(i), None, 0.0, shapes, origin, "none",
                                "Inductor C++ kernel whose buffers its generated wrapper does not let us read")

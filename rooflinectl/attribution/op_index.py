@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from rooflinectl.attribution.calls import cost_key, op_call, shapes_text
+from rooflinectl.attribution.op_args import op_args_text
 from rooflinectl.attribution.sources import SourceIndex
 from rooflinectl.attribution.spans import merge_spans, span_index
 from rooflinectl.capture.read.raw import RawOp, RawTrace
@@ -41,6 +42,7 @@ from rooflinectl.costs.inductor import fused_label, is_generated_kernel
 COMPILE_SCOPE_SUFFIX = " (dynamo_timed)"  # torch._dynamo.utils.dynamo_timed's profiler scopes: compile work
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
+Explained = tuple[OpCost | None, str, str, str]  # cost, shapes text, why unknown, op_args (attribution/op_args.py)
 
 
 class OpIndex:
@@ -76,8 +78,8 @@ class OpIndex:
         self._region_starts = [a for a, _ in self.region_spans]
         self._excluded_starts = [a for a, _ in self.excluded_spans]
         # per-op memos as lists (a dict of a million int keys costs ~70 MB more)
-        self._costs: list[tuple[OpCost | None, str, str] | None] = [None] * len(self.ops)
-        self._by_call: dict[tuple[Any, ...], tuple[OpCost | None, str, str]] = {}
+        self._costs: list[Explained | None] = [None] * len(self.ops)
+        self._by_call: dict[tuple[Any, ...], Explained] = {}
         self._modules: list[str | None] = [None] * len(self.ops)
         self.compiled_kernels = trace.compiled_kernels
         self.compile_work = [False] * len(self.ops)  # inside a (dynamo_timed) scope; parents come first
@@ -149,28 +151,32 @@ class OpIndex:
         """(cost or None, input shapes text) of op i."""
         return self._explained(i)[:2]
 
-    def explained_entry(self, i: int) -> tuple[OpCost | None, str, str]:
-        """(cost, shapes text, why unknown) of op i: one tuple shared by every op of the same
-        distinct call (its identity tells launches of equal cost apart from the rest)."""
+    def explained_entry(self, i: int) -> Explained:
+        """(cost, shapes text, why unknown, op_args) of op i: one tuple shared by every op of the
+        same distinct call (its identity tells launches of equal cost apart from the rest)."""
         return self._explained(i)
 
-    def _explained(self, i: int) -> tuple[OpCost | None, str, str]:
-        """(cost, shapes text, why unknown) of op i, computed once per distinct call (cost_key)."""
+    def op_args(self, i: int) -> str:
+        """The kernel table's op_args of op i (attribution/op_args.py: a convolution's arguments)."""
+        return self._explained(i)[3]
+
+    def _explained(self, i: int) -> Explained:
+        """(cost, shapes text, why unknown, op_args) of op i, computed once per distinct call (cost_key)."""
         cached = self._costs[i]
         if cached is None:
             op = self.ops[i]
             if op.category == "user_annotation" and op.name.startswith(GLOO_PREFIX) and self.device_kind == "cpu":
                 gloo = collective_from_gloo(op.name, op.input_dims, op.input_types, self.world_size)
-                cached = (cost_of(gloo), gloo.shapes(), "") if gloo else \
-                    (None, "", "gloo annotation without the buffer's dims and type")
+                cached = (cost_of(gloo), gloo.shapes(), "", "") if gloo else \
+                    (None, "", "gloo annotation without the buffer's dims and type", "")
             elif op.category != "cpu_op":
-                cached = (None, "", "")
+                cached = (None, "", "", "")
             elif "Collective name" in op.args:  # record_param_comms: on GPU its kernels do the work
                 nccl = collective_from_args(op.args) if self.device_kind == "cuda" else None
                 why = "collective of a kind, size or dtype not modelled" if self.device_kind == "cuda" else ""
-                cached = (cost_of(nccl), nccl.shapes(), "") if nccl else (None, "", why)
+                cached = (cost_of(nccl), nccl.shapes(), "", "") if nccl else (None, "", why, "")
             elif not ("kernel_num_gb" in op.args or op.name in self.compiled_kernels or has_formula(op.name)):
-                cached = (None, "", "")
+                cached = (None, "", "", "")
             else:
                 # children, then grandchildren: an op's hints may sit one level down (index_put_ ->
                 # _index_put_impl_ -> masked_fill_ holds the boolean mask)
@@ -183,17 +189,17 @@ class OpIndex:
             self._costs[i] = cached
         return cached
 
-    def _compute_cost(self, op: RawOp, children: list[RawOp]) -> tuple[OpCost | None, str, str]:
+    def _compute_cost(self, op: RawOp, children: list[RawOp]) -> Explained:
         if "kernel_num_gb" in op.args:
             call = op_call(op)
-            return (cost_of(InductorTritonLaunch(op.name, op.args, call)), shapes_text(call), "")
+            return (cost_of(InductorTritonLaunch(op.name, op.args, call)), shapes_text(call), "", "")
         if op.name in self.compiled_kernels:
             buffers = self.compiled_kernels[op.name].get("buffers")
             shapes = " x ".join(str(b["shape"]) for b in buffers or [])
-            return (cost_of(InductorCppCall(op.name, buffers)), shapes, "")
+            return (cost_of(InductorCppCall(op.name, buffers)), shapes, "", "")
         call = op_call(op, children)
         cost, why = explain_cost(call)
-        return (cost, shapes_text(call), why)
+        return (cost, shapes_text(call), why, op_args_text(call, cost))
 
     def label(self, i: int) -> str:
         """The op column: the op's name, the aten ops a generated kernel fused, or for a

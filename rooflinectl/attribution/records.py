@@ -18,14 +18,14 @@ import pandas as pd
 from rooflinectl.attribution.precision import unit_and_precision
 from rooflinectl.costs import OpCost
 
-LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "time_s",
+LAUNCH_COLUMNS = ["kernel", "op", "op_family", "module", "shapes", "op_args", "dtype", "device", "origin", "time_s",
                   "flops", "bytes", "min_bytes", "cost_source", "cost_note", "blocks", "threads_per_block",
                   "registers_per_thread", "shared_bytes_per_block", "unit",
                   "precision", "source", "source_function", "source_call", "start_ns", "end_ns", "launch_ns",
                   "correlation"]
 PER_LAUNCH_COLUMNS = ("start_ns", "end_ns", "launch_ns", "correlation")  # one launch's own: not in a table row
 # The columns a launch shares with every launch of its kind (Records.add), in Records' order.
-KIND_COLUMNS = ("kernel", "op", "op_family", "module", "shapes", "dtype", "device", "origin", "cost_source",
+KIND_COLUMNS = ("kernel", "op", "op_family", "module", "shapes", "op_args", "dtype", "device", "origin", "cost_source",
                 "cost_note", "blocks", "threads_per_block", "registers_per_thread", "shared_bytes_per_block",
                 "unit", "precision", "source", "source_function", "source_call", "min_ratio")
 # min_ratio: the op's minimum bytes over the bytes its cost counts (1 where they are the same, NaN
@@ -62,6 +62,7 @@ class Attribution(NamedTuple):
     origin: str
     source: str  # cost_source when the cost is known
     note: str = ""  # cost_note when the cost is unknown; appended to a known cost's own note
+    op_args: str = ""  # the op's arguments a verifier rebuilds it with (attribution/op_args.py)
 
 
 class Records:
@@ -97,7 +98,7 @@ class Records:
             if unit is None:
                 unit = self._units[key] = (unit_and_precision(family, dtype, launch.device, self.metadata)
                                            if dtype else ("simt", ""))
-        values = (launch.kernel, how.op, family, launch.module, how.shapes, dtype, launch.device, how.origin,
+        values = (launch.kernel, how.op, family, launch.module, how.shapes, how.op_args, dtype, launch.device, how.origin,
                   how.source if cost is not None else "none", note, launch.blocks, launch.threads_per_block,
                   launch.registers_per_thread, launch.shared_bytes_per_block, unit[0], unit[1], *launch.source_line,
                   _min_ratio(cost))

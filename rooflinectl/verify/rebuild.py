@@ -4,7 +4,7 @@ What the profile does not record is chosen the common way and said here: operand
 random tensors; an activation is contiguous and a matmul's second operand has nn.Linear's
 layout (a [N, K] weight, transposed view), except where the finding says a transposed operand
 is why the kernel ran unaligned (its M is a leading dimension); attention has no mask.
-Convolutions are not rebuilt: the profile keeps no stride or padding.
+Convolutions: verify/rebuild_conv.py (from the row's op_args), called from the rules' rebuilders here.
 """
 
 from __future__ import annotations
@@ -88,12 +88,18 @@ def _rows(finding: Finding, kernels: pd.DataFrame) -> list[tuple[int, pd.Series]
 
 @rebuilds("gemm.alignment")
 def padded_gemm(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
-    """Each GEMM row as profiled and with its misaligned dimensions padded to the suggested size."""
-    trials = []
-    for _, row in _rows(finding, kernels):
+    """Each GEMM row as profiled and with its misaligned dimensions padded to the suggested size;
+    each convolution likewise, its channels padded (rebuild_conv.padded_convs)."""
+    from rooflinectl.verify import rebuild_conv  # it builds on this module's helpers
+
+    trials, convs = [], []
+    for r, row in _rows(finding, kernels):
         case = misaligned(row)
-        if case is None or case.family != "gemm":
-            raise NotRebuilt("convolutions are not rebuilt: the profile keeps no stride or padding")
+        if case is None:
+            raise NotRebuilt(f"row {r} is not a misaligned GEMM or convolution")
+        if case.family == "conv":
+            convs.append((row, case))
+            continue
         op, dims, dtype = cell_text(row, "op"), _dims(row), dtype_of(row)
         fixed = GemmDims(m=case.padded.get("M", dims.m), n=case.padded.get("N", dims.n),
                          k=case.padded.get("K", dims.k), batch=dims.batch)
@@ -106,7 +112,7 @@ def padded_gemm(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
         padded = ", ".join(f"{k} {v} -> {case.padded[k]}" for k, v in case.dims.items())
         trials.append(Trial(f"{op.split('::')[-1]} {cell_text(row, 'shapes')} with {padded}", make,
                             cell_float(row, "time_s", 0.0), _gemm_bytes(dims, dtype) + _gemm_bytes(fixed, dtype)))
-    return trials
+    return trials + rebuild_conv.padded_convs(convs)
 
 
 def _with_tf32(enabled: bool, call: Callable[[], Any]) -> Callable[[], Any]:
@@ -122,11 +128,17 @@ def _with_tf32(enabled: bool, call: Callable[[], Any]) -> Callable[[], Any]:
 
 @rebuilds("precision.fp32-matmul")
 def tf32_gemm(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
-    """Each fp32 GEMM row with TF32 off (as profiled) and on (the fix)."""
-    trials = []
+    """Each fp32 GEMM row with TF32 off (as profiled) and on (the fix); each convolution with
+    cuDNN's TF32 off and on (rebuild_conv.tf32_convs)."""
+    from rooflinectl.verify import rebuild_conv  # it builds on this module's helpers
+
+    trials, convs = [], []
     for _, row in _rows(finding, kernels):
+        if cell_text(row, "op_family") == "conv":
+            convs.append(row)
+            continue
         if cell_text(row, "op_family") != "gemm":
-            raise NotRebuilt("only matmuls are rebuilt (convolutions: no stride or padding recorded)")
+            raise NotRebuilt("only matmuls and convolutions are rebuilt (attention: its fix is bf16 autocast)")
         op, dims = cell_text(row, "op"), _dims(row)
 
         def make(op: str = op, dims: GemmDims = dims) -> Pair:
@@ -135,7 +147,7 @@ def tf32_gemm(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
 
         trials.append(Trial(f"{op.split('::')[-1]} {cell_text(row, 'shapes')} fp32 with TF32", make,
                             cell_float(row, "time_s", 0.0), _gemm_bytes(dims, torch.float32)))
-    return trials
+    return trials + rebuild_conv.tf32_convs(convs)
 
 
 @rebuilds("attention.materialised-scores")

@@ -7,7 +7,9 @@
 # function mode). For each: FIGURE lines with the findings shown by default (at most 10), the
 # duplicates among them (same rule and pattern: expect 0), whether the zero-saving notes come
 # after the actions, and `advise --verify`'s measurement of each warning-level finding
-# (scripts/advice_check.py). Then three end-to-end checks: the GPT-2 LM head padded to 50304, the
+# (scripts/advice_check.py; its "CHECK verify NAME: N warning-level findings, M without a
+# measurement" counts a "not-run" as unmeasured and names it with its reason: the ViT's patch
+# embedding conv (C_in 3 -> 8) is rebuilt from the kernel table's op_args since 2026-12-02). Then three end-to-end checks: the GPT-2 LM head padded to 50304, the
 # GPT-2 MLP activations compiled, the MoE loop as one grouped GEMM, and (after the ViT's profile)
 # the ViT's fp32 matmuls on TF32, each timed on the model itself against the verified saving (+-30%). The GPT-2 table at 80 columns shows the first screen.
 # Order: GPT-2 and the MoE loop profiled and verified, the end-to-end timings against them, then
