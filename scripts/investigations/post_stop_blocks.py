@@ -144,13 +144,16 @@ def timed_block(step: Callable[[], None], n: int, cuda: bool) -> list[float]:
 
 
 def blocks(step: Callable[[], None], count: int, n: int, cuda: bool, clock: GcClock) -> dict:
-    """count blocks of n steps: each block's median step (ms) and GC time per step (ms)."""
-    medians, gc_ms = [], []
+    """count blocks of n steps: each block's median and fastest step (ms; on a shared CPU the
+    fastest is the step without other tenants' time in it) and GC time per step (ms)."""
+    medians, minimums, gc_ms = [], [], []
     for _ in range(count):
         gc_before, _ = clock.read()
-        medians.append(statistics.median(timed_block(step, n, cuda)))
+        times = timed_block(step, n, cuda)
+        medians.append(statistics.median(times))
+        minimums.append(min(times))
         gc_ms.append((clock.read()[0] - gc_before) * 1e3 / n)
-    return {"medians": medians, "gc_ms_per_step": gc_ms}
+    return {"medians": medians, "minimums": minimums, "gc_ms_per_step": gc_ms}
 
 
 def installed_state() -> dict:
@@ -216,12 +219,30 @@ def middle(mode: str, device: str, step: Callable[[], None]) -> tuple[object, st
 
 
 def tiny_us(cuda: bool) -> float | None:
+    """One tiny CUDA launch's host cost (us; min of 3 loops): CUPTI left attached shows here."""
     if not cuda:
         return None
     from post_profiler_overhead import per_launch_us
 
     tiny = torch.zeros(1, device="cuda")
     return round(min(per_launch_us(tiny) for _ in range(3)), 2)
+
+
+def host_probes_us(n: int = 2000) -> dict[str, float]:
+    """Host cost (us; min of 5 loops of n) of one CPU op (a RecordFunction callback or a torch
+    function mode left on shows here) and of one nn.Module call (module hooks, sys.monitoring
+    events): far less noisy than a whole step, and each names what would cost."""
+    x, module = torch.zeros(1), torch.nn.Identity()
+
+    def per_call_us(call: Callable[[], object]) -> float:
+        best = float("inf")
+        for _ in range(5):
+            began = time.perf_counter()
+            for _ in range(n):
+                call()
+            best = min(best, (time.perf_counter() - began) / n * 1e6)
+        return round(best, 3)
+    return {"cpu_op_us": per_call_us(lambda: x.add_(1)), "module_call_us": per_call_us(lambda: module(x))}
 
 
 def main() -> None:
@@ -250,12 +271,14 @@ def main() -> None:
     clock = GcClock()
     state_before = installed_state()
     tiny_before = tiny_us(cuda)
+    probes_before = host_probes_us()
     before = blocks(step, args.blocks, args.steps, cuda, clock)
     began = time.perf_counter()
     held, note = middle(args.mode, args.device, step)
     middle_s = time.perf_counter() - began
     state_after = installed_state()
     tiny_after = tiny_us(cuda)
+    probes_after = host_probes_us()
     after = blocks(step, args.blocks, args.steps, cuda, clock)
     row = {
         "mode": args.mode, "device": args.device, "model": args.model, "pid": os.getpid(), "note": note,
@@ -265,6 +288,9 @@ def main() -> None:
         "gc_after_ms_per_step": round(statistics.fmean(after["gc_ms_per_step"]), 5),
         "gc_collections": clock.read()[1], "middle_s": round(middle_s, 3),
         "tiny_before_us": tiny_before, "tiny_after_us": tiny_after,
+        "probes_before_us": probes_before, "probes_after_us": probes_after,
+        "before_min_ms": [round(t, 4) for t in before["minimums"]], "after_min_ms": [round(t, 4) for t in after["minimums"]],
+        "ratio_min": round(statistics.median(after["minimums"]) / statistics.median(before["minimums"]), 4),
         "ratio": round(statistics.median(after["medians"]) / statistics.median(before["medians"]), 4),
         "state_before": state_before, "state_after": state_after,
     }
