@@ -118,14 +118,13 @@ def test_the_step_limit_stop_reports_no_phase_while_the_program_runs_on() -> Non
     step = [0]
     model = torch.nn.Linear(4, 4)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with listening(lambda phase: phases.append((step[0], phase))):
-        with ProfilingSession("cpu", profile_steps=2) as session:
-            for step[0] in range(1, 6):
-                model(torch.ones(2, 4)).sum().backward()
-                opt.step()
-            assert session.limit is not None and session.limit.stopped
-            during = list(phases)
-            step[0] = 99  # the end of the run
+    with listening(lambda phase: phases.append((step[0], phase))), ProfilingSession("cpu", profile_steps=2) as session:
+        for step[0] in range(1, 6):
+            model(torch.ones(2, 4)).sum().backward()
+            opt.step()
+        assert session.limit is not None and session.limit.stopped
+        during = list(phases)
+        step[0] = 99  # the end of the run
     assert during == []
     assert (99, "stopping the profiler") not in phases  # stopped already: the end does not stop again
     assert any(phase.startswith("exporting the trace") for at, phase in phases if at == 99)
