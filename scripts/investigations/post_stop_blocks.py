@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import hashlib
 import json
 import os
 import statistics
@@ -143,17 +144,45 @@ def timed_block(step: Callable[[], None], n: int, cuda: bool) -> list[float]:
     return times
 
 
-def blocks(step: Callable[[], None], count: int, n: int, cuda: bool, clock: GcClock) -> dict:
+class Reference:
+    """A fixed host workload in C only (SHA-256 of a buffer that fits the cache): no Python
+    bytecode, no torch, so nothing of ours can slow it; run around each block, it measures how
+    fast this host runs at that moment (other tenants on the core, frequency), and a block's
+    step divided by it cancels that to first order."""
+
+    def __init__(self, target_ms: float) -> None:
+        self.buffer = os.urandom(1 << 16)
+        self.rounds = 1
+        while self.run_ms() < target_ms / 4 and self.rounds < 1 << 20:
+            self.rounds *= 2
+        self.rounds = max(1, int(self.rounds * target_ms / max(min(self.run_ms() for _ in range(3)), 1e-3)))
+
+    def run_ms(self) -> float:
+        began = time.perf_counter()
+        for _ in range(self.rounds):
+            hashlib.sha256(self.buffer).digest()
+        return (time.perf_counter() - began) * 1e3
+
+
+def blocks(step: Callable[[], None], count: int, n: int, cuda: bool, clock: GcClock, ref: Reference) -> dict:
     """count blocks of n steps: each block's median and fastest step (ms; on a shared CPU the
-    fastest is the step without other tenants' time in it) and GC time per step (ms)."""
-    medians, minimums, gc_ms = [], [], []
+    fastest is the step without other tenants' time in it), the reference run before and after
+    it (ms, their mean) and GC time per step (ms)."""
+    medians, minimums, refs, gc_ms = [], [], [], []
     for _ in range(count):
         gc_before, _ = clock.read()
+        ref_before = ref.run_ms()
         times = timed_block(step, n, cuda)
+        refs.append((ref_before + ref.run_ms()) / 2)
         medians.append(statistics.median(times))
         minimums.append(min(times))
         gc_ms.append((clock.read()[0] - gc_before) * 1e3 / n)
-    return {"medians": medians, "minimums": minimums, "gc_ms_per_step": gc_ms}
+    return {"medians": medians, "minimums": minimums, "refs": refs, "gc_ms_per_step": gc_ms}
+
+
+def normalised(side: dict) -> float:
+    """The median over blocks of the block's median step over its reference run."""
+    return statistics.median(m / r for m, r in zip(side["medians"], side["refs"], strict=True))
 
 
 def installed_state() -> dict:
@@ -267,19 +296,20 @@ def main() -> None:
         step = build_llama(args.device, args.size or ("full" if cuda else "tiny"))
     else:
         step = build_resnet(args.device)
-    timed_block(step, args.warmup, cuda)
+    warm_ms = statistics.median(timed_block(step, args.warmup, cuda))
+    ref = Reference(target_ms=max(0.5, 0.05 * warm_ms * args.steps))  # a tenth of the time, run twice a block
     clock = GcClock()
     state_before = installed_state()
     tiny_before = tiny_us(cuda)
     probes_before = host_probes_us()
-    before = blocks(step, args.blocks, args.steps, cuda, clock)
+    before = blocks(step, args.blocks, args.steps, cuda, clock, ref)
     began = time.perf_counter()
     held, note = middle(args.mode, args.device, step)
     middle_s = time.perf_counter() - began
     state_after = installed_state()
     tiny_after = tiny_us(cuda)
     probes_after = host_probes_us()
-    after = blocks(step, args.blocks, args.steps, cuda, clock)
+    after = blocks(step, args.blocks, args.steps, cuda, clock, ref)
     row = {
         "mode": args.mode, "device": args.device, "model": args.model, "pid": os.getpid(), "note": note,
         "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI"), "blocks": args.blocks, "steps": args.steps,
@@ -290,6 +320,8 @@ def main() -> None:
         "tiny_before_us": tiny_before, "tiny_after_us": tiny_after,
         "probes_before_us": probes_before, "probes_after_us": probes_after,
         "before_min_ms": [round(t, 4) for t in before["minimums"]], "after_min_ms": [round(t, 4) for t in after["minimums"]],
+        "before_ref_ms": [round(t, 4) for t in before["refs"]], "after_ref_ms": [round(t, 4) for t in after["refs"]],
+        "ratio_norm": round(normalised(after) / normalised(before), 4),
         "ratio_min": round(statistics.median(after["minimums"]) / statistics.median(before["minimums"]), 4),
         "ratio": round(statistics.median(after["medians"]) / statistics.median(before["medians"]), 4),
         "state_before": state_before, "state_after": state_after,
