@@ -48,4 +48,4 @@ while :; do
   done
 done
 echo "$round rounds in $(( $(date +%s) - start )) s (slowest process ${slowest} s)"
-python3 "$here/scripts/investigations/post_stop_stats.py" "$out/blocks.jsonl" | tee "$out/figures.txt"
+python3 "$here/scripts/investigations/post_stop_stats.py" "$out/blocks.jsonl" --gap-pct 8 | tee "$out/figures.txt"

@@ -169,6 +169,7 @@ def blocks(step: Callable[[], None], count: int, n: int, cuda: bool, clock: GcCl
     fastest is the step without other tenants' time in it), the reference run before and after
     it (ms, their mean) and GC time per step (ms)."""
     medians, minimums, refs, gc_ms = [], [], [], []
+    allocator = allocator_counts(cuda)
     for _ in range(count):
         gc_before, _ = clock.read()
         ref_before = ref.run_ms()
@@ -177,7 +178,17 @@ def blocks(step: Callable[[], None], count: int, n: int, cuda: bool, clock: GcCl
         medians.append(statistics.median(times))
         minimums.append(min(times))
         gc_ms.append((clock.read()[0] - gc_before) * 1e3 / n)
-    return {"medians": medians, "minimums": minimums, "refs": refs, "gc_ms_per_step": gc_ms}
+    allocator = {k: v - allocator[k] for k, v in allocator_counts(cuda).items()}
+    return {"medians": medians, "minimums": minimums, "refs": refs, "gc_ms_per_step": gc_ms, "allocator": allocator}
+
+
+def allocator_counts(cuda: bool) -> dict[str, int]:
+    """The CUDA caching allocator's calls to the driver so far (a step that frees and allocates
+    device memory again each time pays for it on the host); empty on a CPU."""
+    if not cuda:
+        return {}
+    stats = torch.cuda.memory_stats()
+    return {k: int(stats.get(k, 0)) for k in ("num_device_alloc", "num_device_free", "num_alloc_retries")}
 
 
 def normalised(side: dict) -> float:
@@ -191,9 +202,10 @@ def installed_state() -> dict:
     from torch.optim import optimizer as optim_module
 
     tools = None
-    if hasattr(sys, "monitoring"):
-        tools = {t: sys.monitoring.get_tool(t) for t in range(6) if sys.monitoring.get_tool(t)}
-        tools = {name: sys.monitoring.get_events(t) for t, name in tools.items()}
+    if hasattr(sys, "monitoring"):  # a tool's global events, and its local events on Module._call_impl
+        code = torch.nn.Module._call_impl.__code__
+        tools = {sys.monitoring.get_tool(t): [sys.monitoring.get_events(t), sys.monitoring.get_local_events(t, code)]
+                 for t in range(6) if sys.monitoring.get_tool(t)}
     return {
         "profiler_on": bool(torch.autograd.profiler._is_profiler_enabled),
         "trace_fn": repr(sys.gettrace()), "profile_fn": repr(sys.getprofile()),
@@ -316,7 +328,8 @@ def main() -> None:
         "before_ms": [round(t, 4) for t in before["medians"]], "after_ms": [round(t, 4) for t in after["medians"]],
         "gc_before_ms_per_step": round(statistics.fmean(before["gc_ms_per_step"]), 5),
         "gc_after_ms_per_step": round(statistics.fmean(after["gc_ms_per_step"]), 5),
-        "gc_collections": clock.read()[1], "middle_s": round(middle_s, 3),
+        "gc_collections": clock.read()[1],
+        "allocator_before": before["allocator"], "allocator_after": after["allocator"], "middle_s": round(middle_s, 3),
         "tiny_before_us": tiny_before, "tiny_after_us": tiny_after,
         "probes_before_us": probes_before, "probes_after_us": probes_after,
         "before_min_ms": [round(t, 4) for t in before["minimums"]], "after_min_ms": [round(t, 4) for t in after["minimums"]],

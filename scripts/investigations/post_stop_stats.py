@@ -127,6 +127,9 @@ def describe(rows: list[dict], mode: str) -> str:
         if pairs:
             line += (f"; {name.removesuffix('_us').replace('_', ' ')} {statistics.median(a for a, _ in pairs):.3f} -> "
                      f"{statistics.median(b for _, b in pairs):.3f} us")
+    allocs = [r["allocator_after"].get("num_device_alloc", 0) for r in got if r.get("allocator_after")]
+    if allocs:
+        line += f"; cudaMalloc calls in the after blocks (median) {statistics.median(allocs):g}"
     tiny = [(r["tiny_before_us"], r["tiny_after_us"]) for r in got if r.get("tiny_before_us") is not None]
     if tiny:
         line += (f"; tiny launch {statistics.median(t[0] for t in tiny):.2f} -> "
@@ -134,7 +137,7 @@ def describe(rows: list[dict], mode: str) -> str:
     return line
 
 
-def compare(rows: list[dict], mode: str, bound_pct: float) -> list[str]:
+def compare(rows: list[dict], mode: str, bound_pct: float, gap_pct: float | None = None) -> list[str]:
     """FIGURE lines of `mode` against the control, per measure; CHECK lines for the step and the probes."""
     lines, probe_verdicts = [], []
     for name, measure in MEASURES.items():
@@ -157,6 +160,10 @@ def compare(rows: list[dict], mode: str, bound_pct: float) -> list[str]:
                      f"processes){per_round}")
         if name == "step":
             lines.append(f"CHECK post-stop {mode} step: {verdict(low, high, bound_pct)}")
+            if gap_pct is not None:
+                said = "excluded" if pct(high) < gap_pct else "NOT excluded"
+                lines.append(f"CHECK post-stop {mode} step: a cost of +{gap_pct:g}% (the smallest gap to a plain run "
+                             f"seen on the H200) is {said} by the interval (upper end {pct(high):+.1f}%)")
         elif name in PROBES:
             probe_verdicts.append(f"{name} {verdict(low, high, bound_pct)}")
     if probe_verdicts:
@@ -170,6 +177,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("path")
     p.add_argument("--bound-pct", type=float, default=3.0, help="what 'nothing of ours costs' allows (percent)")
+    p.add_argument("--gap-pct", type=float, default=None, help="also say whether the interval excludes a cost this large")
     args = p.parse_args()
     rows = load(args.path)
     if not rows:
@@ -189,7 +197,7 @@ def main() -> int:
     for mode in modes:
         if mode == "control":
             continue
-        lines = compare(rows, mode, args.bound_pct)
+        lines = compare(rows, mode, args.bound_pct, args.gap_pct)
         if mode not in CHECKED:  # a mode that leaves something on on purpose: its figure only
             lines = [line for line in lines if not line.startswith("CHECK")]
         print("\n".join(lines))
