@@ -286,7 +286,7 @@ def host_probes_us(n: int = 2000) -> dict[str, float]:
     return {"cpu_op_us": per_call_us(lambda: x.add_(1)), "module_call_us": per_call_us(lambda: module(x))}
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("mode", choices=MODES)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
@@ -296,55 +296,70 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=20, help="steps per block")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--finish", action="store_true", help="read the session's trace at the end (else exit at once)")
-    args = p.parse_args()
+    return p.parse_args(argv)
+
+
+def build(args: argparse.Namespace) -> Callable[[], None]:
+    if args.model == "mlp":
+        return build_mlp(args.device)
+    if args.model == "llama":
+        return build_llama(args.device, args.size or ("full" if args.device == "cuda" else "tiny"))
+    return build_resnet(args.device)
+
+
+def side(step: Callable[[], None], args: argparse.Namespace, clock: GcClock, ref: Reference) -> dict:
+    """What stays installed, the probes, then the blocks: one side of the middle."""
+    cuda = args.device == "cuda"
+    state, tiny, probes = installed_state(), tiny_us(cuda), host_probes_us()
+    return {"state": state, "tiny": tiny, "probes": probes, **blocks(step, args.blocks, args.steps, cuda, clock, ref)}
+
+
+def row_of(args: argparse.Namespace, before: dict, after: dict, clock: GcClock, note: str, middle_s: float) -> dict:
+    def ms(values: list[float]) -> list[float]:
+        return [round(t, 4) for t in values]
+    return {
+        "mode": args.mode, "device": args.device, "model": args.model, "pid": os.getpid(), "note": note,
+        "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI"), "blocks": args.blocks, "steps": args.steps,
+        "before_ms": ms(before["medians"]), "after_ms": ms(after["medians"]),
+        "before_min_ms": ms(before["minimums"]), "after_min_ms": ms(after["minimums"]),
+        "before_ref_ms": ms(before["refs"]), "after_ref_ms": ms(after["refs"]),
+        "gc_before_ms_per_step": round(statistics.fmean(before["gc_ms_per_step"]), 5),
+        "gc_after_ms_per_step": round(statistics.fmean(after["gc_ms_per_step"]), 5),
+        "gc_collections": clock.read()[1], "middle_s": round(middle_s, 3),
+        "allocator_before": before["allocator"], "allocator_after": after["allocator"],
+        "tiny_before_us": before["tiny"], "tiny_after_us": after["tiny"],
+        "probes_before_us": before["probes"], "probes_after_us": after["probes"],
+        "ratio": round(statistics.median(after["medians"]) / statistics.median(before["medians"]), 4),
+        "ratio_min": round(statistics.median(after["minimums"]) / statistics.median(before["minimums"]), 4),
+        "ratio_norm": round(normalised(after) / normalised(before), 4),
+        "state_before": before["state"], "state_after": after["state"],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """One process's figures as a BLOCKS line; then exits at once (os._exit): nothing after the
+    blocks is measured, so no trace export and no teardown (--finish reads the trace)."""
+    args = parse_args(argv)
     cuda = args.device == "cuda"
     if not cuda:
         torch.set_num_threads(1)  # host-bound on a shared CPU: one thread, less noise
     if args.mode == "ours-notear":
         os.environ["TEARDOWN_CUPTI"] = "0"
-    if args.model == "mlp":
-        step = build_mlp(args.device)
-    elif args.model == "llama":
-        step = build_llama(args.device, args.size or ("full" if cuda else "tiny"))
-    else:
-        step = build_resnet(args.device)
+    step = build(args)
     warm_ms = statistics.median(timed_block(step, args.warmup, cuda))
     ref = Reference(target_ms=max(0.5, 0.05 * warm_ms * args.steps))  # a tenth of the time, run twice a block
     clock = GcClock()
-    state_before = installed_state()
-    tiny_before = tiny_us(cuda)
-    probes_before = host_probes_us()
-    before = blocks(step, args.blocks, args.steps, cuda, clock, ref)
+    before = side(step, args, clock, ref)
     began = time.perf_counter()
     held, note = middle(args.mode, args.device, step)
     middle_s = time.perf_counter() - began
-    state_after = installed_state()
-    tiny_after = tiny_us(cuda)
-    probes_after = host_probes_us()
-    after = blocks(step, args.blocks, args.steps, cuda, clock, ref)
-    row = {
-        "mode": args.mode, "device": args.device, "model": args.model, "pid": os.getpid(), "note": note,
-        "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI"), "blocks": args.blocks, "steps": args.steps,
-        "before_ms": [round(t, 4) for t in before["medians"]], "after_ms": [round(t, 4) for t in after["medians"]],
-        "gc_before_ms_per_step": round(statistics.fmean(before["gc_ms_per_step"]), 5),
-        "gc_after_ms_per_step": round(statistics.fmean(after["gc_ms_per_step"]), 5),
-        "gc_collections": clock.read()[1],
-        "allocator_before": before["allocator"], "allocator_after": after["allocator"], "middle_s": round(middle_s, 3),
-        "tiny_before_us": tiny_before, "tiny_after_us": tiny_after,
-        "probes_before_us": probes_before, "probes_after_us": probes_after,
-        "before_min_ms": [round(t, 4) for t in before["minimums"]], "after_min_ms": [round(t, 4) for t in after["minimums"]],
-        "before_ref_ms": [round(t, 4) for t in before["refs"]], "after_ref_ms": [round(t, 4) for t in after["refs"]],
-        "ratio_norm": round(normalised(after) / normalised(before), 4),
-        "ratio_min": round(statistics.median(after["minimums"]) / statistics.median(before["minimums"]), 4),
-        "ratio": round(statistics.median(after["medians"]) / statistics.median(before["medians"]), 4),
-        "state_before": state_before, "state_after": state_after,
-    }
-    print("BLOCKS " + json.dumps(row), flush=True)
+    after = side(step, args, clock, ref)
+    print("BLOCKS " + json.dumps(row_of(args, before, after, clock, note, middle_s)), flush=True)
     if args.finish and hasattr(held, "finish"):
         held.finish()
         held.close()
     sys.stdout.flush()
-    os._exit(0)  # what comes after the blocks is not measured: no trace export, no teardown
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -99,8 +99,13 @@ def values(rows: list[dict], mode: str, measure: Callable[[dict], float | None])
 
 
 def round_differences(rows: list[dict], mode: str, measure: Callable[[dict], float | None]) -> list[float]:
-    """`mode` - control, per round (the n-th process of each, run back to back)."""
-    return [x - y for x, y in zip(values(rows, mode, measure), values(rows, "control", measure), strict=False)]
+    """`mode` - control, per round (one process of each, run back to back: rows carry "round";
+    without it, the n-th process of each)."""
+    def by_round(which: str) -> dict[int, float]:
+        got = [r for r in rows if r["mode"] == which]
+        return {r.get("round", i): v for i, r in enumerate(got) if (v := measure(r)) is not None}
+    ours, control = by_round(mode), by_round("control")
+    return [ours[k] - control[k] for k in sorted(ours) if k in control]
 
 
 def verdict(low: float, high: float, bound_pct: float) -> str:
