@@ -336,17 +336,22 @@ def row_of(args: argparse.Namespace, before: dict, after: dict, clock: GcClock, 
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    """One process's figures as a BLOCKS line; then exits at once (os._exit): nothing after the
-    blocks is measured, so no trace export and no teardown (--finish reads the trace)."""
-    args = parse_args(argv)
-    cuda = args.device == "cuda"
-    if not cuda:
+def prepare(args: argparse.Namespace) -> Callable[[], None]:
+    """The step, built and warmed up (`--warmup` steps)."""
+    if args.device != "cuda":
         torch.set_num_threads(1)  # host-bound on a shared CPU: one thread, less noise
+    step = build(args)
+    timed_block(step, args.warmup, args.device == "cuda")
+    return step
+
+
+def measure(args: argparse.Namespace, step: Callable[[], None]) -> dict:
+    """Before blocks, the mode's middle, after blocks: the process's row. The middle's session
+    (if any) is left as it is after the stop (--finish reads its trace afterwards)."""
+    cuda = args.device == "cuda"
     if args.mode == "ours-notear":
         os.environ["TEARDOWN_CUPTI"] = "0"
-    step = build(args)
-    warm_ms = statistics.median(timed_block(step, args.warmup, cuda))
+    warm_ms = statistics.median(timed_block(step, 3, cuda))
     ref = Reference(target_ms=max(0.5, 0.05 * warm_ms * args.steps))  # a tenth of the time, run twice a block
     clock = GcClock()
     before = side(step, args, clock, ref)
@@ -354,10 +359,19 @@ def main(argv: list[str] | None = None) -> None:
     held, note = middle(args.mode, args.device, step)
     middle_s = time.perf_counter() - began
     after = side(step, args, clock, ref)
-    print("BLOCKS " + json.dumps(row_of(args, before, after, clock, note, middle_s)), flush=True)
     if args.finish and hasattr(held, "finish"):
         held.finish()
         held.close()
+    return row_of(args, before, after, clock, note, middle_s)
+
+
+def main(argv: list[str] | None = None, step: Callable[[], None] | None = None) -> None:
+    """One process's figures as a BLOCKS line, then an exit at once (os._exit: what follows the
+    blocks is not measured, so no trace export and no teardown). step: built already (a process
+    forked from one that built and warmed it up: post_stop_rounds.py --prebuild, CPU only)."""
+    args = parse_args(argv)
+    row = measure(args, step if step is not None else prepare(args))
+    print("BLOCKS " + json.dumps(row), flush=True)
     sys.stdout.flush()
     os._exit(0)
 
