@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -94,7 +95,7 @@ def parse_row(log: Path) -> dict | None:
         return None
 
 
-def main() -> int:
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out")
     p.add_argument("--budget-s", type=float, default=200)
@@ -102,72 +103,97 @@ def main() -> int:
     p.add_argument("--spawn", action="store_true", help="fresh interpreters, not forks")
     p.add_argument("--prebuild", action="store_true", help="CPU only: build and warm the step here, once; each "
                    "forked child measures at once (seconds a trial: many alternating trials on a noisy host)")
-    argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
-    args, blocks_args = p.parse_args(argv[:cut]), argv[cut + 1:]  # after --: post_stop_blocks.py's options
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    fork = not args.spawn
-    if fork:
-        preload(blocks_args)
-        # torch's import starts one native thread of its own (idle; DataLoader forks its workers
-        # past it every day); a Python thread running would make fork unsafe
-        if threading.active_count() > 1:
-            print(f"{threading.active_count()} Python threads run after the imports: fresh interpreters, not forks")
-            fork = False
-        import torch
+    return p.parse_args(argv[:cut]), argv[cut + 1:]  # after --: post_stop_blocks.py's options
 
-        if torch.cuda.is_initialized():
-            print("CUDA was initialised by the imports: fresh interpreters, not forks")
-            fork = False
-        print(f"imports done in {time.monotonic() - start:.1f} s ({os_threads()} OS threads); "
-              f"{'forking' if fork else 'spawning'} each process", flush=True)
-    step = None
-    if args.prebuild and fork:
-        import post_stop_blocks
 
-        blocks_options = post_stop_blocks.parse_args(["control", *blocks_args])
-        if blocks_options.device == "cuda":
-            print("--prebuild is for a CPU (CUDA cannot be used after fork): each process builds its own")
+def fork_ready(blocks_args: list[str], started: float) -> bool:
+    """Import what the children need; whether forking them is safe."""
+    preload(blocks_args)
+    import torch
+
+    fork = True
+    # torch's import starts one native thread of its own (idle; DataLoader forks its workers past
+    # it every day); a Python thread running, or CUDA initialised, would make fork unsafe
+    if threading.active_count() > 1 or torch.cuda.is_initialized():
+        print("a Python thread runs or CUDA was initialised after the imports: fresh interpreters, not forks")
+        fork = False
+    print(f"imports done in {time.monotonic() - started:.1f} s ({os_threads()} OS threads); "
+          f"{'forking' if fork else 'spawning'} each process", flush=True)
+    return fork
+
+
+def prebuilt(blocks_args: list[str], started: float) -> object:
+    """The step built and warmed up here (CPU; None on CUDA, which cannot be used after fork)."""
+    import post_stop_blocks
+
+    options = post_stop_blocks.parse_args(["control", *blocks_args])
+    if options.device == "cuda":
+        print("--prebuild is for a CPU (CUDA cannot be used after fork): each process builds its own")
+        return None
+    step = post_stop_blocks.prepare(options)
+    print(f"step built and warmed up here ({time.monotonic() - started:.1f} s from the start)", flush=True)
+    return step
+
+
+class Rounds:
+    """The processes run so far, and how the next one runs (forked or spawned)."""
+
+    def __init__(self, args: argparse.Namespace, blocks_args: list[str], fork: bool, step: object) -> None:
+        self.args, self.blocks_args, self.fork, self.step = args, blocks_args, fork, step
+        self.started = time.monotonic()
+        self.slowest_s, self.rounds, self.failures = 0.0, 0, 0
+
+    def left_s(self, budget_s: float) -> float:
+        return budget_s - (time.monotonic() - self.started)
+
+    def one(self, mode: str, sink: Any, budget_s: float) -> None:
+        """One process of `mode`: its row (with its round) appended to sink, a line printed."""
+        log = Path(self.args.out) / f"{mode}-{self.rounds}.log"
+        began = time.monotonic()
+        timeout_s = max(30.0, min(TIMEOUT_S, self.left_s(budget_s) + 20))
+        argv = [mode, *self.blocks_args]
+        code = run_forked(argv, log, timeout_s, self.step) if self.fork else run_spawned(argv, log, timeout_s)
+        took_s = time.monotonic() - began
+        self.slowest_s = max(self.slowest_s, took_s)
+        row = parse_row(log)
+        if row is not None:
+            row["round"] = self.rounds
+            sink.write("BLOCKS " + json.dumps(row) + "\n")
+            sink.flush()
+            said = f"ratio {row.get('ratio')}"
         else:
-            step = post_stop_blocks.prepare(blocks_options)
-            print(f"step built and warmed up here ({time.monotonic() - start:.1f} s from the start)", flush=True)
-    slowest_s, rounds, failures = 0.0, 0, 0
-    with open(out / "blocks.jsonl", "a") as sink:
+            said = f"no BLOCKS line: {log.read_text(errors='replace').strip().splitlines()[-3:]}"
+        print(f"round {self.rounds} {mode}: {'fork' if self.fork else 'spawn'}, exit {code}, {took_s:.1f} s, {said}",
+              flush=True)
+        self.failures = 0 if row is not None else self.failures + 1
+        if row is None and self.fork:
+            print("a forked process gave no figures: fresh interpreters from here on", flush=True)
+            self.fork, self.step = False, None
+
+
+def main() -> int:
+    started = time.monotonic()
+    args, blocks_args = parse(sys.argv[1:])
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    fork = not args.spawn and fork_ready(blocks_args, started)
+    step = prebuilt(blocks_args, started) if args.prebuild and fork else None
+    runs = Rounds(args, blocks_args, fork, step)
+    runs.started = started
+    modes = args.modes
+    with open(Path(args.out) / "blocks.jsonl", "a") as sink:
         while True:
-            left_s = args.budget_s - (time.monotonic() - start)
-            if left_s <= 0 or (rounds and left_s < slowest_s * len(args.modes) + 5):
+            left_s = runs.left_s(args.budget_s)
+            if left_s <= 0 or (runs.rounds and left_s < runs.slowest_s * len(modes) + 5):
+                break  # whole rounds only
+            runs.rounds += 1
+            for i in range(len(modes)):
+                runs.one(modes[(i + runs.rounds - 1) % len(modes)], sink, args.budget_s)  # the order turns
+            if runs.failures >= 2 * len(modes):
+                print(f"the last {runs.failures} processes gave no figures: stopping", flush=True)
                 break
-            rounds += 1
-            for i in range(len(args.modes)):
-                mode = args.modes[(i + rounds - 1) % len(args.modes)]
-                log = out / f"{mode}-{rounds}.log"
-                began = time.monotonic()
-                left_s = args.budget_s - (time.monotonic() - start)
-                timeout_s = max(30.0, min(TIMEOUT_S, left_s + 20))
-                code = run_forked([mode, *blocks_args], log, timeout_s, step) if fork else \
-                    run_spawned([mode, *blocks_args], log, timeout_s)
-                took_s = time.monotonic() - began
-                slowest_s = max(slowest_s, took_s)
-                row = parse_row(log)
-                if row is not None:
-                    row["round"] = rounds
-                    sink.write("BLOCKS " + json.dumps(row) + "\n")
-                    sink.flush()
-                    said = f"ratio {row.get('ratio')}"
-                else:
-                    said = f"no BLOCKS line: {log.read_text(errors='replace').strip().splitlines()[-3:]}"
-                print(f"round {rounds} {mode}: {'fork' if fork else 'spawn'}, exit {code}, {took_s:.1f} s, {said}",
-                      flush=True)
-                failures = 0 if row is not None else failures + 1
-                if row is None and fork:
-                    print("a forked process gave no figures: fresh interpreters from here on", flush=True)
-                    fork = False
-            if failures >= 2 * len(args.modes):
-                print(f"the last {failures} processes gave no figures: stopping", flush=True)
-                break
-    print(f"{rounds} rounds in {time.monotonic() - start:.0f} s (slowest process {slowest_s:.1f} s)", flush=True)
+    print(f"{runs.rounds} rounds in {time.monotonic() - started:.0f} s (slowest process {runs.slowest_s:.1f} s)",
+          flush=True)
     return 0
 
 
