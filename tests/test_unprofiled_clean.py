@@ -102,3 +102,29 @@ def test_a_session_is_an_object_with_start_stop_finish_and_close() -> None:
     assert held == []
     names = {op.name for op in capture.trace.ops}
     assert "aten::mul" in names and "aten::add" not in names
+
+
+def test_the_step_limit_stop_reports_no_phase_while_the_program_runs_on() -> None:
+    """A phase report starts the CLI's live status line (a rich refresh thread, 4 redraws a second)
+    on a terminal: reported at the step limit's stop, that thread ran through every un-profiled
+    step, drawing "stopping the profiler" over the program's output. Phases reported while the
+    program runs on must be none; the end of the session still reports its own."""
+    import torch
+
+    from rooflinectl.capture.progress import listening
+    from rooflinectl.capture.run.session import ProfilingSession
+
+    phases: list[tuple[int, str]] = []
+    step = [0]
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with listening(lambda phase: phases.append((step[0], phase))), ProfilingSession("cpu", profile_steps=2) as session:
+        for step[0] in range(1, 6):
+            model(torch.ones(2, 4)).sum().backward()
+            opt.step()
+        assert session.limit is not None and session.limit.stopped
+        during = list(phases)
+        step[0] = 99  # the end of the run
+    assert during == []
+    assert (99, "stopping the profiler") not in phases  # stopped already: the end does not stop again
+    assert any(phase.startswith("exporting the trace") for at, phase in phases if at == 99)

@@ -315,12 +315,15 @@ class ProfilingSession:
         self.sources_off = stack.enter_context(source_lines(capture.metadata))
         mark("session: the program runs")
 
-    def stop(self) -> None:
-        """End the profiler's recording (once): GPU work finished first, so the trace has all of it."""
+    def stop(self, program_runs_on: bool = False) -> None:
+        """End the profiler's recording (once): GPU work finished first, so the trace has all of it.
+        program_runs_on (the step limit's stop): only timing listeners hear of it. A phase report
+        starts the CLI's live status line, whose refresh thread would then run through every
+        un-profiled step, drawing "stopping the profiler" over the program's own output."""
         if self.stopped:
             return
         self.stopped = True
-        report("stopping the profiler")
+        (mark if program_runs_on else report)("stopping the profiler")
         if self.device_kind == "cuda":
             with suppress(RuntimeError):  # a failed script may leave the device in an error state
                 torch.cuda.synchronize()
@@ -329,7 +332,7 @@ class ProfilingSession:
 
     def stop_at_limit(self) -> None:
         """The step limit's stop: the recording, and what would cost the un-profiled steps."""
-        self.stop()
+        self.stop(program_runs_on=True)
         self.sources_off()  # the source-line mode first: torch calls of the un-profiled steps pay nothing
         self.scopes_off()  # module scopes and the Triton hook cost the un-profiled steps too
         self.recording.close()
