@@ -131,8 +131,6 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str | None, fail
             report_link: str | None) -> None:
     """Recommend fixes: each finding with evidence and the time it saves.
 
-    Recommendations from a profile: each finding with evidence, the fix and the time it saves.
-
     PROFILE defaults to rooflinectl.profile.json (else this folder's rank profiles); the rank
     profiles of one job (a folder, a glob, a list) are advised together, with the rules about
     communication and stragglers.
