@@ -2,8 +2,9 @@
 
 A rule is a pure function `fn(ctx: AdviceContext) -> list[Finding]`: it reads the analysed
 kernel table (plus the run summary, the ceilings and the metadata) and returns findings. It never
-prints, plots or reads files. Its docstring is its documentation (`rooflinectl advise
---list-rules` prints it), and says how its estimate is made.
+prints, plots or reads files. Its docstring is its documentation, and says how its estimate is
+made: `rooflinectl advise --explain RULE_ID` prints it, docs/advice.md holds the same text
+(cli/rule_docs.py), and every finding links that page's section for the installed version.
 """
 
 from __future__ import annotations
