@@ -15,7 +15,7 @@ from rooflinectl.cli.main import main
 
 DATA = Path(__file__).parent / "data"
 PROFILES = sorted(DATA.glob("h200_*.profile.json"))
-COMMANDS = [("--help",), ("advise", "--list-rules"), ("kernels", "--list"), ("ceilings",),
+COMMANDS = [("--help",), ("advise", "--list-rules"), ("advise", "--explain", "launch.overhead"), ("kernels", "--list"), ("ceilings",),
             *[("show", str(p)) for p in PROFILES], *[("advise", str(p)) for p in PROFILES],
             ("diff", str(DATA / "h200_attention_naive.profile.json"), str(DATA / "h200_attention_sdpa.profile.json"))]
 

@@ -133,3 +133,36 @@ def test_markdown_for_a_pr_comment_has_no_cli_chatter() -> None:
         head = result.stdout.split("\n\n")[1]
         assert "exit" not in head and "--fail-on" not in head and "rooflinectl:" not in result.stdout, head
         assert head.endswith("Amdahl-capped\\)." if verdict is None else verdict + "."), head
+
+
+_FILLER = {"the", "and", "with", "each", "from", "its", "what", "this", "for", "not", "them", "one", "two",
+           "are", "all", "any", "can", "per"}
+
+
+def _pairs(text: str) -> set[tuple[str, str]]:
+    """Neighbouring content words (their first 5 letters: `finding`/`findings` are one word; a
+    dotted name such as torch.profiler is one word)."""
+    import re
+
+    words = [w[:5] for w in re.findall(r"[a-z][a-z._]+[a-z]", text.lower()) if w not in _FILLER]
+    return set(zip(words, words[1:]))
+
+
+def test_help_body_does_not_restate_its_first_line() -> None:
+    """One help style (issue 35): a command's help opens with its one-line summary (the line the
+    top-level help lists); the paragraph under it adds to it (the arguments, what it leaves out)
+    rather than saying the same again in other words, as `advise --help` did ("Recommend fixes:
+    each finding with evidence and the time it saves." then "Recommendations from a profile:
+    each finding with evidence, the fix and the time it saves.")."""
+    import click
+
+    ctx = click.Context(main)
+    restated = {}
+    for name, (_, summary) in COMMANDS.items():
+        help_text = main.get_command(ctx, name).help or ""
+        first, _, body = help_text.strip().partition("\n\n")
+        assert first == summary, name
+        shared = _pairs(summary) & _pairs(body.split("\n\n")[0])
+        if shared:
+            restated[name] = sorted(shared)
+    assert not restated, restated

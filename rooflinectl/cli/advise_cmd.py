@@ -11,7 +11,6 @@ Setting a threshold (--min-efficiency, --max-unknown-share, --max-launch-overhea
 from __future__ import annotations
 
 import os
-import textwrap
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from rooflinectl.analysis.advice import RULES, SEVERITIES, Thresholds, advise, e
 from rooflinectl.cli.common import emit, format_option, terminal_width
 from rooflinectl.cli.config import load_config
 from rooflinectl.cli.profiles import load_arguments_paths
+from rooflinectl.cli.rule_docs import explain_text, rules_help
 from rooflinectl.cli.values import FiniteFloatRange
 from rooflinectl.errors import EXIT_INCOMPLETE, RooflineError, UsageError
 from rooflinectl.outputs.advice_render import report_link_markdown
@@ -64,34 +64,6 @@ def thresholds_from(values: dict[str, Any]) -> Thresholds:
     return Thresholds(**kwargs)
 
 
-def _paragraphs(doc: str) -> list[str]:
-    """A rule's docstring as paragraphs: blank lines and each `Estimate:` start a new one."""
-    paragraphs: list[list[str]] = [[]]
-    for line in (raw.strip() for raw in doc.splitlines()):
-        if not line or line.startswith("Estimate:"):
-            paragraphs.append([])
-        if line:
-            paragraphs[-1].append(line)
-    return [" ".join(p) for p in paragraphs if p]
-
-
-def rules_help(width: int = 80) -> str:
-    """Every rule with its kind and its documented estimate, wrapped to `width` columns between
-    words (a rule id or a shape is never cut)."""
-    wrap = textwrap.TextWrapper(width=width, break_long_words=False, break_on_hyphens=False)
-    indented = textwrap.TextWrapper(width=width, initial_indent="    ", subsequent_indent="    ",
-                                    break_long_words=False, break_on_hyphens=False)
-    lines = []
-    for rule_id in sorted(RULES):
-        entry = RULES[rule_id]
-        kind = f"gate, --{entry.threshold.replace('_', '-')}" if entry.gate else entry.severity
-        lines += wrap.wrap(f"{rule_id} ({kind}): {entry.title}")
-        for paragraph in _paragraphs(entry.doc):
-            lines += indented.wrap(paragraph)
-        lines.append("")
-    return "\n".join(lines)
-
-
 @click.command(name="advise")
 @click.argument("profiles", nargs=-1)
 @format_option("advice")
@@ -120,6 +92,8 @@ def rules_help(width: int = 80) -> str:
 @click.option("--report-link", default=None, metavar="PATH_OR_URL",
               help="With --format markdown: end with a link to the HTML report (`rooflinectl report`), e.g. the CI artifact.")
 @click.option("--list-rules", is_flag=True, help="Print every rule, its estimate and exit.")
+@click.option("--explain", metavar="RULE_ID", default=None,
+              help="Print a rule's documentation (its section of docs/advice.md, as this version has it) and exit.")
 @click.option("--verify", is_flag=True,
               help="GPU only: rebuild each mechanical fix's op with the profiled shapes, time it as profiled and "
                    "fixed on this GPU (a few seconds), show the measured saving and rank by it.")
@@ -127,11 +101,9 @@ def rules_help(width: int = 80) -> str:
 def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str | None, fail_on: str | None,
             min_efficiency: float | None, max_unknown_share: float | None, max_launch_overhead: float | None,
             config_path: Path | None, select: tuple[str, ...], ignore: tuple[str, ...], hide_below: float | None,
-            output: str | None, force: bool, top: int | None, show_all: bool, list_rules: bool, verify: bool,
-            report_link: str | None) -> None:
+            output: str | None, force: bool, top: int | None, show_all: bool, list_rules: bool, explain: str | None,
+            verify: bool, report_link: str | None) -> None:
     """Recommend fixes: each finding with evidence and the time it saves.
-
-    Recommendations from a profile: each finding with evidence, the fix and the time it saves.
 
     PROFILE defaults to rooflinectl.profile.json (else this folder's rank profiles); the rank
     profiles of one job (a folder, a glob, a list) are advised together, with the rules about
@@ -146,6 +118,9 @@ def command(ctx: click.Context, profiles: tuple[str, ...], fmt: str | None, fail
         click.echo(rules_help(min(terminal_width(), 100)))
         return
     try:
+        if explain is not None:
+            click.echo(explain_text(explain, min(terminal_width(), 100)), nl=False)
+            return
         fmt = chosen_format("advice", fmt, output)
         if report_link is not None and fmt != "markdown":
             raise UsageError("--report-link goes with --format markdown (a step summary or PR comment).")

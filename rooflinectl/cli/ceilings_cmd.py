@@ -60,7 +60,7 @@ def command(ctx: click.Context, measure: bool, refresh: bool, device: str, fmt: 
             force: bool, budget_s: float) -> None:
     """What this GPU or CPU can do: spec, detected and measured roofs.
 
-    Detected, spec and measured ceilings, ridge points, and what could not be read.
+    Also the ridge points, and what could not be read.
 
     Without --measure: spec figures (clock-scaled) plus any measurement cached earlier.
     --measure records the machine's load and clocks, repeats the measurement until two rounds

@@ -44,14 +44,13 @@ def command(ctx: click.Context, base: str | None, new: str | None, fmt: str | No
             config_path: Path | None, output: str | None, force: bool) -> None:
     """Compare two profiles: per group, time change and roofline move.
 
-    Per kernel group: the change in time and the move on the roofline; new and vanished kernels.
-
     BASE and NEW are profile files, or each the rank profiles of one job (a folder or a quoted
     glob): their kernel tables averaged over the ranks are compared. NEW defaults to
     rooflinectl.profile.json, BASE to rooflinectl.profile.prev.json (the profile it replaced).
 
     Each change comes with a 95% interval from the iteration times both profiles hold; a change
-    inside it is the runs' own variation, not a regression.
+    inside it is the runs' own variation, not a regression. Groups found on one side only are
+    listed as new or vanished.
 
     Exit codes: 0 no regression above PCT; 1 regression; 2 usage or input error; 5 a gate on an
     incomplete profile (its run failed, or it recorded no kernels).

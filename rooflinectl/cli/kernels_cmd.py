@@ -109,8 +109,8 @@ def command(only: tuple[str, ...], size: str | None, plot_path: str | None, fmt:
             interpret: bool, wide: bool, list_only: bool) -> None:
     """Run the reference kernels and place them on the roofline.
 
-    Each is checked against its torch reference, timed, and placed on the roofline beside the
-    library equivalent on the same shapes. The profile goes to its own file,
+    Each is checked against its torch reference, timed, and drawn beside the library equivalent
+    on the same shapes. The profile goes to its own file,
     rooflinectl.kernels.profile.json (-o), never over `profile`'s rooflinectl.profile.json.
 
     The table fits the terminal as `show` does (--wide: every column). Exit codes: 0 every

@@ -156,7 +156,7 @@ def command(profiles: tuple[str, ...], output: str | None, top: int, color_by: s
             title: str | None, dpi: float, terminal: bool, clocks: bool, levels: bool) -> None:
     """Draw the roofline chart of a profile, or BEFORE -> AFTER of two.
 
-    Roofline chart of PROFILE (default: ./rooflinectl.profile.json); with two, BEFORE -> AFTER arrows.
+    PROFILE defaults to ./rooflinectl.profile.json; with two, an arrow shows each group's move.
 
     Point area is the group's share of kernel time, colour what bounds it, marker its precision;
     groups of unknown cost are listed on the chart, never dropped.

@@ -156,8 +156,6 @@ def command(ctx: click.Context, target: str, script_args: tuple[str, ...], outpu
             profile_steps: str, report_path: str | None, source: bool) -> None:
     """Run a script or FILE.py:FUNCTION under the profiler; top kernels.
 
-    Run TARGET (a script, or FILE.py:FUNCTION) under the profiler and print its top kernels.
-
     Arguments after the script go to it; an unknown option before the script or before `--` is an error. A failing script still gets its
     partial profile written, and rooflinectl exits with the script's own exit code. With --counters the program runs a
     second time, under Nsight Compute, after the profile is written.

@@ -81,7 +81,7 @@ def report_files(arguments: tuple[str, ...], output: str, force: bool = False) -
 def command(profiles: tuple[str, ...], output: str, force: bool) -> None:
     """Write one self-contained, interactive HTML report of profiles.
 
-    One self-contained, interactive HTML report: summary, roofline, kernel table, advice, clocks.
+    The page holds the summary, the chart, the kernel table, the advice and the clocks.
 
     PROFILE defaults to ./rooflinectl.profile.json (else this folder's rank profiles). Two profiles
     (each a file or a job's rank files): a comparison, BEFORE -> AFTER arrows and the diff. The

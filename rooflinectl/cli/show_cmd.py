@@ -37,8 +37,8 @@ def command(profiles: tuple[str, ...], by: str, top: int, sort_key: str, filter_
             wide: bool, unknown: bool, include_setup: bool, output: str | None, force: bool) -> None:
     """Print the kernel table of a profile, as text, CSV or JSON.
 
-    Print the kernel table of PROFILE (default: rooflinectl.profile.json here, else this folder's
-    rooflinectl.profile.rank*.json).
+    PROFILE defaults to rooflinectl.profile.json here, else this folder's
+    rooflinectl.profile.rank*.json.
 
     The table fits the terminal: at 80 columns the rates and byte counts give way to the names;
     --wide shows them all, csv and json hold every column of the profile. Several rank profiles

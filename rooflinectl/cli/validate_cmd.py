@@ -23,8 +23,8 @@ from rooflinectl.outputs.profile_file import DEFAULT_PROFILE_PATH, load_profile
 def command(profile: str | None, top: int, fmt: str | None, output: str | None, force: bool) -> None:
     """Check analytic FLOPs and bytes against measured counters.
 
-    Analytic FLOPs and bytes against measured ones, per kernel group and per op family, with ratios
-    (analytic / measured) and whether both place the kernel on the same side of the ridge.
+    Per kernel group and per op family: the ratios (analytic / measured), and whether both place
+    the kernel on the same side of the ridge.
 
     PROFILE (default: rooflinectl.profile.json here) must hold counters: `rooflinectl profile
     --counters ncu` (or `--counters auto`, which says when ncu cannot run).

@@ -31,6 +31,12 @@ _STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 _GITHUB_LEVEL = {"info": "notice", "warning": "warning", "error": "error"}
 
 
+def explain_command(rule_id: str) -> str:
+    """How to read a rule's documentation offline, as the installed version has it (the terminal
+    and the annotations say it; markdown for a PR comment links the docs instead)."""
+    return f"rooflinectl advise --explain {rule_id}"
+
+
 def _share(report: AdviceReport, seconds: float) -> str:
     return f"{seconds / report.run_time_s * 100:.1f}%" if report.run_time_s > 0 else "-"
 
@@ -210,6 +216,7 @@ def _details(n: int, f: Finding) -> list[RenderableType]:
     parts += [_detail("evidence:", plain(f.evidence)), _detail("fix:", plain(f.recommendation))]
     if f.verification is not None:  # the table's measured column, when there was no room for it
         parts.append(_detail("verified:", plain(_verification_line(f))))
+    parts.append(_detail("docs:", explain_command(f.rule_id)))
     return parts
 
 
@@ -304,7 +311,7 @@ def render_github(report: AdviceReport, fail_on: str | None = None) -> str:
         where = f"{_instances_line(f)} " if f.count > 1 else ""
         message = github_data(f"{where}{f.evidence} Fix: {f.recommendation} "
                               f"(est. saving {seconds(f.est_saving_s, decimals=2)}, {_share(report, f.est_saving_s)})"
-                              + verified)
+                              + verified + f" Docs: {f.docs} (offline: {explain_command(f.rule_id)})")
         lines.append(f"::{_GITHUB_LEVEL[f.severity]} {github_file(f, report)}title={title}::{message}")
     if report.omitted:
         lines.append(_omitted_note(report))
@@ -346,14 +353,15 @@ def render_junit(report: AdviceReport, fail_on: str | None = None) -> str:
     for entry in report.rules:
         found: list[Finding] = [f for f in [*report.findings, *report.left_out] if f.rule_id == entry.id]
         bad = [f for f in found if level is not None and severity_rank(f.severity) >= level]
-        output = "\n".join(plain(_junit_text(f)) for f in found) if found and not bad else None
+        docs = f"About this rule: {entry.docs_url}"
+        output = "\n".join([*(plain(_junit_text(f)) for f in found), docs]) if found and not bad else None
         if bad:
             instances = sum(f.count for f in bad)
             counted = f"{len(bad)} finding(s)" + (f" ({instances} instances)" if instances != len(bad) else "")
             suite.case(entry.id, failure=(bad[0].severity, f"{entry.title}: {counted}, est. saving "
                                                             f"{seconds(sum(f.est_saving_s for f in bad), decimals=2)}"),
-                       failure_text="\n\n".join(f"{plain(_junit_text(f))}\nFix: {plain(f.recommendation)}"
-                                                 for f in bad))
+                       failure_text="\n\n".join([*(f"{plain(_junit_text(f))}\nFix: {plain(f.recommendation)}"
+                                                   for f in bad), docs]))
         elif entry.gate and not found and entry.id not in report.active_gates:
             suite.case(entry.id, skipped="threshold not set")
         else:

@@ -2,23 +2,46 @@
 
 A rule is a pure function `fn(ctx: AdviceContext) -> list[Finding]`: it reads the analysed
 kernel table (plus the run summary, the ceilings and the metadata) and returns findings. It never
-prints, plots or reads files. Its docstring is its documentation (`rooflinectl advise
---list-rules` prints it), and says how its estimate is made.
+prints, plots or reads files. Its docstring is its documentation, and says how its estimate is
+made: `rooflinectl advise --explain RULE_ID` prints it, docs/advice.md holds the same text
+(cli/rule_docs.py), and every finding links that page's section for the installed version.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from rooflinectl._version import __version__
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.profile_sections import RunMetadata, Summary
 
 SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
-DOCS_BASE = "https://github.com/rooflinectl/rooflinectl/blob/main/docs/advice.md"
+DOCS_REPOSITORY = "https://github.com/rooflinectl/rooflinectl"
+DOCS_PAGE = "docs/advice.md"  # its `## Rules` section is generated from the rules' docstrings (scripts/advice_docs.py)
+
+
+def docs_ref(version: str = __version__) -> str:
+    """The git ref whose docs match this installed version: its release tag `v{version}`, so that
+    a link in a report written today still shows the rule as this version applied it after `main`
+    moves on; a development build (`0.2.0.dev3`, `0.1.0+g1234`) has no tag of its own: `main`."""
+    return f"v{version}" if re.fullmatch(r"\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?", version) else "main"
+
+
+def docs_anchor(rule_id: str) -> str:
+    """The anchor GitHub gives the heading `### {rule_id}`: lower case, punctuation other than `-`
+    and `_` dropped (`fusion.memory-chain` -> `fusionmemory-chain`)."""
+    return re.sub(r"[^\w\- ]", "", rule_id.lower()).replace(" ", "-")
+
+
+def docs_url(rule_id: str, version: str = __version__) -> str:
+    """Where a rule's documentation is online, for this installed version (offline, the same text:
+    `rooflinectl advise --explain RULE_ID`)."""
+    return f"{DOCS_REPOSITORY}/blob/{docs_ref(version)}/{DOCS_PAGE}#{docs_anchor(rule_id)}"
 
 
 def severity_rank(severity: str) -> int:
@@ -167,7 +190,20 @@ class Rule:
 
     @property
     def docs_url(self) -> str:
-        return f"{DOCS_BASE}#{self.id.replace('.', '')}"
+        return docs_url(self.id)
+
+    @property
+    def paragraphs(self) -> list[str]:
+        """Its docstring as paragraphs, each on one line: a blank line, and each sentence that
+        starts with `Estimate:`, begin a new one (the docs and `--explain` show them so)."""
+        paragraphs: list[list[str]] = [[]]
+        for line in (raw.strip() for raw in self.doc.splitlines()):
+            for n, piece in enumerate(re.split(r"(?<=[.:)]) (?=Estimate:)", line)):
+                if not piece or n > 0 or piece.startswith("Estimate:"):
+                    paragraphs.append([])
+                if piece:
+                    paragraphs[-1].append(piece)
+        return [" ".join(p) for p in paragraphs if p]
 
 
 RULES: dict[str, Rule] = {}

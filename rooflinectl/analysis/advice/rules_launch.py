@@ -41,8 +41,9 @@ def launch_overhead(ctx: AdviceContext) -> list[Finding]:
     so the saving is idle - idle after syncs - idle in those runs - launches left x 1 us, capped at
     the idle time (the launches left: those outside the batchable runs, plus one bmm per run). The
     idle time is the one to expect without the profiler (device_idle_unprofiled_s: measured from
-    the un-profiled steps of `--profile-steps`, else the profiler's calibrated cost per recorded
-    event taken out), since the profiler slows the host that launches the kernels. Kernel time is
+    the un-profiled steps of `--profile-steps`, the un-profiled step less the kernels' busy time
+    per iteration; else the profiler's calibrated cost per recorded event taken out), since the
+    profiler slows the host that launches the kernels. Kernel time is
     not counted: graphs do not make kernels faster (fusing them is the fusion rule's saving).
     Measured (the default sampling's un-profiled steps, or function mode's plain calls): idle per
     step = un-profiled step - kernel busy per step, and the 10% bar is held against the

@@ -373,6 +373,14 @@
         add(line, el('b', '', p[0] + ': '));
         line.appendChild(document.createTextNode(p[1]));
       });
+      if (/^https:\/\//.test(f.docs || '')) {  /* the rule's docs for the version that wrote the report */
+        var about = add(card, el('div', 'line'));
+        add(about, el('b', '', 'docs: '));
+        var link = add(about, el('a', '', 'about ' + f.rule));
+        link.href = f.docs;
+        link.rel = 'noopener';
+        link.addEventListener('click', function (ev) { ev.stopPropagation(); });
+      }
       if (f.rows.length) {
         var ks = add(card, el('div', 'line'));
         add(ks, el('b', '', 'kernels: '));
