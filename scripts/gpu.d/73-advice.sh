@@ -15,7 +15,8 @@
 # Order: GPT-2 and the MoE loop profiled and verified, the end-to-end timings against them, then
 # the Llama step, the Mixtral forward and the ViT (what a deadline cuts is the least needed).
 # Expected runtime on an H200: about 150-180 s (2026-12-02: the profiles took 14, 21, 15, 9 and
-# 29 s, --verify of GPT-2 27 s); ADVICE_SKIP="vit e2e vit-e2e" leaves parts out ("e2e": GPT-2 and MoE checks).
+# 29 s, --verify of GPT-2 27 s; 260 s was too short on 2026-12-02 05:35 with the ViT timing left); end-to-end timings
+# take ADVICE_E2E_STEPS steps (default 50); ADVICE_SKIP="vit e2e vit-e2e" leaves parts out ("e2e": GPT-2 and MoE checks).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/73-advice}"
 mkdir -p "$out"
@@ -43,7 +44,7 @@ check() {  # json names...: the shown figures and advise --verify of these profi
 timing() {  # file env...: one TIMING line of scripts/advice_models.py
   local file=$1
   shift
-  env "$@" ADVICE_STEPS=20 python3 scripts/advice_models.py time > "$out/$file" 2>&1 || tail -3 "$out/$file"
+  env "$@" ADVICE_STEPS="${ADVICE_E2E_STEPS:-50}" python3 scripts/advice_models.py time > "$out/$file" 2>&1 || tail -3 "$out/$file"
 }
 cmp() { python3 scripts/advice_check.py compare --report "$out/verify_e2e.json" "$@"; }
 moe_args=(--tokens 4096 --dim 1024 --hidden 2048)
