@@ -69,13 +69,12 @@ class LabelField:
     labels: list[Box] = field(default_factory=list)  # placed labels' boxes: never covered
     points: list[Box] = field(default_factory=list)  # point markers: covered only if nothing better
 
-    def __post_init__(self) -> None:  # groups drawn on one spot (within 4 px) are one marker to cover
-        spots: dict[tuple[int, int], Box] = {}
-        for b in self.points:
-            spot = (round((b[0] + b[2]) / 8), round((b[1] + b[3]) / 8))
-            if spot not in spots or b[2] - b[0] > spots[spot][2] - spots[spot][0]:
-                spots[spot] = b
-        self.points = list(spots.values())
+    def __post_init__(self) -> None:  # groups drawn on one spot (centres within 4 px) are one marker to cover
+        spots: list[Box] = []
+        for b in sorted(self.points, key=lambda b: b[0] - b[2]):  # the largest first: it stands for the pile
+            if all(abs(b[0] + b[2] - s[0] - s[2]) > 8 or abs(b[1] + b[3] - s[1] - s[3]) > 8 for s in spots):
+                spots.append(b)
+        self.points = spots
 
     def frame(self) -> Box:
         b = self.ax.get_window_extent(self.renderer)
