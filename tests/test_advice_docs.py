@@ -143,3 +143,14 @@ def test_the_html_report_links_each_finding_to_its_docs() -> None:
     assert view["findings"] and all(f["docs"] == PINNED + f["rule"].replace(".", "") for f in view["findings"])
     script = (ROOT / "rooflinectl" / "outputs" / "report_assets" / "report.js").read_text(encoding="utf-8")
     assert "link.href = f.docs;" in script  # the card's `docs:` line (an https link only)
+
+
+def test_markdown_notes_name_no_option_to_type() -> None:
+    """A PR comment is read, not typed into: what was left out is said without `--all` or
+    `--hide-below 0` (the terminal says both)."""
+    _, markdown = _advise("--format", "markdown", "--top", "1")
+    notes = [line for line in markdown.splitlines() if line.startswith("_")]
+    assert any("not shown" in n for n in notes) and any("left out" in n for n in notes), notes
+    assert not [n for n in notes if "--" in n], notes
+    table = " ".join(_advise("--top", "1")[1].split())
+    assert "--all shows them" in table and "--hide-below 0 shows them" in table
