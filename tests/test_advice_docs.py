@@ -154,3 +154,27 @@ def test_markdown_notes_name_no_option_to_type() -> None:
     assert not [n for n in notes if "--" in n], notes
     table = " ".join(_advise("--top", "1")[1].split())
     assert "--all shows them" in table and "--hide-below 0 shows them" in table
+
+
+@pytest.mark.browser
+def test_the_report_page_links_each_finding_in_a_browser(tmp_path: Path) -> None:
+    """The page's finding cards carry a link to their rule's docs (headless Chromium)."""
+    from cdp_pipe import Browser, find_chromium
+
+    from rooflinectl.html_report import report_document
+    from rooflinectl.outputs.report_html import write_report
+
+    document = report_document("single", [load_profile_file()], ["attention"])
+    page = write_report(document, tmp_path / "report.html")
+    with Browser(find_chromium()) as browser:
+        browser.open(page)
+        assert browser.errors() == []
+        links = browser.evaluate("Array.from(document.querySelectorAll('.finding a')).map(a => a.href)")
+    expected = [f["docs"] for f in document["advice"]["findings"]]
+    assert expected and links == expected and all(x.startswith(PINNED) for x in links)
+
+
+def load_profile_file():
+    from rooflinectl.outputs.profile_file import load_profile
+
+    return load_profile(PROFILE)
