@@ -178,3 +178,17 @@ def load_profile_file():
     from rooflinectl.outputs.profile_file import load_profile
 
     return load_profile(PROFILE)
+
+
+def test_the_docs_script_rewrites_only_the_rules_section() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("advice_docs", ROOT / "scripts" / "advice_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = PAGE.read_text(encoding="utf-8")
+    assert module.with_rules(page) == page  # up to date: nothing to change
+    stale = page.replace("**Fuse a chain of memory-bound kernels**", "**An old title**")
+    assert stale != page and module.with_rules(stale) == page
+    later = page + "\n## After the rules\n\nKept.\n"
+    assert module.with_rules(later.replace("**Pin host memory", "**Old")) == later
