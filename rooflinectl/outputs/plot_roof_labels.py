@@ -81,18 +81,24 @@ class LabelField:
         return (b.x0 + 2, b.y0 + 2, b.x1 - 2, b.y1 - 2)
 
     def cost(self, pieces: list[Box], extent: Box, own: str | None) -> float:
-        """HARD per broken rule, plus the soft costs (in units of about one label's worth)."""
-        grown = [_grown(p) for p in pieces]
-        crossed = sum(any(path.intersects_bbox(b, filled=False) for b in grown)
-                      for key, path in self.roofs.items() if key != own)
-        covered = sum(_overlap(extent, b) > 0 for b in self.labels)
+        """HARD per broken rule, plus the soft costs (in units of about one label's worth); a spot
+        that breaks a hard rule is not weighed further."""
+        whole, grown = _grown(extent), [_grown(p) for p in pieces]
+
+        def crosses(path: Path) -> bool:  # the whole box first: most lines pass far from a label
+            return path.intersects_bbox(whole, filled=False) and any(path.intersects_bbox(b, filled=False) for b in grown)
+
         frame = self.frame()
         outside = not (extent[0] >= frame[0] and extent[1] >= frame[1] and extent[2] <= frame[2] and extent[3] <= frame[3])
+        hard = (sum(crosses(path) for key, path in self.roofs.items() if key != own)
+                + sum(_overlap(extent, b) > 0 for b in self.labels) + outside)
+        if hard:
+            return HARD * hard
+        near = [b for b in self.points if _overlap(extent, b) > 0]
         area = max(sum((p[2] - p[0]) * (p[3] - p[1]) for p in pieces), 1.0)
-        on_points = sum(_overlap(p, b) for p in pieces for b in self.points) / area + 0.5 * sum(
-            any(_overlap(p, b) > 0 for p in pieces) for b in self.points)
-        on_guides = sum(any(g.intersects_bbox(b, filled=False) for b in grown) for g in self.guides)
-        return HARD * (crossed + covered + outside) + 4.0 * on_points + 0.5 * on_guides
+        on_points = sum(_overlap(p, b) for p in pieces for b in near) / area + 0.5 * sum(
+            any(_overlap(p, b) > 0 for p in pieces) for b in near)
+        return 4.0 * on_points + 0.5 * sum(crosses(g) for g in self.guides)
 
     def text_cost(self, text: Text, own: str) -> float:
         return self.cost(text_boxes(text, self.renderer), extent(text, self.renderer), own)
