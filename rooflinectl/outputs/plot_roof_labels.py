@@ -163,7 +163,7 @@ def flat_label(field_: LabelField, key: str, label: str, flops_per_s: float, x_s
                                {"xy": (10 ** (lo + fraction * (hi - lo)), flops_per_s), "offset": offset, "va": va}))
 
     def hanging(t: Annotation) -> float:
-        """Past its line's left end: a little is allowed; half the label is over nothing it labels."""
+        """Past its line's left end: up to half the label costs a little; more is over nothing it labels."""
         x0, _, x1, _ = extent(t, field_.renderer)
         past = max(0.0, min(x1, left_end) - x0) / max(x1 - x0, 1.0)
         return HARD if past > 0.5 else 1.0 * (past > 0.01)
@@ -203,7 +203,7 @@ def roof_key(field_: LabelField, entries: list[KeyEntry], left_frac: float) -> l
                          gid=f"roof_label:{e.key}", zorder=5) for i, e in enumerate(entries)]
     best: tuple[float, tuple[float, float]] | None = None
     for top in (0.99, 0.95, 0.9, 0.85, 0.8, 0.74, 0.62, 0.5, 0.38, 0.26):
-        for left in (left_frac + 0.01, 0.2, 0.3, 0.4, 0.5, 0.6):
+        for left in sorted({left_frac + 0.01, *(x for x in (0.2, 0.3, 0.4, 0.5, 0.6) if x > left_frac + 0.01)}):
             for t in texts:
                 t.xy = (left, top)
             extents = [extent(t, field_.renderer) for t in texts]
