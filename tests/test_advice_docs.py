@@ -143,3 +143,52 @@ def test_the_html_report_links_each_finding_to_its_docs() -> None:
     assert view["findings"] and all(f["docs"] == PINNED + f["rule"].replace(".", "") for f in view["findings"])
     script = (ROOT / "rooflinectl" / "outputs" / "report_assets" / "report.js").read_text(encoding="utf-8")
     assert "link.href = f.docs;" in script  # the card's `docs:` line (an https link only)
+
+
+def test_markdown_notes_name_no_option_to_type() -> None:
+    """A PR comment is read, not typed into: what was left out is said without `--all` or
+    `--hide-below 0` (the terminal says both)."""
+    _, markdown = _advise("--format", "markdown", "--top", "1")
+    notes = [line for line in markdown.splitlines() if line.startswith("_")]
+    assert any("not shown" in n for n in notes) and any("left out" in n for n in notes), notes
+    assert not [n for n in notes if "--" in n], notes
+    table = " ".join(_advise("--top", "1")[1].split())
+    assert "--all shows them" in table and "--hide-below 0 shows them" in table
+
+
+@pytest.mark.browser
+def test_the_report_page_links_each_finding_in_a_browser(tmp_path: Path) -> None:
+    """The page's finding cards carry a link to their rule's docs (headless Chromium)."""
+    from cdp_pipe import Browser, find_chromium
+
+    from rooflinectl.html_report import report_document
+    from rooflinectl.outputs.report_html import write_report
+
+    document = report_document("single", [load_profile_file()], ["attention"])
+    page = write_report(document, tmp_path / "report.html")
+    with Browser(find_chromium()) as browser:
+        browser.open(page)
+        assert browser.errors() == []
+        links = browser.evaluate("Array.from(document.querySelectorAll('.finding a')).map(a => a.href)")
+    expected = [f["docs"] for f in document["advice"]["findings"]]
+    assert expected and links == expected and all(x.startswith(PINNED) for x in links)
+
+
+def load_profile_file():
+    from rooflinectl.outputs.profile_file import load_profile
+
+    return load_profile(PROFILE)
+
+
+def test_the_docs_script_rewrites_only_the_rules_section() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("advice_docs", ROOT / "scripts" / "advice_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = PAGE.read_text(encoding="utf-8")
+    assert module.with_rules(page) == page  # up to date: nothing to change
+    stale = page.replace("**Fuse a chain of memory-bound kernels**", "**An old title**")
+    assert stale != page and module.with_rules(stale) == page
+    later = page + "\n## After the rules\n\nKept.\n"
+    assert module.with_rules(later.replace("**Pin host memory", "**Old")) == later

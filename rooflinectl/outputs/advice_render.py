@@ -112,11 +112,12 @@ def _instances_line(f: Finding) -> str:
             f"estimated together; the evidence is the first's ({first}).")
 
 
-def _omitted_note(report: AdviceReport) -> str:
+def _omitted_note(report: AdviceReport, cli: bool = True) -> str:
+    """What the limits left out; cli=False (markdown for a PR comment): no option to type."""
     if not report.omitted:
         return ""
     rules = ", ".join(f"{count} {rule_id}" for rule_id, count in sorted(report.omitted.items()))
-    return f"{sum(report.omitted.values())} more finding(s) not shown ({rules}): --all shows them."
+    return f"{sum(report.omitted.values())} more finding(s) not shown ({rules})" + (": --all shows them." if cli else ".")
 
 
 def _verified(report: AdviceReport) -> bool:
@@ -146,12 +147,12 @@ def _verification_line(f: Finding) -> str:
     return "" if v is None else f"{_VERIFIED_AS[v.status]}: {v.detail}"
 
 
-def _quiet_note(report: AdviceReport) -> str:
-    """What was left out for being small, and how to see it ('' when nothing was)."""
+def _quiet_note(report: AdviceReport, cli: bool = True) -> str:
+    """What was left out for being small, and how to see it ('' when nothing was; cli=False: no option)."""
     if not report.hidden:
         return ""
-    return (f"{report.hidden} finding(s) saving less than {report.hide_below_share:.1%} of the run left out "
-            "(--hide-below 0 shows them).")
+    return (f"{report.hidden} finding(s) saving less than {report.hide_below_share:.1%} of the run left out"
+            + (" (--hide-below 0 shows them)." if cli else "."))
 
 
 def _nothing_found(report: AdviceReport) -> str:
@@ -283,7 +284,7 @@ def render_markdown(report: AdviceReport, fail_on: str | None = None) -> str:
         if f.verification is not None:
             lines += [f"**Verified:** {markdown(_verification_line(f))}", ""]
         lines += [f"[About this rule]({f.docs})", ""]
-    for text in (_omitted_note(report), _quiet_note(report)):
+    for text in (_omitted_note(report, cli=False), _quiet_note(report, cli=False)):
         if text:
             lines.append(f"_{markdown(text)}_")
     return "\n".join(lines).rstrip() + "\n"

@@ -12,9 +12,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.outputs.plot_roof_labels import (
+    KeyEntry,
+    LabelField,
+    display_path,
+    flat_label,
+    remove_key,
+    roof_key,
+    slope_label,
+)
 from rooflinectl.units import si
 
 MEMORY_STYLES = {"dram": "-", "l2": "--", "l1": ":", "cache": "--"}
@@ -158,93 +169,74 @@ def setup_axes(ax: Axes, frame: Frame) -> None:
 def draw_roofs(ax: Axes, lines: list[RoofLine], frame: Frame, avoid: list[Box] | None = None) -> list:
     """Draw each roof with its value and source; mark DRAM ridge points. Returns the label texts.
 
-    avoid: pixel boxes (point markers) that the sloped memory-roof labels should not cover.
+    avoid: pixel boxes (point markers) that the roof labels should not cover. Each label goes
+    along its own line where it crosses no other roof and covers no other label, else into a
+    key block (plot_roof_labels.py).
     """
     texts: list = []
-    avoid = list(avoid or [])
     memory = [r for r in lines if r.kind == "memory"]
     compute = [r for r in lines if r.kind == "compute"]
+    achievable = [r for r in lines if r.kind == "achievable"]
     top_peak = max((r.value for r in compute), default=frame.y_hi)
     dram = next((r for r in memory if r.key == "dram"), memory[0] if memory else None)
+    drawn: dict[str, Line2D] = {}
+    guides: list[Line2D] = []
     for roof in memory:
         x_end = min(top_peak / roof.value, frame.x_hi)
-        ax.plot([frame.x_lo, x_end], [frame.x_lo * roof.value, x_end * roof.value], color=ROOF_COLOR,
-                linestyle=MEMORY_STYLES.get(roof.key, "-"), linewidth=1.8 if roof.key == "dram" else 1.2,
-                gid=f"roof:{roof.key}", label=roof.label, zorder=2)
-        texts.append(_slope_label(ax, roof, frame, x_end, avoid + _extents(ax, texts)))
+        (drawn[roof.key],) = ax.plot([frame.x_lo, x_end], [frame.x_lo * roof.value, x_end * roof.value],
+                                     color=ROOF_COLOR, linestyle=_style(roof),
+                                     linewidth=1.8 if roof.key == "dram" else 1.2, gid=f"roof:{roof.key}",
+                                     label=roof.label, zorder=2)
     for roof in compute:
         x_start = roof.value / dram.value if dram else frame.x_lo
-        ax.plot([x_start, frame.x_hi], [roof.value, roof.value], color=ROOF_COLOR, linewidth=1.6,
-                gid=f"roof:{roof.key}", label=roof.label, zorder=2)
+        (drawn[roof.key],) = ax.plot([x_start, frame.x_hi], [roof.value, roof.value], color=ROOF_COLOR, linewidth=1.6,
+                                     gid=f"roof:{roof.key}", label=roof.label, zorder=2)
         if dram:
             ax.plot([x_start], [roof.value], marker="D", markersize=4.5, color=ROOF_COLOR, gid=f"ridge:{roof.key}", zorder=3)
-            ax.plot([x_start, x_start], [frame.y_lo, roof.value], color="#999999", linestyle=":", linewidth=0.8,
-                    gid=f"ridge_line:{roof.key}", zorder=1)
+            guides += ax.plot([x_start, x_start], [frame.y_lo, roof.value], color="#999999", linestyle=":",
+                              linewidth=0.8, gid=f"ridge_line:{roof.key}", zorder=1)
             texts.append(ax.text(x_start * 10**0.02, frame.y_lo * 10**0.06, f"ridge {x_start:.3g} FLOP/B",
                                  rotation=90, ha="left", va="bottom", fontsize=7, color="#666666",
                                  gid=f"ridge_label:{roof.key}"))
-    for roof in [r for r in lines if r.kind == "achievable"]:
+    for roof in achievable:
         x_start = roof.value / dram.value if dram else frame.x_lo
-        ax.plot([x_start, frame.x_hi], [roof.value, roof.value], color=ROOF_COLOR, linewidth=1.1,
-                linestyle=ACHIEVABLE_STYLE, gid=f"roof:{roof.key}", label=roof.label, zorder=2)
-        compute.append(roof)
-    for roof in compute:
+        (drawn[roof.key],) = ax.plot([x_start, frame.x_hi], [roof.value, roof.value], color=ROOF_COLOR, linewidth=1.1,
+                                     linestyle=_style(roof), gid=f"roof:{roof.key}", label=roof.label, zorder=2)
+    return texts + _roof_labels(ax, memory, compute + achievable, frame, dram, drawn, guides, texts, avoid or [])
+
+
+def _style(roof: RoofLine) -> str | tuple:
+    return ACHIEVABLE_STYLE if roof.kind == "achievable" else MEMORY_STYLES.get(roof.key, "-")
+
+
+def _roof_labels(ax: Axes, memory: list[RoofLine], flat: list[RoofLine], frame: Frame, dram: RoofLine | None,
+                 drawn: dict[str, Line2D], guides: list[Line2D], fixed: list, avoid: list[Box]) -> list:
+    """The flat (compute) roofs' labels first, at the right end where they can, then the sloped
+    (memory) ones; those with no clean spot on their line share one key block."""
+    renderer = ax.figure.canvas.get_renderer()
+    field_ = LabelField(ax, renderer, {k: display_path(line) for k, line in drawn.items()},
+                        [display_path(g) for g in guides], [], list(avoid))
+    for text in [*fixed, *(t for t in ax.texts if t.get_gid() == "strip:label")]:
+        field_.keep(text)
+    texts, keyed = [], []
+    for roof in flat:
         x_start = roof.value / dram.value if dram else frame.x_lo
-        texts.append(_flat_label(ax, roof, frame, x_start, avoid + _extents(ax, texts)))
-    return texts
+        text = flat_label(field_, roof.key, roof.label, roof.value, x_start, frame.x_hi, below=roof.kind == "achievable")
+        (texts.append(text) if text is not None else keyed.append(roof))
+    left = float(ax.transAxes.inverted().transform(ax.transData.transform((frame.strip_hi, frame.y_hi)))[0])
 
+    def key(roofs: list[RoofLine]) -> list:  # before the memory labels: the top left is still free
+        return roof_key(field_, [KeyEntry(r.key, r.label, _style(r), drawn[r.key].get_linewidth()) for r in roofs],
+                        left) if roofs else []
 
-def _extents(ax: Axes, texts: list) -> list[Box]:
-    renderer = ax.figure.canvas.get_renderer()
-    return [tuple(t.get_window_extent(renderer).extents) for t in texts]
-
-
-def _slope_label(ax: Axes, roof: RoofLine, frame: Frame, x_end: float, avoid: list[Box]):
-    """A memory roof's label on its line, rotated to the line's on-screen angle, where it covers least."""
-    log_lo, log_hi = math.log10(frame.strip_hi), math.log10(x_end)
-    p0 = ax.transData.transform((1.0, roof.value))
-    p1 = ax.transData.transform((10.0, roof.value * 10))
-    angle = math.degrees(math.atan2(p1[1] - p0[1], p1[0] - p0[0]))
-    text = ax.annotate(roof.label, (1.0, 1.0), xytext=(0, 4), textcoords="offset points", rotation=angle,
-                       rotation_mode="anchor", ha="left", va="bottom", fontsize=8.5, color=ROOF_COLOR,
-                       gid=f"roof_label:{roof.key}", zorder=3)
-    renderer = ax.figure.canvas.get_renderer()
-    best: tuple[float, float] | None = None
-    for fraction in (0.08, 0.14, 0.2, 0.28, 0.36, 0.44, 0.52, 0.6):
-        x = 10 ** (log_lo + fraction * (log_hi - log_lo))
-        text.xy = (x, x * roof.value)
-        box = text.get_window_extent(renderer)
-        cost = sum(_box_overlap(tuple(box.extents), b) for b in avoid) + fraction
-        if best is None or cost < best[0]:
-            best = (cost, x)
-    assert best is not None
-    text.xy = (best[1], best[1] * roof.value)
-    return text
-
-
-def _flat_label(ax: Axes, roof: RoofLine, frame: Frame, x_start: float, avoid: list[Box]):
-    """A compute roof's label just above its line: at the right end unless points sit there."""
-    below = roof.kind == "achievable"  # under its dashed line: the roof's own label sits just above it
-    text = ax.annotate(roof.label, (frame.x_hi, roof.value), xytext=(-4, -2 if below else 2), textcoords="offset points",
-                       ha="right", va="top" if below else "bottom", fontsize=8.5, color=ROOF_COLOR,
-                       gid=f"roof_label:{roof.key}", zorder=3)
-    renderer = ax.figure.canvas.get_renderer()
-    log_lo, log_hi = math.log10(max(x_start, frame.x_lo)), math.log10(frame.x_hi)
-    best: tuple[float, float] | None = None
-    for fraction in (1.0, 0.85, 0.7, 0.55, 0.4, 0.25, 0.1):
-        x = 10 ** (log_lo + fraction * (log_hi - log_lo))
-        text.xy = (x, roof.value)
-        box = tuple(text.get_window_extent(renderer).extents)
-        hanging = box[0] < ax.transData.transform((x_start, roof.value))[0]  # past its line's left end
-        cost = sum(_box_overlap(box, b) for b in avoid) + (1.0 - fraction) + 2.0 * hanging
-        if best is None or cost < best[0]:
-            best = (cost, x)
-    if best is not None:
-        text.xy = (best[1], roof.value)
-    return text
-
-
-def _box_overlap(a: Box, b: Box) -> float:
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    return w * h if w > 0 and h > 0 else 0.0
+    block = key(keyed)
+    top_peak = max((r.value for r in flat if r.kind == "compute"), default=frame.y_hi)
+    sloped = []
+    for roof in memory:
+        x_end = min(top_peak / roof.value, frame.x_hi)
+        text = slope_label(field_, roof.key, roof.label, roof.value, frame.strip_hi, x_end)
+        (texts.append(text) if text is not None else sloped.append(roof))
+    if sloped:  # the key again, with these too
+        remove_key(field_, block)
+        block = key(keyed + sloped)
+    return texts + [a for a in block if isinstance(a, Text)]
