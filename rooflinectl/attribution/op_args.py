@@ -91,11 +91,14 @@ def conv_args(call: OpCall) -> dict[str, Any] | None:
 
 
 def memory_format(t: TensorArg) -> str:
-    """contiguous, channels_last (NHWC / NDHWC order of strides) or '' (another layout, or no strides)."""
+    """contiguous, channels_last (NHWC / NDHWC order of strides: torch's channels_last and
+    channels_last_3d) or '' (another layout, or no strides)."""
     if t.strides is None or len(t.strides) != len(t.shape):
         return ""
     if t.strides == _contiguous(t.shape):
         return "contiguous"
+    if len(t.shape) not in (4, 5):
+        return ""
     order = (0, *range(2, len(t.shape)), 1)  # N, spatial..., C: innermost last
     last = _contiguous(tuple(t.shape[i] for i in order))
     expected = [0] * len(t.shape)
