@@ -1,17 +1,23 @@
-"""Does a stopped session of ours slow the steps after it? A paired design for a noisy shared CPU.
+"""Does a stopped session of ours slow the steps after it? A paired design for a noisy host.
 
-Two processes forked from one that built and warmed up the step (so both start identical) take
-turns step by step, passing a token through pipes, pinned to the same core: one runs the control
-(6 plain steps in the middle), the other ours (rooflinectl's ProfilingSession with the default
-sampling, which stops after 5 optimizer steps). Each pair of steps runs within a few tens of ms,
-so whatever else the machine does hits both alike; the figure of a trial is the median over pairs
-of log(ours / control) after the middle, less the same before it (where both are identical). The
-order within a pair turns each trial. A cost of ours that stays after the stop shows as a shift
-of that figure above 0; the spread of the before-halves shows the design's own floor.
+Two player processes take turns step by step, passing a token through pipes: one runs the
+control (6 plain steps in the middle), the other ours (rooflinectl's ProfilingSession with the
+default sampling, which stops after 5 optimizer steps). Each pair of steps runs within a few
+tens of ms, so whatever else the host does then (other tenants, clocks) hits both alike. The
+figure of a trial is the median over pairs of log(ours / control) after the middle, less the same
+before it: the levels of the two processes cancel too. A cost of ours that stays after the stop
+shows as a shift of that figure above 0; the spread of the before-halves is the design's floor.
+The order within a pair turns each trial.
 
-CPU only (CUDA cannot be used after fork).
-Usage: python3 scripts/investigations/post_stop_pingpong.py [--model mlp|llama] [--budget-s 600] [--steps 60]
-Prints one PINGPONG line per trial and a summary (post_stop_stats' Hodges-Lehmann and bootstrap)."""
+- CPU: the players are forked from this process, which built and warmed up the step (both start
+  identical), pinned to one core.
+- CUDA (cannot be used after fork): each player is a fresh interpreter that builds its own step;
+  a turn ends with torch.cuda.synchronize() (a turn's time is its step, the GPU's part included,
+  and the other player finds the GPU idle).
+
+Usage: python3 scripts/investigations/post_stop_pingpong.py [--device cpu|cuda] [--model mlp|llama]
+       [--budget-s 600] [--steps 60] [--out FILE]
+Prints one PINGPONG line per trial, then FIGURE and CHECK lines."""
 
 from __future__ import annotations
 
@@ -19,8 +25,10 @@ import argparse
 import json
 import math
 import os
+import select
 import signal
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -31,15 +39,20 @@ import post_stop_blocks  # noqa: E402
 import post_stop_stats  # noqa: E402
 
 MIDDLE_STEPS = post_stop_blocks.MIDDLE_STEPS
+PLAYER_TIMEOUT_S = 150  # a trial's players, start to end (building a model on a GPU included)
 
 
-def play(step: Callable[[], None], mode: str, wait_fd: int, give_fd: int, steps: int, out_fd: int) -> None:
-    """The child's side: before steps, the middle, after steps, each step on its turn; its step
-    times (ms) written as JSON to out_fd."""
-    def turn(run: Callable[[], None]) -> float:
+def play(step: Callable[[], None], mode: str, device: str, fds: tuple[int, int, int], steps: int) -> None:
+    """A player: before steps, the middle, after steps, each on its turn; its step times (ms) as
+    one JSON line to the out fd. fds: (wait for the token, give it, out)."""
+    wait_fd, give_fd, out_fd = fds
+    sync = (lambda: __import__("torch").cuda.synchronize()) if device == "cuda" else (lambda: None)
+
+    def turn(run: Callable[[], object]) -> float:
         os.read(wait_fd, 1)
         began = time.perf_counter()
         run()
+        sync()
         took_ms = (time.perf_counter() - began) * 1e3
         os.write(give_fd, b"x")
         return took_ms
@@ -49,79 +62,181 @@ def play(step: Callable[[], None], mode: str, wait_fd: int, give_fd: int, steps:
     if mode == "ours":
         from rooflinectl.capture.run.session import ProfilingSession
 
-        session = ProfilingSession("cpu", profile_steps="auto")
+        session = ProfilingSession(device, profile_steps="auto")
         turn(session.start)
     else:
         turn(lambda: None)
     middle = [turn(step) for _ in range(MIDDLE_STEPS)]
     after = [turn(step) for _ in range(steps)]
     stopped = session is None or (session.limit is not None and session.limit.stopped)
-    os.write(out_fd, json.dumps({"mode": mode, "before": before, "after": after, "middle": middle,
-                                 "stopped": stopped}).encode() + b"\n")
+    os.write(out_fd, (json.dumps({"mode": mode, "before": before, "after": after, "middle": middle,
+                                  "stopped": stopped}) + "\n").encode())
 
 
-def trial(step: Callable[[], None], steps: int, ours_first: bool) -> dict:
-    """Fork the two players, let them alternate, collect their times."""
-    a_to_b, b_to_a, results = os.pipe(), os.pipe(), os.pipe()
-    first, second = ("ours", "control") if ours_first else ("control", "ours")
-    core = {min(os.sched_getaffinity(0))}
-    pids = []
-    for mode, wait_fd, give_fd in ((first, b_to_a[0], a_to_b[1]), (second, a_to_b[0], b_to_a[1])):
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                signal.alarm(120)  # a player whose partner died waits for no turn for ever
-                os.sched_setaffinity(0, core)
-                play(step, mode, wait_fd, give_fd, steps, results[1])
-                code = 0
-            finally:
-                os._exit(code)
-        pids.append(pid)
-    os.write(b_to_a[1], b"x")  # the first player's first turn
-    os.close(results[1])
+def read_lines(fd: int, count: int, deadline: float) -> list[str]:
+    """Up to `count` lines from fd before the deadline (fewer if the writers end or time runs out)."""
     data = b""
-    while chunk := os.read(results[0], 1 << 16):
+    while data.count(b"\n") < count and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
         data += chunk
-    for pid in pids:
-        os.waitpid(pid, 0)
-    for fd in (*a_to_b, *b_to_a, results[0]):
+    return data.decode(errors="replace").splitlines()
+
+
+def start_players(modes: tuple[str, str], args: argparse.Namespace, step: Callable[[], None] | None,
+                  pipes: dict[str, tuple[int, int]]) -> list[object]:
+    """The two players: forked (CPU, step given) or fresh interpreters (CUDA). Returns their handles."""
+    ends = [(pipes["b_to_a"][0], pipes["a_to_b"][1]), (pipes["a_to_b"][0], pipes["b_to_a"][1])]
+    out_fd = pipes["results"][1]
+    handles: list[object] = []
+    for mode, (wait_fd, give_fd) in zip(modes, ends, strict=True):
+        if step is not None:
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    signal.alarm(PLAYER_TIMEOUT_S)  # a player whose partner died waits for no turn for ever
+                    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+                    os.write(out_fd, b"READY\n")
+                    play(step, mode, args.device, (wait_fd, give_fd, out_fd), args.steps)
+                    code = 0
+                finally:
+                    os._exit(code)
+            handles.append(pid)
+        else:
+            argv = [sys.executable, __file__, "--player", mode, "--device", args.device, "--model", args.model,
+                    "--steps", str(args.steps), "--fds", f"{wait_fd},{give_fd},{out_fd}"]
+            handles.append(subprocess.Popen(argv, pass_fds=(wait_fd, give_fd, out_fd), stdout=subprocess.DEVNULL,
+                                            stderr=args.log_file or subprocess.DEVNULL))
+    return handles
+
+
+def end_players(handles: list[object]) -> None:
+    """Wait for the players (10 s at most each, then kill)."""
+    for handle in handles:
+        if isinstance(handle, int):
+            until = time.monotonic() + 10
+            while os.waitpid(handle, os.WNOHANG) == (0, 0):
+                if time.monotonic() > until:
+                    os.kill(handle, signal.SIGKILL)
+                    os.waitpid(handle, 0)
+                    break
+                time.sleep(0.05)
+        else:
+            try:
+                handle.wait(timeout=10)  # type: ignore[attr-defined]
+            except subprocess.TimeoutExpired:
+                handle.kill()  # type: ignore[attr-defined]
+                handle.wait()  # type: ignore[attr-defined]
+
+
+def trial(args: argparse.Namespace, step: Callable[[], None] | None, ours_first: bool) -> dict:
+    """One trial: the two players started, their turns begun once both are ready, their times."""
+    pipes = {name: os.pipe() for name in ("a_to_b", "b_to_a", "results")}
+    modes = ("ours", "control") if ours_first else ("control", "ours")
+    deadline = time.monotonic() + PLAYER_TIMEOUT_S
+    handles = start_players(modes, args, step, pipes)
+    os.close(pipes["results"][1])
+    lines = read_lines(pipes["results"][0], 2, deadline)
+    if lines.count("READY") == 2:
+        os.write(pipes["b_to_a"][1], b"x")  # the first player's first turn
+        lines += read_lines(pipes["results"][0], 2, deadline)
+    end_players(handles)
+    for fd in (*pipes["a_to_b"], *pipes["b_to_a"], pipes["results"][0]):
         os.close(fd)
-    rows = {r["mode"]: r for r in map(json.loads, data.decode().splitlines())}
+    rows = {}
+    for line in lines:
+        if line.startswith("{"):
+            row = json.loads(line)
+            rows[row["mode"]] = row
     if len(rows) < 2:
-        return {"failed": f"players gave {sorted(rows)}"}
-    pair_before = [math.log(o / c) for o, c in zip(rows["ours"]["before"], rows["control"]["before"], strict=True)]
-    pair_after = [math.log(o / c) for o, c in zip(rows["ours"]["after"], rows["control"]["after"], strict=True)]
-    return {"ours_first": ours_first, "before": statistics.median(pair_before), "after": statistics.median(pair_after),
-            "effect": statistics.median(pair_after) - statistics.median(pair_before),
-            "control_ms": statistics.median(rows["control"]["after"]), "stopped": rows["ours"]["stopped"]}
+        return {"failed": f"players gave {sorted(rows)} ({lines.count('READY')} ready)"}
+    pair = {side: [math.log(o / c) for o, c in zip(rows["ours"][side], rows["control"][side], strict=True)]
+            for side in ("before", "after")}
+    return {"ours_first": ours_first, "before": statistics.median(pair["before"]),
+            "after": statistics.median(pair["after"]),
+            "effect": statistics.median(pair["after"]) - statistics.median(pair["before"]),
+            "control_ms": statistics.median(rows["control"]["after"]),
+            "ours_ms": statistics.median(rows["ours"]["after"]), "stopped": rows["ours"]["stopped"]}
+
+
+def summary(trials: list[dict], args: argparse.Namespace) -> list[str]:
+    pct = post_stop_stats.pct
+    effects = [t["effect"] for t in trials]
+    befores = [t["before"] for t in trials]
+    if len(effects) < 3:
+        return [f"CHECK post-stop pingpong: FAILED: {len(effects)} trials (need 3)"]
+    low, high = post_stop_stats.median_interval(effects)
+    lines = [f"FIGURE post-stop pingpong ({args.model}, {args.device}): {len(trials)} trials of {args.steps} step "
+             f"pairs before and after; ours/control after the stop less before it: median "
+             f"{pct(statistics.median(effects)):+.2f}% (95% interval {pct(low):+.2f}% to {pct(high):+.2f}%); "
+             f"before the middle: median {pct(statistics.median(befores)):+.2f}% (range {pct(min(befores)):+.2f}% to "
+             f"{pct(max(befores)):+.2f}%); control step {statistics.median(t['control_ms'] for t in trials):.3f} ms; "
+             f"the session stopped in {sum(t['stopped'] for t in trials)} of {len(trials)}"]
+    lines.append(f"CHECK post-stop pingpong: {post_stop_stats.verdict(low, high, args.bound_pct)}")
+    return lines
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--model", choices=["mlp", "llama", "resnet"], default="llama")
+    p.add_argument("--budget-s", type=float, default=600)
+    p.add_argument("--steps", type=int, default=60, help="step pairs before and after the middle")
+    p.add_argument("--bound-pct", type=float, default=3.0)
+    p.add_argument("--out", help="append the PINGPONG lines to this file too")
+    p.add_argument("--log", help="the players' stderr (CUDA players), appended")
+    p.add_argument("--spawn", action="store_true", help="fresh interpreters as players on a CPU too (as on CUDA)")
+    p.add_argument("--player", choices=["ours", "control"], help=argparse.SUPPRESS)
+    p.add_argument("--fds", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def run_player(args: argparse.Namespace) -> None:
+    """A fresh interpreter's player (CUDA): build, say READY, play."""
+    signal.alarm(PLAYER_TIMEOUT_S)
+    wait_fd, give_fd, out_fd = (int(fd) for fd in args.fds.split(","))
+    step = post_stop_blocks.prepare(post_stop_blocks.parse_args(["control", "--device", args.device,
+                                                                 "--model", args.model]))
+    os.write(out_fd, b"READY\n")
+    play(step, args.player, args.device, (wait_fd, give_fd, out_fd), args.steps)
+    os._exit(0)
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=["mlp", "llama"], default="llama")
-    p.add_argument("--budget-s", type=float, default=600)
-    p.add_argument("--steps", type=int, default=60, help="steps before and after the middle")
-    args = p.parse_args()
-    options = post_stop_blocks.parse_args(["control", "--device", "cpu", "--model", args.model])
-    step = post_stop_blocks.prepare(options)
-    started, trials = time.monotonic(), []
-    while time.monotonic() - started < args.budget_s:
-        got = trial(step, args.steps, ours_first=len(trials) % 2 == 0)
+    args = parse()
+    if args.player:
+        run_player(args)
+    args.log_file = open(args.log, "a") if args.log else None  # noqa: SIM115 - the players' stderr, to the end
+    started = time.monotonic()
+    step = None
+    if args.device == "cpu" and not args.spawn:
+        from rooflinectl.capture.run import session  # noqa: F401  # imported once, before the forks
+
+        step = post_stop_blocks.prepare(post_stop_blocks.parse_args(["control", "--device", "cpu",
+                                                                     "--model", args.model]))
+    trials: list[dict] = []
+    slowest_s = 0.0
+    while time.monotonic() - started + slowest_s < args.budget_s:
+        began = time.monotonic()
+        got = trial(args, step, ours_first=len(trials) % 2 == 0)
+        slowest_s = max(slowest_s, time.monotonic() - began)
         if "failed" in got:
             print(f"trial failed: {got['failed']}", flush=True)
+            if not trials:
+                break  # the first one failed: something is wrong, not noise
             continue
+        line = "PINGPONG " + json.dumps({k: round(v, 5) if isinstance(v, float) else v for k, v in got.items()})
+        print(line, flush=True)
+        if args.out:
+            with open(args.out, "a") as sink:
+                sink.write(line + "\n")
         trials.append(got)
-        print("PINGPONG " + json.dumps({k: round(v, 5) if isinstance(v, float) else v for k, v in got.items()}),
-              flush=True)
-    effects = [t["effect"] for t in trials]
-    befores = [t["before"] for t in trials]
-    low, high = post_stop_stats.median_interval(effects)
-    print(f"FIGURE post-stop pingpong ({args.model}, CPU): {len(trials)} trials, ours/control after the stop less "
-          f"before it: median {post_stop_stats.pct(statistics.median(effects)):+.2f}% (95% interval "
-          f"{post_stop_stats.pct(low):+.2f}% to {post_stop_stats.pct(high):+.2f}%); before the middle (identical "
-          f"processes): median {post_stop_stats.pct(statistics.median(befores)):+.2f}%; control step "
-          f"{statistics.median(t['control_ms'] for t in trials):.3f} ms; stopped in {sum(t['stopped'] for t in trials)}")
+    print("\n".join(summary(trials, args)), flush=True)
     return 0
 
 
