@@ -39,7 +39,8 @@ import post_stop_blocks  # noqa: E402
 import post_stop_stats  # noqa: E402
 
 MIDDLE_STEPS = post_stop_blocks.MIDDLE_STEPS
-PLAYER_TIMEOUT_S = 150  # a trial's players, start to end (building a model on a GPU included)
+PHASE_TIMEOUT_S = 60  # the players' start (building and warming up the model), then their turns
+PLAYER_TIMEOUT_S = 2 * PHASE_TIMEOUT_S + 10  # a player ends by then whatever happens (its alarm)
 
 
 def play(step: Callable[[], None], mode: str, device: str, fds: tuple[int, int, int], steps: int) -> None:
@@ -73,13 +74,27 @@ def play(step: Callable[[], None], mode: str, device: str, fds: tuple[int, int, 
                                   "stopped": stopped}) + "\n").encode())
 
 
-def read_lines(fd: int, count: int, deadline: float) -> list[str]:
-    """Up to `count` lines from fd before the deadline (fewer if the writers end or time runs out)."""
+def player_failed(handles: list[object]) -> bool:
+    """Whether a player has ended with an error (its partner would then wait for ever)."""
+    for handle in handles:
+        if isinstance(handle, int):
+            continue  # a forked player ends by its alarm at worst
+        code = handle.poll()  # type: ignore[attr-defined]
+        if code is not None and code != 0:
+            return True
+    return False
+
+
+def read_lines(fd: int, count: int, deadline: float, handles: list[object]) -> list[str]:
+    """Up to `count` lines from fd before the deadline (fewer if the writers end, a player fails
+    or time runs out)."""
     data = b""
     while data.count(b"\n") < count and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        ready, _, _ = select.select([fd], [], [], min(1.0, max(0.0, deadline - time.monotonic())))
         if not ready:
-            break
+            if player_failed(handles):
+                break
+            continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
@@ -138,13 +153,12 @@ def trial(args: argparse.Namespace, step: Callable[[], None] | None, ours_first:
     """One trial: the two players started, their turns begun once both are ready, their times."""
     pipes = {name: os.pipe() for name in ("a_to_b", "b_to_a", "results")}
     modes = ("ours", "control") if ours_first else ("control", "ours")
-    deadline = time.monotonic() + PLAYER_TIMEOUT_S
     handles = start_players(modes, args, step, pipes)
     os.close(pipes["results"][1])
-    lines = read_lines(pipes["results"][0], 2, deadline)
+    lines = read_lines(pipes["results"][0], 2, time.monotonic() + PHASE_TIMEOUT_S, handles)  # built, warmed up
     if lines.count("READY") == 2:
         os.write(pipes["b_to_a"][1], b"x")  # the first player's first turn
-        lines += read_lines(pipes["results"][0], 2, deadline)
+        lines += read_lines(pipes["results"][0], 2, time.monotonic() + PHASE_TIMEOUT_S, handles)
     end_players(handles)
     for fd in (*pipes["a_to_b"], *pipes["b_to_a"], pipes["results"][0]):
         os.close(fd)
