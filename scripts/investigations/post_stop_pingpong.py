@@ -22,6 +22,7 @@ Prints one PINGPONG line per trial, then FIGURE and CHECK lines."""
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -43,7 +44,8 @@ PHASE_TIMEOUT_S = 60  # the players' start (building and warming up the model), 
 PLAYER_TIMEOUT_S = 2 * PHASE_TIMEOUT_S + 10  # a player ends by then whatever happens (its alarm)
 
 
-def play(step: Callable[[], None], mode: str, device: str, fds: tuple[int, int, int], steps: int) -> None:
+def play(step: Callable[[], None], mode: str, device: str, fds: tuple[int, int, int], steps: int,
+         variant: str = "") -> None:
     """A player: before steps, the middle, after steps, each on its turn; its step times (ms) as
     one JSON line to the out fd. fds: (wait for the token, give it, out)."""
     wait_fd, give_fd, out_fd = fds
@@ -68,8 +70,12 @@ def play(step: Callable[[], None], mode: str, device: str, fds: tuple[int, int, 
     else:
         turn(lambda: None)
     middle = [turn(step) for _ in range(MIDDLE_STEPS)]
-    after = [turn(step) for _ in range(steps)]
     stopped = session is None or (session.limit is not None and session.limit.stopped)
+    if session is not None and variant == "no-marker" and session.limit is not None:
+        session.limit.remove()  # the iteration marker too: what is left is all the rest of ours
+    if session is not None and variant == "gc-freeze":
+        gc.freeze()  # what we keep alive no longer costs the cyclic GC anything
+    after = [turn(step) for _ in range(steps)]
     os.write(out_fd, (json.dumps({"mode": mode, "before": before, "after": after, "middle": middle,
                                   "stopped": stopped}) + "\n").encode())
 
@@ -117,14 +123,14 @@ def start_players(modes: tuple[str, str], args: argparse.Namespace, step: Callab
                     signal.alarm(PLAYER_TIMEOUT_S)  # a player whose partner died waits for no turn for ever
                     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
                     os.write(out_fd, b"READY\n")
-                    play(step, mode, args.device, (wait_fd, give_fd, out_fd), args.steps)
+                    play(step, mode, args.device, (wait_fd, give_fd, out_fd), args.steps, args.variant)
                     code = 0
                 finally:
                     os._exit(code)
             handles.append(pid)
         else:
             argv = [sys.executable, __file__, "--player", mode, "--device", args.device, "--model", args.model,
-                    "--steps", str(args.steps), "--fds", f"{wait_fd},{give_fd},{out_fd}"]
+                    "--steps", str(args.steps), "--variant", args.variant, "--fds", f"{wait_fd},{give_fd},{out_fd}"]
             handles.append(subprocess.Popen(argv, pass_fds=(wait_fd, give_fd, out_fd), stdout=subprocess.DEVNULL,
                                             stderr=args.log_file or subprocess.DEVNULL))
     return handles
@@ -185,7 +191,7 @@ def summary(trials: list[dict], args: argparse.Namespace) -> list[str]:
     if len(effects) < 3:
         return [f"CHECK post-stop pingpong: FAILED: {len(effects)} trials (need 3)"]
     low, high = post_stop_stats.median_interval(effects)
-    lines = [f"FIGURE post-stop pingpong ({args.model}, {args.device}): {len(trials)} trials of {args.steps} step "
+    lines = [f"FIGURE post-stop pingpong ({args.model}, {args.device}{', ' + args.variant if args.variant else ''}): {len(trials)} trials of {args.steps} step "
              f"pairs before and after; ours/control after the stop less before it: median "
              f"{pct(statistics.median(effects)):+.2f}% (95% interval {pct(low):+.2f}% to {pct(high):+.2f}%); "
              f"before the middle: median {pct(statistics.median(befores)):+.2f}% (range {pct(min(befores)):+.2f}% to "
@@ -205,6 +211,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", help="append the PINGPONG lines to this file too")
     p.add_argument("--log", help="the players' stderr (CUDA players), appended")
     p.add_argument("--spawn", action="store_true", help="fresh interpreters as players on a CPU too (as on CUDA)")
+    p.add_argument("--variant", choices=["", "no-marker", "gc-freeze"], default="",
+                   help="after our stop, also remove the iteration marker, or gc.freeze() (which candidate costs)")
     p.add_argument("--player", choices=["ours", "control"], help=argparse.SUPPRESS)
     p.add_argument("--fds", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -217,7 +225,7 @@ def run_player(args: argparse.Namespace) -> None:
     step = post_stop_blocks.prepare(post_stop_blocks.parse_args(["control", "--device", args.device,
                                                                  "--model", args.model]))
     os.write(out_fd, b"READY\n")
-    play(step, args.player, args.device, (wait_fd, give_fd, out_fd), args.steps)
+    play(step, args.player, args.device, (wait_fd, give_fd, out_fd), args.steps, args.variant)
     os._exit(0)
 
 
