@@ -73,6 +73,10 @@ def play(step: Callable[[], None], mode: str, device: str, fds: tuple[int, int, 
     stopped = session is None or (session.limit is not None and session.limit.stopped)
     if session is not None and variant == "no-marker" and session.limit is not None:
         session.limit.remove()  # the iteration marker too: what is left is all the rest of ours
+    if session is not None and variant == "drop-events":
+        from rooflinectl.capture.run.session import let_go_of_events
+
+        let_go_of_events(session.prof)  # the profiler's recorded events freed (and malloc_trim): their memory
     if session is not None and variant == "gc-freeze":
         gc.freeze()  # what we keep alive no longer costs the cyclic GC anything
     after = [turn(step) for _ in range(steps)]
@@ -109,7 +113,7 @@ def read_lines(fd: int, count: int, deadline: float, handles: list[object]) -> l
 
 
 def start_players(modes: tuple[str, str], args: argparse.Namespace, step: Callable[[], None] | None,
-                  pipes: dict[str, tuple[int, int]]) -> list[object]:
+                  pipes: dict[str, tuple[int, int]], variant: str) -> list[object]:
     """The two players: forked (CPU, step given) or fresh interpreters (CUDA). Returns their handles."""
     ends = [(pipes["b_to_a"][0], pipes["a_to_b"][1]), (pipes["a_to_b"][0], pipes["b_to_a"][1])]
     out_fd = pipes["results"][1]
@@ -123,14 +127,14 @@ def start_players(modes: tuple[str, str], args: argparse.Namespace, step: Callab
                     signal.alarm(PLAYER_TIMEOUT_S)  # a player whose partner died waits for no turn for ever
                     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
                     os.write(out_fd, b"READY\n")
-                    play(step, mode, args.device, (wait_fd, give_fd, out_fd), args.steps, args.variant)
+                    play(step, mode, args.device, (wait_fd, give_fd, out_fd), args.steps, variant)
                     code = 0
                 finally:
                     os._exit(code)
             handles.append(pid)
         else:
             argv = [sys.executable, __file__, "--player", mode, "--device", args.device, "--model", args.model,
-                    "--steps", str(args.steps), "--variant", args.variant, "--fds", f"{wait_fd},{give_fd},{out_fd}"]
+                    "--steps", str(args.steps), "--variant", variant, "--fds", f"{wait_fd},{give_fd},{out_fd}"]
             handles.append(subprocess.Popen(argv, pass_fds=(wait_fd, give_fd, out_fd), stdout=subprocess.DEVNULL,
                                             stderr=args.log_file or subprocess.DEVNULL))
     return handles
@@ -155,11 +159,11 @@ def end_players(handles: list[object]) -> None:
                 handle.wait()  # type: ignore[attr-defined]
 
 
-def trial(args: argparse.Namespace, step: Callable[[], None] | None, ours_first: bool) -> dict:
+def trial(args: argparse.Namespace, step: Callable[[], None] | None, ours_first: bool, variant: str) -> dict:
     """One trial: the two players started, their turns begun once both are ready, their times."""
     pipes = {name: os.pipe() for name in ("a_to_b", "b_to_a", "results")}
     modes = ("ours", "control") if ours_first else ("control", "ours")
-    handles = start_players(modes, args, step, pipes)
+    handles = start_players(modes, args, step, pipes, variant)
     os.close(pipes["results"][1])
     lines = read_lines(pipes["results"][0], 2, time.monotonic() + PHASE_TIMEOUT_S, handles)  # built, warmed up
     if lines.count("READY") == 2:
@@ -177,7 +181,7 @@ def trial(args: argparse.Namespace, step: Callable[[], None] | None, ours_first:
         return {"failed": f"players gave {sorted(rows)} ({lines.count('READY')} ready)"}
     pair = {side: [math.log(o / c) for o, c in zip(rows["ours"][side], rows["control"][side], strict=True)]
             for side in ("before", "after")}
-    return {"ours_first": ours_first, "before": statistics.median(pair["before"]),
+    return {"variant": variant, "ours_first": ours_first, "before": statistics.median(pair["before"]),
             "after": statistics.median(pair["after"]),
             "effect": statistics.median(pair["after"]) - statistics.median(pair["before"]),
             "control_ms": statistics.median(rows["control"]["after"]),
@@ -185,19 +189,25 @@ def trial(args: argparse.Namespace, step: Callable[[], None] | None, ours_first:
 
 
 def summary(trials: list[dict], args: argparse.Namespace) -> list[str]:
-    pct = post_stop_stats.pct
-    effects = [t["effect"] for t in trials]
-    befores = [t["before"] for t in trials]
-    if len(effects) < 3:
-        return [f"CHECK post-stop pingpong: FAILED: {len(effects)} trials (need 3)"]
-    low, high = post_stop_stats.median_interval(effects)
-    lines = [f"FIGURE post-stop pingpong ({args.model}, {args.device}{', ' + args.variant if args.variant else ''}): {len(trials)} trials of {args.steps} step "
-             f"pairs before and after; ours/control after the stop less before it: median "
-             f"{pct(statistics.median(effects)):+.2f}% (95% interval {pct(low):+.2f}% to {pct(high):+.2f}%); "
-             f"before the middle: median {pct(statistics.median(befores)):+.2f}% (range {pct(min(befores)):+.2f}% to "
-             f"{pct(max(befores)):+.2f}%); control step {statistics.median(t['control_ms'] for t in trials):.3f} ms; "
-             f"the session stopped in {sum(t['stopped'] for t in trials)} of {len(trials)}"]
-    lines.append(f"CHECK post-stop pingpong: {post_stop_stats.verdict(low, high, args.bound_pct)}")
+    """A FIGURE line per variant (ours as it is: no variant named), a CHECK line for ours as it is."""
+    pct, lines = post_stop_stats.pct, []
+    for variant in dict.fromkeys(args.variant.split(",")):
+        got = [t for t in trials if t["variant"] == variant]
+        effects, befores = [t["effect"] for t in got], [t["before"] for t in got]
+        if len(effects) < 3:
+            lines.append(f"CHECK post-stop pingpong{' ' + variant if variant else ''}: FAILED: {len(effects)} trials "
+                         "(need 3)")
+            continue
+        low, high = post_stop_stats.median_interval(effects)
+        lines.append(
+            f"FIGURE post-stop pingpong ({args.model}, {args.device}{', ' + variant if variant else ''}): {len(got)} "
+            f"trials of {args.steps} step pairs before and after; ours/control after the stop less before it: median "
+            f"{pct(statistics.median(effects)):+.2f}% (95% interval {pct(low):+.2f}% to {pct(high):+.2f}%); before the "
+            f"middle: median {pct(statistics.median(befores)):+.2f}% (range {pct(min(befores)):+.2f}% to "
+            f"{pct(max(befores)):+.2f}%); control step {statistics.median(t['control_ms'] for t in got):.3f} ms; the "
+            f"session stopped in {sum(t['stopped'] for t in got)} of {len(got)}")
+        if not variant:
+            lines.append(f"CHECK post-stop pingpong: {post_stop_stats.verdict(low, high, args.bound_pct)}")
     return lines
 
 
@@ -211,8 +221,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", help="append the PINGPONG lines to this file too")
     p.add_argument("--log", help="the players' stderr (CUDA players), appended")
     p.add_argument("--spawn", action="store_true", help="fresh interpreters as players on a CPU too (as on CUDA)")
-    p.add_argument("--variant", choices=["", "no-marker", "gc-freeze"], default="",
-                   help="after our stop, also remove the iteration marker, or gc.freeze() (which candidate costs)")
+    p.add_argument("--variant", default="", help="what ours also does after its stop: nothing (''), no-marker "
+                   "(the iteration marker removed), gc-freeze, drop-events (the profiler's events freed); several, "
+                   "comma-separated, alternate by pairs of trials (which candidate costs)")
     p.add_argument("--player", choices=["ours", "control"], help=argparse.SUPPRESS)
     p.add_argument("--fds", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -245,7 +256,8 @@ def main() -> int:
     slowest_s = 0.0
     while time.monotonic() - started + slowest_s < args.budget_s:
         began = time.monotonic()
-        got = trial(args, step, ours_first=len(trials) % 2 == 0)
+        variants = args.variant.split(",")
+        got = trial(args, step, ours_first=len(trials) % 2 == 0, variant=variants[len(trials) // 2 % len(variants)])
         slowest_s = max(slowest_s, time.monotonic() - began)
         if "failed" in got:
             print(f"trial failed: {got['failed']}", flush=True)
