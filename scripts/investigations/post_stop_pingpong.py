@@ -71,8 +71,12 @@ def play(step: Callable[[], None], mode: str, device: str, fds: tuple[int, int, 
         turn(lambda: None)
     middle = [turn(step) for _ in range(MIDDLE_STEPS)]
     stopped = session is None or (session.limit is not None and session.limit.stopped)
-    if session is not None and variant == "no-marker" and session.limit is not None:
+    if session is not None and variant in ("no-marker", "noop-marker") and session.limit is not None:
         session.limit.remove()  # the iteration marker too: what is left is all the rest of ours
+        if variant == "noop-marker":  # in its place, a global optimizer hook that does nothing
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+
+            register_optimizer_step_post_hook(lambda *_: None)
     if session is not None and variant == "drop-events":
         from rooflinectl.capture.run.session import let_go_of_events
 
@@ -222,7 +226,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--log", help="the players' stderr (CUDA players), appended")
     p.add_argument("--spawn", action="store_true", help="fresh interpreters as players on a CPU too (as on CUDA)")
     p.add_argument("--variant", default="", help="what ours also does after its stop: nothing (''), no-marker "
-                   "(the iteration marker removed), gc-freeze, drop-events (the profiler's events freed); several, "
+                   "(the iteration marker removed), noop-marker (a hook that does nothing instead), gc-freeze, drop-events (the profiler's events freed); several, "
                    "comma-separated, alternate by pairs of trials (which candidate costs)")
     p.add_argument("--player", choices=["ours", "control"], help=argparse.SUPPRESS)
     p.add_argument("--fds", help=argparse.SUPPRESS)
