@@ -215,6 +215,7 @@ def installed_state() -> dict:
         "torch_function_modes": torch._C._len_torch_function_stack(),
         "import_finders": sum(type(f).__module__.startswith("rooflinectl") for f in sys.meta_path),
         "threads": sorted(t.name for t in threading.enumerate()),
+        "os_threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None,
         "gc_tracked": len(gc.get_objects()),
         "gc_frozen": gc.get_freeze_count(),
     }

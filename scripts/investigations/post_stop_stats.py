@@ -194,7 +194,10 @@ def main() -> int:
     before = [statistics.median(r["before_ms"]) for r in rows]
     print(f"FIGURE post-stop floor: {len(before)} processes' steps before any profiler: {min(before):.3f}-"
           f"{max(before):.3f} ms (max/min {max(before) / min(before):.2f})")
-    states = {json.dumps({k: v for k, v in r["state_after"].items() if k not in ("gc_tracked", "gc_frozen")},
+    threads = [(r["state_before"].get("os_threads"), r["state_after"].get("os_threads")) for r in rows if r["mode"] == "ours"]
+    if threads and threads[0][0] is not None:
+        print(f"FIGURE post-stop OS threads before -> after our stop (each process): {sorted(set(threads))}")
+    states = {json.dumps({k: v for k, v in r["state_after"].items() if k not in ("gc_tracked", "gc_frozen", "os_threads")},
                          sort_keys=True) for r in rows if r["mode"] == "ours"}
     for state in states:
         print(f"FIGURE post-stop installed after our stop: {state}")
