@@ -132,8 +132,27 @@ def plan_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture,
     if numbers is not None and not info.supports("--kernel-id"):
         numbers = None
         notes.append("this ncu has no --kernel-id: every launch is measured (up to --ncu-launch-count)")
-    expected = len(predict(keys, numbers, PLAN_RULE, options.launch_count))
-    return CounterPlan(keys, numbers, expected, info, metrics, missing, notes)
+    chosen = predict(keys, numbers, PLAN_RULE, options.launch_count)
+    _check_cap(keys, chosen, len(predict(keys, numbers, PLAN_RULE)), options.launch_count, notes)
+    return CounterPlan(keys, numbers, len(chosen), info, metrics, missing, notes)
+
+
+def _check_cap(keys: list[LaunchKey], chosen: list[int], planned: int, launch_count: int | None,
+               notes: list[str]) -> None:
+    """ncu stops after --ncu-launch-count launches in launch order, and the setup launches (before
+    the steady state) that share the plan's invocation numbers come first: a cap that leaves only
+    setup launches would run ncu for minutes and measure nothing the table holds (ResNet-50 on the
+    H200 at 120: 889 setup launches first). Refused before ncu runs; a cap that cuts the plan is noted."""
+    if launch_count is None or len(chosen) >= planned:
+        return
+    counted = sum(keys[i].group >= 0 for i in chosen)
+    if counted == 0:
+        raise CountersProblem(f"--ncu-launch-count {launch_count} stops Nsight Compute after the first {len(chosen)} "
+                              f"launches the plan selects, and all of them are setup (before the steady state), so "
+                              f"no row of the table would get counters: give --ncu-launch-count {planned} (the "
+                              "plan's launches) or more.")
+    notes.append(f"--ncu-launch-count {launch_count} cuts the plan's {planned} launches to the first {len(chosen)} "
+                 f"({counted} of them in the steady state): some sampling classes go unmeasured")
 
 
 def _announcement(plan: CounterPlan, options: CounterOptions) -> str:

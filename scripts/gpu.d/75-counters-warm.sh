@@ -12,7 +12,8 @@
 # minutes for all three, so run it as `GPU_PIECES=75 PIECE_TIMEOUT_S=500 GPU_TESTS=0 bash
 # scripts/gpu-check`. In ~150 s: COUNTERS_WARM_MODELS=llama. COUNTERS_WARM_MODELS="llama gpt2
 # resnet" picks the training scripts (in that order); COUNTERS_WARM_LAUNCHES=N caps the launches ncu
-# measures per script (default: 1000; ResNet-50 120, its ~250 sampling classes would take minutes).
+# measures per script (default: 1000 for all three; 120 for ResNet-50 measured only its setup launches on
+# 2026-12-02, and profile now refuses such a cap: its ~250 sampling classes take a few minutes under ncu).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/75-counters-warm}"
 mkdir -p "$out"
@@ -71,7 +72,7 @@ for m in ${COUNTERS_WARM_MODELS:-llama gpt2 resnet}; do
   case $m in
     llama) model llama "${COUNTERS_WARM_LAUNCHES:-1000}" llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
     gpt2) model gpt2 "${COUNTERS_WARM_LAUNCHES:-1000}" gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
-    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-120}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
+    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-1000}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
   esac
 done
 step "done"
