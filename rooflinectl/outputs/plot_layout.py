@@ -2,7 +2,8 @@
 
 Works in display pixels on a fixed-size figure (no layout engine moves the axes afterwards),
 so the boxes measured here are the boxes that get drawn. Obstacles are other labels (roof
-labels, ridge labels) and the point markers themselves.
+labels, ridge labels), the point markers themselves, and the roof lines (a label across a roof
+hides where the roof is).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
+from matplotlib.path import Path
 from matplotlib.text import Annotation, Text
+from matplotlib.transforms import Bbox
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
 
@@ -47,6 +50,18 @@ def _box(cx: float, cy: float, w: float, h: float) -> Box:
     return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
 
 
+def roof_paths(ax: Axes) -> list[Path]:
+    """The roof lines drawn on the axes (gid `roof:...`), in display pixels."""
+    return [line.get_transform().transform_path(line.get_path()) for line in ax.get_lines()
+            if str(line.get_gid() or "").startswith("roof:")]
+
+
+def crossings(box: Box, roofs: list[Path]) -> int:
+    """How many roof lines pass through the box."""
+    bbox = Bbox.from_extents(*box)
+    return sum(path.intersects_bbox(bbox, filled=False) for path in roofs)
+
+
 def place_labels(ax: Axes, renderer: RendererBase, specs: list[LabelSpec], obstacles: list[Text],
                  point_boxes: list[Box], fontsize: float = 8.5) -> list[Annotation]:
     """Annotate each spec near its point where it covers nothing else; a leader line joins them."""
@@ -56,6 +71,7 @@ def place_labels(ax: Axes, renderer: RendererBase, specs: list[LabelSpec], obsta
     fixed: list[Box] = [b for t in obstacles if t.get_visible() and t.get_text() for b in text_boxes(t, renderer)]
     placed: list[Box] = []
     annotations: list[Annotation] = []
+    roofs = roof_paths(ax)
     for spec in specs:
         ann = ax.annotate(spec.text, (spec.x, spec.y), xytext=(0, 0), textcoords="offset points", ha="center",
                           va="center", fontsize=fontsize, color=spec.color, gid=spec.gid, zorder=6,
@@ -75,6 +91,7 @@ def place_labels(ax: Axes, renderer: RendererBase, specs: list[LabelSpec], obsta
                 box = _box(cx, cy, w, h)
                 cost = (sum(_overlap(box, o) for o in placed) * 3 + sum(_overlap(box, o) for o in fixed) * 2
                         + sum(_overlap(box, o) for o in point_boxes) + _outside(box, frame_box) * 4
+                        + 2 * w * h * crossings(box, roofs)
                         + 0.02 * w * h * (step - 1) + 0.001 * w * h * (abs(dx) + abs(dy) != 2))
                 if best is None or cost < best[0] - 1e-9:
                     best = (cost, cx, cy)
@@ -82,6 +99,8 @@ def place_labels(ax: Axes, renderer: RendererBase, specs: list[LabelSpec], obsta
                 break
         assert best is not None
         cx, cy = _relax(best[1], best[2], w, h, placed + fixed, frame_box)
+        if crossings(_box(cx, cy, w, h), roofs) > crossings(_box(best[1], best[2], w, h), roofs):
+            cx, cy = best[1], best[2]  # the repulsion pushed it onto a roof line: keep the chosen spot
         placed.append(_box(cx, cy, w, h))
         ann.xyann = ((cx - ax_px) / dpi_scale, (cy - ay_px) / dpi_scale)
         annotations.append(ann)
