@@ -1,7 +1,7 @@
 """A point's label never crosses a roof line (it would hide where the roof is): on the committed
 H200 and CPU profiles, every `label:N` annotation's text box, measured by matplotlib, is crossed by
-no line drawn as a roof. Before roof lines were obstacles, three of these charts had labels across
-2-3 roofs (`1-10. mm` over the DRAM, L2 and L1 slopes near the ridge)."""
+no line drawn as a roof. Before roof lines were obstacles, three of these charts had a label across
+1-3 roofs (naive attention's `3,4. bmm` across 3, the MLP's `1-10. mm` across 2)."""
 
 from __future__ import annotations
 
