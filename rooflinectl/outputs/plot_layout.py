@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
+from matplotlib.lines import Line2D
 from matplotlib.path import Path
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
@@ -35,7 +36,8 @@ class LabelSpec:
     gid: str = ""
 
 
-def _overlap(a: Box, b: Box) -> float:
+def overlap(a: Box, b: Box) -> float:
+    """Area two boxes share, square pixels."""
     w = min(a[2], b[2]) - max(a[0], b[0])
     h = min(a[3], b[3]) - max(a[1], b[1])
     return w * h if w > 0 and h > 0 else 0.0
@@ -43,17 +45,21 @@ def _overlap(a: Box, b: Box) -> float:
 
 def _outside(box: Box, frame: Box) -> float:
     w, h = box[2] - box[0], box[3] - box[1]
-    return w * h - _overlap(box, frame)
+    return w * h - overlap(box, frame)
 
 
 def _box(cx: float, cy: float, w: float, h: float) -> Box:
     return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
 
 
+def display_path(line: Line2D) -> Path:
+    """A drawn line in display pixels (a straight roof on log axes is straight on screen too)."""
+    return line.get_transform().transform_path(line.get_path())
+
+
 def roof_paths(ax: Axes) -> list[Path]:
     """The roof lines drawn on the axes (gid `roof:...`), in display pixels."""
-    return [line.get_transform().transform_path(line.get_path()) for line in ax.get_lines()
-            if str(line.get_gid() or "").startswith("roof:")]
+    return [display_path(line) for line in ax.get_lines() if str(line.get_gid() or "").startswith("roof:")]
 
 
 def crossings(box: Box, roofs: list[Path]) -> int:
@@ -89,8 +95,8 @@ def place_labels(ax: Axes, renderer: RendererBase, specs: list[LabelSpec], obsta
                 cx = ax_px + dx * (gap + w / 2)
                 cy = ay_px + dy * (gap + h / 2)
                 box = _box(cx, cy, w, h)
-                cost = (sum(_overlap(box, o) for o in placed) * 3 + sum(_overlap(box, o) for o in fixed) * 2
-                        + sum(_overlap(box, o) for o in point_boxes) + _outside(box, frame_box) * 4
+                cost = (sum(overlap(box, o) for o in placed) * 3 + sum(overlap(box, o) for o in fixed) * 2
+                        + sum(overlap(box, o) for o in point_boxes) + _outside(box, frame_box) * 4
                         + 2 * w * h * crossings(box, roofs)
                         + 0.02 * w * h * (step - 1) + 0.001 * w * h * (abs(dx) + abs(dy) != 2))
                 if best is None or cost < best[0] - 1e-9:
@@ -113,7 +119,7 @@ def _relax(cx: float, cy: float, w: float, h: float, others: list[Box], frame: B
         moved = False
         for o in others:
             box = _box(cx, cy, w, h)
-            if _overlap(box, o) <= 0:
+            if overlap(box, o) <= 0:
                 continue
             push_x = min(box[2] - o[0], o[2] - box[0])
             push_y = min(box[3] - o[1], o[3] - box[1])

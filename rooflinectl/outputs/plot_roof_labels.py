@@ -19,14 +19,12 @@ from dataclasses import dataclass, field
 
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
-from matplotlib.lines import Line2D
 from matplotlib.path import Path
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
-from rooflinectl.outputs.plot_layout import text_boxes
+from rooflinectl.outputs.plot_layout import Box, overlap, text_boxes
 
-Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
 HARD = 1e6  # the cost of one broken hard rule: any clean spot beats every spot that breaks one
 CROWDED = 5.0  # a spot whose soft cost is above this (some 6 markers covered) is worse than the key
 FONT_SIZE = 8.5
@@ -34,12 +32,6 @@ COLOR = "#333333"
 SLOPE_FRACTIONS = tuple(0.04 + 0.04 * i for i in range(23))  # along a memory roof, left to right
 FLAT_FRACTIONS = tuple(1.0 - 0.075 * i for i in range(13))  # along a compute roof, right to left
 _GROW_PX = 1.5  # a label's pieces are grown this much before the crossing test: no line grazes a glyph
-
-
-def _overlap(a: Box, b: Box) -> float:
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    return w * h if w > 0 and h > 0 else 0.0
 
 
 def _grown(box: Box, px: float = _GROW_PX) -> Bbox:
@@ -51,11 +43,6 @@ def extent(text: Text, renderer: RendererBase) -> Box:
     if isinstance(text, Annotation):
         text.update_positions(renderer)
     return tuple(Text.get_window_extent(text, renderer).extents)
-
-
-def display_path(line: Line2D) -> Path:
-    """A drawn line in display pixels (a straight roof on log axes is straight on screen too)."""
-    return line.get_transform().transform_path(line.get_path())
 
 
 @dataclass
@@ -91,13 +78,13 @@ class LabelField:
         frame = self.frame()
         outside = not (extent[0] >= frame[0] and extent[1] >= frame[1] and extent[2] <= frame[2] and extent[3] <= frame[3])
         hard = (sum(crosses(path) for key, path in self.roofs.items() if key != own)
-                + sum(_overlap(extent, b) > 0 for b in self.labels) + outside)
+                + sum(overlap(extent, b) > 0 for b in self.labels) + outside)
         if hard:
             return HARD * hard
-        near = [b for b in self.points if _overlap(extent, b) > 0]
+        near = [b for b in self.points if overlap(extent, b) > 0]
         area = max(sum((p[2] - p[0]) * (p[3] - p[1]) for p in pieces), 1.0)
-        on_points = sum(_overlap(p, b) for p in pieces for b in near) / area + 0.5 * sum(
-            any(_overlap(p, b) > 0 for p in pieces) for b in near)
+        on_points = sum(overlap(p, b) for p in pieces for b in near) / area + 0.5 * sum(
+            any(overlap(p, b) > 0 for p in pieces) for b in near)
         return 4.0 * on_points + 0.5 * sum(crosses(g) for g in self.guides)
 
     def text_cost(self, text: Text, own: str) -> float:

@@ -17,10 +17,10 @@ from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rooflinectl.ceilings.model import Ceilings
+from rooflinectl.outputs.plot_layout import display_path
 from rooflinectl.outputs.plot_roof_labels import (
     KeyEntry,
     LabelField,
-    display_path,
     flat_label,
     remove_key,
     roof_key,
