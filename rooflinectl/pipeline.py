@@ -23,7 +23,7 @@ from rooflinectl.analysis.counter_levels import level_summary
 from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.launch_runs import back_to_back_runs
-from rooflinectl.analysis.memory_levels import analytic_levels, cache_time_share
+from rooflinectl.analysis.memory_levels import analytic_levels, cache_time_share, with_modelled_dram
 from rooflinectl.analysis.roofline import cost_shares, place_on_roofline, summarise
 from rooflinectl.attribution.counters import CounterJoin, class_coverage, counters_by_row
 from rooflinectl.attribution.group import MAX_SEQUENCE, group_table
@@ -38,6 +38,7 @@ from rooflinectl.attribution.steady import (
     setup_figures,
     split_steady,
 )
+from rooflinectl.attribution.tensor_accesses import launch_accesses
 from rooflinectl.capture.ncu.sampling import LaunchKey
 from rooflinectl.capture.progress import report
 from rooflinectl.capture.read.chrome_json import gc_paused
@@ -142,6 +143,7 @@ def _analyse(trace: RawTrace, device_kind: str, metadata: RunMetadata, ceilings:
     report(f"analysing {len(attributed.launches):,} launches")
     samples = device_samples(metadata)
     launches = with_sm_clock(attributed.launches, samples).reset_index(drop=True)  # compute roofs follow the clock sampled
+    launches = with_modelled_dram(launches, launch_accesses(trace, launches, device_kind), ceilings)
     state, found, count, phases = _steady_state(trace, launches, attributed.window_s, attributed.regions,
                                                 iterations, iterations_mode)
     rank = int(metadata.get("rank") or 0)

@@ -1,32 +1,41 @@
 """Which memory level served a kernel group's bytes: DRAM, or the last-level cache (a GPU's L2,
 a CPU's LLC). Pure: launches in, one level per table row out.
 
-Without counters nothing says where bytes came from, so the analytic tier guesses from launch
-order. A launch is cache-resident when its footprint (its minimum traffic, `bytes`) fits the
-cache and either
-- it shares a tensor (by element count: a view may reshape it) with one of the twelve launches
-  just before it (the producer; one whose shapes the trace did not record, such as the copy_ of
-  a cast, may have written any), and its
-  own bytes plus half those of the launches between the producer and it fit the cache too (half:
-  in a chain each tensor is counted twice, written by one launch and read by the next): its input
-  was most likely written by the producer and is still there (an element-wise op on the output
-  of the GEMM or norm before it, RMSNorm's backward on the cast before it), or
-- the launch just before it is of the same group: a loop repeating on a footprint that fits.
-A group is cache-resident when such launches hold at least half of its time. A group held to
-DRAM that really ran from cache sits above its roof (16 MB copies and muls at 102-110% of the
-H200's DRAM roof, issue 29); one held to the cache roof that really ran from DRAM reads as
-further from its roof than it is, never above it. The counters tier cannot decide yet: ncu
-flushes the caches before each replay, so its DRAM bytes are cold-cache (docs/roofs.md).
+Without counters nothing measures where bytes came from, so the analytic tier models it:
+- Where the capture recorded which tensors each op read and wrote (profile_memory: every op on
+  torch.profiler's event tree, capture/run/tensor_accesses.py), an LRU model of the cache gives
+  each launch's DRAM bytes (analysis/reuse_distance.py), and a group is held to the level whose
+  term binds the two-level roof, as the counters decide (analysis/counter_levels.py): DRAM when
+  its modelled DRAM bytes are at least DRAM roof / cache roof of the bytes its tensors span.
+- Elsewhere (Inductor's and graph-replayed kernels, a trace without the records) the guess is
+  from launch order and shapes. A launch is cache-resident when its footprint (its minimum
+  traffic, `bytes`) fits the cache and either
+  - it shares a tensor (by element count: a view may reshape it) with one of the twelve launches
+    just before it (the producer; one whose shapes the trace did not record, such as the copy_
+    of a cast, may have written any), and its own bytes plus half those of the launches between
+    the producer and it fit the cache too (half: in a chain each tensor is counted twice, written
+    by one launch and read by the next), or
+  - the launch just before it is of the same group: a loop repeating on a footprint that fits.
+  A group is cache-resident when such launches hold at least half of its time. Shapes cannot say
+  which input of `mul(grad, saved_activation)` was just written; tensor identities can.
+A group held to DRAM that really ran from cache sits above its roof (16 MB copies and muls at
+102-110% of the H200's DRAM roof, issue 29); one held to the cache roof that really ran from DRAM
+reads as further from its roof than it is, never above it. Where the warm-cache counters measured
+a group, they decide (analysis/counter_levels.py).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
+from rooflinectl.analysis.counter_levels import dram_binding_share
+from rooflinectl.analysis.reuse_distance import dram_bytes_by_reuse
+from rooflinectl.attribution.tensor_accesses import Accesses
 from rooflinectl.attribution.transfers import copy_link
 from rooflinectl.ceilings.model import Ceilings
 
@@ -103,10 +112,13 @@ def _pairs_share(keys: np.ndarray, width: int, shapes: dict[int, frozenset[int]]
 
 
 def row_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, capacity_bytes: float | None,
-               cache_level: str) -> np.ndarray:
+               cache_level: str, binding_share: float = float("nan")) -> np.ndarray:
     """The memory level of each of n_rows table rows from its launches (launch order; `rows`:
-    each launch's row): cache_level where resident launches hold RESIDENT_TIME_SHARE of its time,
-    the host or peer link for copies over one, else "dram"."""
+    each launch's row): where the launches' modelled DRAM bytes are known (with_modelled_dram),
+    the level whose term binds the two-level roof, DRAM when they are at least binding_share of
+    the bytes the tensors span, as the counters decide (analysis/counter_levels.py); elsewhere
+    cache_level where resident launches hold RESIDENT_TIME_SHARE of its time; the host or peer
+    link for copies over one; else "dram"."""
     levels = np.full(n_rows, "dram", dtype=object)
     if n_rows == 0 or len(launches) == 0:
         return levels
@@ -119,6 +131,10 @@ def row_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, capacity_by
         share = np.where(total > 0, cached / total, np.where(np.bincount(row_of, weights=resident.astype(float),
                                                                          minlength=n_rows) > 0, 1.0, 0.0))
     levels[share >= RESIDENT_TIME_SHARE] = cache_level
+    if "modelled_dram_bytes" in launches.columns and capacity_bytes and np.isfinite(binding_share):
+        dram_share = _modelled_dram_share(launches, row_of, n_rows)
+        known = ~np.isnan(dram_share)
+        levels[known] = np.where(dram_share[known] >= binding_share, "dram", cache_level)
     kernels = launches["kernel"].astype(str).to_numpy()
     for row, position in first_launches(row_of).items():
         link = copy_link(kernels[position])
@@ -127,12 +143,39 @@ def row_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, capacity_by
     return levels
 
 
+def _modelled_dram_share(launches: pd.DataFrame, row_of: np.ndarray, n_rows: int) -> np.ndarray:
+    """Per row, its launches' modelled DRAM bytes over the bytes their tensors span (NaN for a row
+    with no launch of known accesses)."""
+    dram = launches["modelled_dram_bytes"].to_numpy(dtype=float)
+    spanned = launches["spanned_bytes"].to_numpy(dtype=float)
+    known = ~np.isnan(spanned)
+    dram_sum = np.bincount(row_of[known], weights=dram[known], minlength=n_rows)
+    spanned_sum = np.bincount(row_of[known], weights=spanned[known], minlength=n_rows)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(spanned_sum > 0, dram_sum / spanned_sum, np.nan)
+
+
+def with_modelled_dram(launches: pd.DataFrame, accesses: Sequence[Accesses | None], ceilings: Ceilings) -> pd.DataFrame:
+    """The launches (all of them, in launch order: the cache's state runs through setup and
+    steady state alike) with `modelled_dram_bytes` and `spanned_bytes` from their tensors
+    (analysis/reuse_distance.py), NaN where unknown; unchanged without a cache roof or accesses."""
+    cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
+    capacity = ceilings.cache_bytes()
+    if cache is None or not capacity or not any(a is not None for a in accesses):
+        return launches
+    dram, spanned = dram_bytes_by_reuse(accesses, launches["bytes"].to_numpy(dtype=float), capacity)
+    return launches.assign(modelled_dram_bytes=dram, spanned_bytes=spanned)
+
+
 def analytic_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, ceilings: Ceilings) -> np.ndarray:
     """row_levels against these ceilings: the cache level only where they hold a roof for it and
     know its capacity (else every row stays on DRAM or its link)."""
     level = ceilings.cache_level()
-    capacity = ceilings.cache_bytes() if ceilings.memory_roof(level, fall_back=False) is not None else None
-    return row_levels(launches.reset_index(drop=True), rows.reset_index(drop=True), n_rows, capacity, level)
+    cache = ceilings.memory_roof(level, fall_back=False)
+    capacity = ceilings.cache_bytes() if cache is not None else None
+    dram = ceilings.memory_roof("dram", fall_back=True)
+    binding = dram_binding_share(dram.value, cache.value) if cache is not None and dram is not None else float("nan")
+    return row_levels(launches.reset_index(drop=True), rows.reset_index(drop=True), n_rows, capacity, level, binding)
 
 
 def cache_time_share(table: pd.DataFrame) -> float | None:

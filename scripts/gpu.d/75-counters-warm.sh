@@ -53,12 +53,14 @@ PY
 loop small
 loop big
 
-model() {  # name launches script args...
-  local name=$1 launches=$2 script=$3
-  shift 3
+model() {  # name launches seconds script args...
+  local name=$1 launches=$2 seconds=$3 script=$4
+  shift 4
   step "$name: rooflinectl profile examples/real/$script --counters ncu -- $*"
-  timeout 150 "${RL[@]}" profile "examples/real/$script" --counters ncu --ncu-launch-count "$launches" \
-    -o "$out/$name.profile.json" --top 8 -- "$@" \
+  # the capture file (the trace with every op's tensor reads and writes) lets the analytic level be
+  # compared with the counters again offline: scripts/counters_levels_offline.py
+  timeout "$seconds" "${RL[@]}" profile "examples/real/$script" --counters ncu --ncu-launch-count "$launches" \
+    -o "$out/$name.profile.json" --save-capture "$out/$name.capture.json" --top 8 -- "$@" \
     > "$out/$name.txt" 2>&1 || { echo "$name profile: exit $?"; grep -v '^USDT' "$out/$name.txt" | tail -8; rc=1; }
   grep -E "^counters:" "$out/$name.txt" | grep -v "launches measured (" | head -6
   [ -f "$out/$name.profile.json" ] || return
@@ -70,9 +72,9 @@ model() {  # name launches script args...
 }
 for m in ${COUNTERS_WARM_MODELS:-llama gpt2 resnet}; do
   case $m in
-    llama) model llama "${COUNTERS_WARM_LAUNCHES:-1000}" llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
-    gpt2) model gpt2 "${COUNTERS_WARM_LAUNCHES:-1000}" gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
-    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-1000}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
+    llama) model llama "${COUNTERS_WARM_LAUNCHES:-1000}" 150 llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
+    gpt2) model gpt2 "${COUNTERS_WARM_LAUNCHES:-1000}" 150 gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
+    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-1000}" "${COUNTERS_WARM_RESNET_S:-280}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
   esac
 done
 step "done"

@@ -102,3 +102,22 @@ def add_tensor_info(trace: RawTrace, tensor_info: dict[tuple[str, int], dict[str
 
 TREE_MATCH_NS = 3
 _NEAREST_FIRST = sorted(range(-TREE_MATCH_NS, TREE_MATCH_NS + 1), key=abs)
+
+
+def add_tensor_accesses(trace: RawTrace, accesses: dict[tuple[str, int], tuple[list[int], list[int]]]) -> int:
+    """Attach each op's tensor reads and writes (capture/run/tensor_accesses.py), matched to the
+    op as add_tensor_info matches identities; returns how many ops got them."""
+    if not accesses:
+        return 0
+    matched = 0
+    for op in trace.ops:
+        if op.category != "cpu_op":
+            continue
+        start_ns = trace.origin_ns + op.ts_ns
+        for delta in _NEAREST_FIRST:
+            found = accesses.get((op.name, start_ns + delta))
+            if found is not None:
+                op.tensor_reads, op.tensor_writes = found
+                matched += 1
+                break
+    return matched

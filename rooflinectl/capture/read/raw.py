@@ -51,6 +51,9 @@ class RawOp:
     list_dtypes: list[Any] = field(default_factory=list)  # torch dtype names of tensor-list elements
     args: dict[str, Any] = field(default_factory=dict)  # Inductor's or a collective's (spec.KEPT_OP_ARGS)
     sequence_nr: int = -1  # autograd sequence number: a backward op shares its forward op's (-1: none)
+    # the tensors the op read and wrote, [identity, bytes, ...] each (capture/run/tensor_accesses.py)
+    tensor_reads: list[int] = field(default_factory=list)
+    tensor_writes: list[int] = field(default_factory=list)
 
     @property
     def end_ns(self) -> int:

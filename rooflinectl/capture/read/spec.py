@@ -77,7 +77,7 @@ GRAPH_LAUNCH_CALLS = ("cudaGraphLaunch", "cuGraphLaunch")
 
 # Records are built positionally from the spec (fast): its fields must lead the dataclass, in order;
 # an op's record ends with the fields the spec does not read (the builder fills them itself).
-_OP_TAIL = ("input_storages", "list_dtypes", "args", "sequence_nr")
+_OP_TAIL = ("input_storages", "list_dtypes", "args", "sequence_nr", "tensor_reads", "tensor_writes")
 for _spec, _record, _tail in ((OP_FIELDS, RawOp, _OP_TAIL), (KERNEL_FIELDS, RawKernel, ())):
     if [name for name, _, _ in _spec] + list(_tail) != [f.name for f in fields(_record)]:
         raise TypeError(f"the spec of {_record.__name__} must list its first fields in order")

@@ -32,7 +32,7 @@ from rooflinectl.capture.read.chrome_json import (
     gc_paused,
     open_trace,
 )
-from rooflinectl.capture.read.identities import add_tensor_info
+from rooflinectl.capture.read.identities import add_tensor_accesses, add_tensor_info
 from rooflinectl.capture.read.raw import RawTrace
 from rooflinectl.capture.read.trace import read_chrome_trace
 from rooflinectl.capture.run.distributed import own_device_index, rank_info
@@ -44,6 +44,7 @@ from rooflinectl.capture.run.quiet import kineto_noise_filtered
 from rooflinectl.capture.run.region import CALIBRATION_NAME
 from rooflinectl.capture.run.source_lines import source_lines
 from rooflinectl.capture.run.step_limit import StepLimit, resolve_steps
+from rooflinectl.capture.run.tensor_accesses import tensor_accesses
 from rooflinectl.capture.run.tensor_identities import _tensor_info, _tensor_info_at
 from rooflinectl.capture.run.triton_hook import triton_launches
 from rooflinectl.capture.run.user_profiler import cooperating, deliver_exports
@@ -104,10 +105,13 @@ def read_trace(prof: torch.profiler.profile, path: str) -> RawTrace:
     report(f"reading the trace ({os.path.getsize(path) / 1e6:,.0f} MB)")
     found: list[dict[tuple[str, int], dict[str, Any]]] = []
 
+    accessed: list[dict[tuple[str, int], tuple[list[int], list[int]]]] = []
+
     def identities_first(times_us: list[int]) -> None:
         report(f"reading tensor identities ({len(times_us):,} ops that may share an input)")
         with gc_paused():
             found.append(_tensor_info_at(prof, times_us))
+            accessed.append(tensor_accesses(prof))
         let_go_of_events(prof)
 
     trace = read_chrome_trace(path, before_join=identities_first)
@@ -115,9 +119,11 @@ def read_trace(prof: torch.profiler.profile, path: str) -> RawTrace:
         report(f"reading tensor identities ({len(trace.ops):,} ops)")
         with gc_paused():
             found.append(_tensor_info(prof, trace))
+            accessed.append(tensor_accesses(prof))
         let_go_of_events(prof)
     with gc_paused():
         add_tensor_info(trace, found[0])
+        add_tensor_accesses(trace, accessed[0])
     return trace
 
 
@@ -240,7 +246,9 @@ class ProfilingSession:
         # One start/stop cycle, and no acc_events: with it, stop() builds the profiler's Python
         # FunctionEvent list, which costs more time and memory than the whole run on a long trace;
         # we read the exported trace instead.
-        self.prof = torch.profiler.profile(activities=activities, record_shapes=True)
+        # profile_memory: the allocations inside each op name its outputs, and inputs get their
+        # allocation's identity (capture/run/tensor_accesses.py: which kernel wrote what a kernel reads)
+        self.prof = torch.profiler.profile(activities=activities, record_shapes=True, profile_memory=True)
         self.triton_sink: list[dict[str, Any]] = []
         self.hooks = ExitStack()  # everything installed, removed by close()
         self.recording = ExitStack()  # the Triton launch hook: removed when a step limit stops the profiler

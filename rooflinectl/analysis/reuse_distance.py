@@ -1,0 +1,111 @@
+"""How many of a launch's bytes DRAM served, from which tensors it read and wrote (tensor
+identities from the profiler, attribution/tensor_accesses.py) and an LRU model of the cache.
+
+Pure: launches in launch order in, two numbers per launch out. The cache is modelled as LRU over
+tensors (the GPU's L2 is not exactly LRU, and holds lines, not tensors), one position per launch:
+a launch touches its tensors all through its run, interleaved, so a tensor's first lines are as
+old as the start of the launch that last touched it. A read is then
+- served by the cache when that launch's whole footprint and every distinct byte touched since
+  (the tensor included) fit, and the reading launch's own traffic (its writes, its other inputs
+  not already counted) fits beside them;
+- served in part when only the distance fits: the reading launch's own traffic is interleaved
+  with the read, so the share read before it pushes the distance past the capacity is cached,
+  (capacity - distance) / own traffic;
+- from DRAM otherwise, and when the tensor is read for the first time in the profile (a weight at
+  the first step).
+What a launch writes goes to DRAM once (L2 is write-back: the lines are written back when
+evicted, which on a cache full of written data happens as the writer brings its own lines in), so
+written bytes count as DRAM bytes.
+
+This is what shapes and launch order could not say (issue 29): in `mul(grad, saved_activation)`
+the gradient was written by the kernel before and is still cached, the activation was written in
+the forward pass, long evicted. Against the H200's warm-cache counters it was chosen over two
+neighbours, each one rule apart (docs/benchmarks/accuracy.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+MAX_MODELLED_LAUNCHES = 300_000  # launches the LRU walk covers (pure Python: ~10 us per tensor touched)
+
+
+class _Fenwick:
+    """Bytes per position of last touch, with sums over positions after a given one."""
+
+    def __init__(self, size: int) -> None:
+        self.tree = [0] * (size + 1)
+        self.total = 0
+
+    def add(self, position: int, value: int) -> None:
+        self.total += value
+        i = position + 1
+        tree, n = self.tree, len(self.tree)
+        while i < n:
+            tree[i] += value
+            i += i & -i
+
+    def after(self, position: int) -> int:
+        """Sum over positions > position."""
+        i, upto, tree = position + 1, 0, self.tree
+        while i > 0:
+            upto += tree[i]
+            i -= i & -i
+        return self.total - upto
+
+
+def cached_bytes(distance_bytes: float, own_bytes: float, nbytes: int, capacity_bytes: float) -> float:
+    """Bytes of a re-read tensor the cache still holds. distance_bytes: what was touched from the
+    start of the launch that last touched it on (the tensor included); own_bytes: what the reading
+    launch brings in beside it (its writes, its other inputs not counted in the distance), which
+    it interleaves with the read: the part read before those bytes push the distance past the
+    capacity is cached, a share (capacity - distance) / own_bytes in an in-order read."""
+    if distance_bytes > capacity_bytes:
+        return 0.0
+    if distance_bytes + own_bytes <= capacity_bytes:
+        return float(nbytes)
+    return nbytes * (capacity_bytes - distance_bytes) / own_bytes
+
+
+def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], other_bytes: np.ndarray,
+                        capacity_bytes: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per launch: (DRAM bytes, bytes its tensors span), both NaN for a launch without accesses
+    (its `other_bytes` still pass through the modelled cache, as data never read again)."""
+    n = min(len(accesses), MAX_MODELLED_LAUNCHES)
+    dram = np.full(len(accesses), np.nan)
+    touched = np.full(len(accesses), np.nan)
+    lru = _Fenwick(n)  # one position per launch: its tensors are touched all through its run, interleaved
+    last: dict[int, tuple[int, int]] = {}  # identity -> (launch position, bytes) of its last touch
+    fill = np.nan_to_num(np.asarray(other_bytes, dtype=float)[:n], nan=0.0, posinf=0.0)
+    for i in range(n):
+        access = accesses[i]
+        if access is None:
+            lru.add(i, int(fill[i]))
+            continue
+        reads, writes = access
+        from_dram = spanned = 0.0
+        written = float(sum(writes[1::2]))
+        inputs = [(reads[j], reads[j + 1], last.get(reads[j])) for j in range(0, len(reads), 2)]
+        for identity, nbytes, seen in inputs:
+            spanned += nbytes
+            if seen is None:
+                from_dram += nbytes  # first read in the profile
+                continue
+            # the distance: bytes at positions from the launch that last touched it on (that launch's whole footprint)
+            own = written + sum(b for other, b, at in inputs if other != identity and (at is None or at[0] < seen[0]))
+            from_dram += nbytes - cached_bytes(lru.after(seen[0] - 1), own, nbytes, capacity_bytes)
+        for j in range(1, len(writes), 2):
+            from_dram += writes[j]
+            spanned += writes[j]
+        for pairs in (reads, writes):
+            for j in range(0, len(pairs), 2):
+                identity, nbytes = pairs[j], pairs[j + 1]
+                seen = last.get(identity)
+                if seen is not None:
+                    lru.add(seen[0], -seen[1])
+                lru.add(i, nbytes)
+                last[identity] = (i, nbytes)
+        dram[i], touched[i] = from_dram, spanned
+    return dram, touched

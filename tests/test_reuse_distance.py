@@ -1,0 +1,85 @@
+"""The LRU model of which bytes DRAM served (analysis/reuse_distance.py, issue 29), on made-up
+launch sequences whose answer follows from the cache's size by hand, and the level a row gets
+from it (analysis/memory_levels.row_levels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rooflinectl.analysis.memory_levels import row_levels
+from rooflinectl.analysis.reuse_distance import dram_bytes_by_reuse
+
+MB = 1_000_000
+CAPACITY = 60 * MB
+
+
+def _run(*accesses, other=None):
+    other_bytes = np.asarray(other if other is not None else [0.0] * len(accesses), dtype=float)
+    return dram_bytes_by_reuse(list(accesses), other_bytes, CAPACITY)
+
+
+def test_an_input_just_written_is_served_by_the_cache_and_a_write_goes_to_dram() -> None:
+    dram, spanned = _run(([], [1, 10 * MB]), ([1, 10 * MB], [2, 10 * MB]))
+    assert dram.tolist() == [10 * MB, 10 * MB]  # the first launch writes; the second reads 1 from L2, writes 2
+    assert spanned.tolist() == [10 * MB, 20 * MB]
+
+
+def test_a_saved_activation_comes_from_dram_and_the_gradient_beside_it_from_the_cache() -> None:
+    """mul(grad, saved): both 16 MB; 80 MB written in between evicts the saved one only."""
+    saved, grad, out = 1, 2, 3
+    steps = [([], [saved, 16 * MB])] + [([], [10 + i, 16 * MB]) for i in range(5)] + [([], [grad, 16 * MB])]
+    dram, _ = _run(*steps, ([grad, 16 * MB, saved, 16 * MB], [out, 16 * MB]))
+    assert dram[-1] == 32 * MB  # the saved read and the write; the gradient was in L2
+
+
+def test_a_tensor_read_for_the_first_time_comes_from_dram() -> None:
+    dram, _ = _run(([7, 5 * MB], []))
+    assert dram.tolist() == [5 * MB]
+
+
+def test_a_loop_on_a_tensor_that_fits_is_cached_and_on_one_that_does_not_is_not() -> None:
+    small = [([1, 16 * MB], [])] * 4
+    big = [([2, 100 * MB], [])] * 4
+    assert _run(*small)[0].tolist() == [16 * MB, 0, 0, 0]
+    assert _run(*big)[0].tolist() == [100 * MB] * 4  # re-read in order, it evicts its own lines
+
+
+def test_distinct_tensors_count_once_however_often_they_are_touched() -> None:
+    """Ten touches of one 10 MB tensor between a write and a read are 10 MB, not 100 MB."""
+    steps = [([], [1, 30 * MB])] + [([2, 10 * MB], [])] * 10
+    dram, _ = _run(*steps, ([1, 30 * MB], []))
+    assert dram[-1] == 0
+
+
+def test_launches_without_accesses_still_fill_the_cache() -> None:
+    dram, spanned = _run(([], [1, 10 * MB]), None, ([1, 10 * MB], []), other=[0, 70 * MB, 0])
+    assert np.isnan(dram[1]) and np.isnan(spanned[1])
+    assert dram[2] == 10 * MB  # 70 MB of unknown traffic evicted it
+
+
+def _frame(n: int, modelled: list[float], spanned: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({"kernel": ["k"] * n, "op": ["aten::mul"] * n, "shapes": [""] * n, "bytes": spanned,
+                         "time_s": [1e-5] * n, "modelled_dram_bytes": modelled, "spanned_bytes": spanned})
+
+
+@pytest.mark.parametrize(("dram_mb", "level"), [(16.0, "l2"), (32.0, "dram"), (26.0, "l2"), (26.2, "dram")])
+def test_a_row_is_held_to_the_level_whose_term_binds(dram_mb: float, level: str) -> None:
+    """DRAM binds from DRAM roof / L2 roof of the bytes: 0.545 here (4.67 / 8.57 TB/s), 26.2 of 48 MB."""
+    launches = _frame(1, [dram_mb * MB], [48 * MB])
+    share = 4.67 / 8.57
+    assert row_levels(launches, pd.Series([0]), 1, CAPACITY, "l2", share).tolist() == [level]
+
+
+def test_rows_without_known_accesses_keep_the_shape_rule() -> None:
+    launches = _frame(2, [np.nan, np.nan], [1 * MB, 1 * MB])  # a loop on a 1 MB footprint: resident by shapes
+    assert row_levels(launches, pd.Series([0, 0]), 1, CAPACITY, "l2", 0.5).tolist() == ["l2"]
+
+
+def test_the_readers_own_traffic_is_interleaved_with_the_read() -> None:
+    """A 40 MB tensor written by a launch of 40 MB, then read by one that writes 40 MB: the
+    distance (40 MB) fits 60 MB, the reader's own 40 MB does not fit beside it, so the part read
+    before its writes fill the 20 MB left is cached: (60 - 40) / 40 of the read."""
+    dram, _ = _run(([], [1, 40 * MB]), ([1, 40 * MB], [2, 40 * MB]))
+    assert dram[1] == pytest.approx(20 * MB + 40 * MB)
