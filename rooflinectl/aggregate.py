@@ -79,7 +79,8 @@ def aggregate(table: pd.DataFrame, keys: list[str], **named: tuple[str, Any]) ->
     for column in ("calls", "measured_launches", "measured_own_launches"):
         if column in table.columns:
             spec[column] = (column, "sum")
-    for column in ("flops", "bytes", "min_bytes", "roof_time_s", "measured_flops", "dram_bytes", "l2_bytes", "l1_bytes"):
+    for column in ("flops", "bytes", "min_bytes", "roof_time_s", "measured_flops", "dram_bytes", "l2_bytes", "l1_bytes",
+                   "dram_bytes_modelled"):
         if column in table.columns:
             spec[column] = (column, sum_known)
     if "cost_source" in table.columns:

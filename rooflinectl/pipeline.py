@@ -23,7 +23,12 @@ from rooflinectl.analysis.counter_levels import level_summary
 from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.launch_runs import back_to_back_runs
-from rooflinectl.analysis.memory_levels import analytic_levels, cache_time_share, with_modelled_dram
+from rooflinectl.analysis.memory_levels import (
+    analytic_levels,
+    cache_time_share,
+    modelled_dram_bytes,
+    with_modelled_dram,
+)
 from rooflinectl.analysis.roofline import cost_shares, place_on_roofline, summarise
 from rooflinectl.attribution.counters import CounterJoin, class_coverage, counters_by_row
 from rooflinectl.attribution.group import MAX_SEQUENCE, group_table
@@ -62,6 +67,7 @@ def _placed_table(launches: pd.DataFrame, ceilings: Ceilings, rank: int = 0) -> 
     if table.empty:
         table = pd.DataFrame(columns=[c for c in LAUNCH_COLUMNS if c not in PER_LAUNCH_COLUMNS] + ["calls"])
     table["memory_level"] = analytic_levels(launches, index, len(table), ceilings)
+    table["dram_bytes_modelled"] = modelled_dram_bytes(launches, index, table["bytes"].to_numpy(dtype=float))
     placed = place_on_roofline(table, ceilings)
     placed["rank"] = rank
     placed = placed[list(KERNEL_COLUMNS)]

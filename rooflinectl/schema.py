@@ -77,8 +77,14 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "sm_clock_mhz": ("float", "SM clock the group's kernels ran at, MHz: time-weighted mean of the NVML samples "
                               "over their launches (compute roofs scale with it); NaN when not sampled"),
     "memory_level": ("str", "the memory level whose roof the bytes are held to: dram, l2 (GPU) or cache (CPU) for "
-                            "cache-resident work (analysis/memory_levels.py; counters decide where measured with warm "
+                            "cache-resident work (analysis/memory_levels.py: by the reuse distance of the tensors each op "
+                            "read and wrote, analysis/reuse_distance.py; counters decide where measured with warm "
                             "caches), host_pinned, host_pageable or peer for copies over a link"),
+    "dram_bytes_modelled": ("float", "DRAM bytes of all calls as the analytic tier models them: the row's bytes times "
+                                     "its launches' modelled DRAM share (an LRU model of the cache over the tensors "
+                                     "each op read and wrote, analysis/reuse_distance.py); with no counters, the row "
+                                     "is held to max(bytes / cache roof, these bytes / DRAM roof); NaN where the "
+                                     "capture recorded no tensors"),
     "efficiency_achievable": ("float", "like efficiency, but against the measured achievable compute peak (the "
                                        "dashed line; `ceilings --measure`) where there is one; may exceed 1"),
     "suspect": ("str", "for a row above its roof, the count that is suspect: flops (compute-bound) or bytes; '' otherwise"),
@@ -204,7 +210,8 @@ SUMMARY_KEYS: dict[str, str] = {
 }
 
 # Columns added after schema_version 1 was first written: a profile without them reads with these values.
-LATER_COLUMNS: dict[str, object] = {"source": "", "source_function": "", "source_call": "", "op_args": ""}
+LATER_COLUMNS: dict[str, object] = {"source": "", "source_function": "", "source_call": "", "op_args": "",
+                                    "dram_bytes_modelled": float("nan")}
 
 # Columns of the counters tier, and the value a row without counters carries in each.
 COUNTER_COLUMNS: dict[str, object] = {

@@ -35,7 +35,8 @@ def reanalysed(profile_path: str, capture_path: str) -> tuple[pd.DataFrame, Prof
     old = data.kernels.reset_index(drop=True)
     if len(table) != len(old) or not (table[KEYS].astype(str).to_numpy() == old[KEYS].astype(str).to_numpy()).all():
         raise SystemExit("the capture's rows differ from the profile's: not the same run, or the grouping changed")
-    return old.assign(memory_level_analytic=table["memory_level"].replace("", "dram").to_numpy()), data
+    return old.assign(memory_level_analytic=table["memory_level"].replace("", "dram").to_numpy(),
+                      dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy()), data
 
 
 def figures(name: str, profile_path: str, capture_path: str) -> None:
@@ -45,7 +46,7 @@ def figures(name: str, profile_path: str, capture_path: str) -> None:
     print(f"FIGURE {name} offline level agreement: {'n/a' if share is None else f'{share:.1%}'} of the memory-bound "
           f"time the counters decided ({agreed['level_groups']} groups); L2-served groups: counters "
           f"{agreed['cache_groups_counters']}, analytic {agreed['cache_groups_analytic']}")
-    analytic = place_on_roofline(table.assign(memory_level=table["memory_level_analytic"])
+    analytic = place_on_roofline(table.assign(memory_level=table["memory_level_analytic"], memory_level_source="analytic")
                                  .drop(columns=["roof_time_s"], errors="ignore"), data.ceilings)
     known = analytic[analytic["cost_source"] != "none"]
     print(f"FIGURE {name} offline rows above their roof by more than 3% with the analytic levels: "

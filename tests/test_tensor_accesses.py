@@ -81,3 +81,19 @@ def test_mul_of_an_old_tensor_is_held_to_dram_and_of_fresh_ones_to_the_cache(ord
     levels = pd.Series(table["memory_level"].to_numpy(), index=table["op"]).to_dict()
     assert levels["aten::mul"] == "dram", table[["op", "memory_level"]]
     assert levels["aten::sub"] == "cache", table[["op", "memory_level"]]
+
+
+def test_a_long_run_keeps_the_latest_ops(monkeypatch) -> None:
+    """Past the cap, the ops kept are the last ones (the steady state ends a run)."""
+    import rooflinectl.capture.run.tensor_accesses as accesses
+
+    monkeypatch.setattr(accesses, "MAX_ACCESS_OPS", 10)
+    x = torch.rand(8)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                                profile_memory=True) as prof:
+        for _ in range(30):
+            x = x * 2
+        torch.neg(x)
+    found = accesses.tensor_accesses(prof)
+    assert len(found) == 10
+    assert "aten::neg" in {name for name, _ in found}

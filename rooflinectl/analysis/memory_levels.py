@@ -143,6 +143,14 @@ def row_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, capacity_by
     return levels
 
 
+def modelled_dram_bytes(launches: pd.DataFrame, rows: pd.Series, row_bytes: np.ndarray) -> np.ndarray:
+    """Per table row, its bytes times its launches' modelled DRAM share (NaN where unknown)."""
+    if "modelled_dram_bytes" not in launches.columns or not len(row_bytes):
+        return np.full(len(row_bytes), np.nan)
+    share = _modelled_dram_share(launches.reset_index(drop=True), rows.to_numpy(dtype=int), len(row_bytes))
+    return share * np.asarray(row_bytes, dtype=float)
+
+
 def _modelled_dram_share(launches: pd.DataFrame, row_of: np.ndarray, n_rows: int) -> np.ndarray:
     """Per row, its launches' modelled DRAM bytes over the bytes their tensors span (NaN for a row
     with no launch of known accesses)."""

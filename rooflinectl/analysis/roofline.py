@@ -93,20 +93,28 @@ def _bandwidths(out: pd.DataFrame, ceilings: Ceilings) -> np.ndarray:
 
 def _two_level_memory_s(out: pd.DataFrame, nbytes: np.ndarray, one_level_s: np.ndarray,
                         ceilings: Ceilings) -> np.ndarray:
-    """The memory time at the roof: one level's, or for the rows the warm-cache counters decided
-    (memory_level_source counters) the slower of the cache's term and DRAM's term for the DRAM
-    bytes the counters saw (capped at the row's bytes)."""
-    if "dram_bytes_warm" not in out.columns or "memory_level_source" not in out.columns:
-        return one_level_s
+    """The memory time at the roof: the slower of the cache's term and DRAM's term for the DRAM
+    bytes (capped at the row's bytes) that the warm-cache counters saw (memory_level_source
+    counters) or, elsewhere, that the analytic tier modelled (dram_bytes_modelled); one level's
+    for the rest (copies over a link, rows without either)."""
     cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
     dram = ceilings.memory_roof("dram", fall_back=True)
-    if cache is None or dram is None:
+    if cache is None or dram is None or "memory_level" not in out.columns:
         return one_level_s
-    warm = pd.to_numeric(out["dram_bytes_warm"], errors="coerce").to_numpy(dtype=float)
-    decided = (out["memory_level_source"] == "counters").to_numpy() & ~np.isnan(warm) \
-        & out["memory_level"].isin(("dram", ceilings.cache_level())).to_numpy()
-    two_level_s = np.fmax(nbytes / cache.value, np.fmin(nbytes, warm) / dram.value)
+    counted = (out["memory_level_source"] == "counters").to_numpy() if "memory_level_source" in out.columns \
+        else np.zeros(len(out), dtype=bool)
+    warm = _numbers(out, "dram_bytes_warm")
+    dram_bytes = np.where(counted, warm, _numbers(out, "dram_bytes_modelled"))
+    decided = ~np.isnan(dram_bytes) & out["memory_level"].isin(("dram", ceilings.cache_level())).to_numpy()
+    two_level_s = np.fmax(nbytes / cache.value, np.fmin(nbytes, dram_bytes) / dram.value)
     return np.where(decided, two_level_s, one_level_s)
+
+
+def _numbers(out: pd.DataFrame, column: str) -> np.ndarray:
+    """A float column, NaN where the table lacks it."""
+    if column not in out.columns:
+        return np.full(len(out), np.nan)
+    return pd.to_numeric(out[column], errors="coerce").to_numpy(dtype=float)
 
 
 def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
@@ -118,6 +126,8 @@ def place_on_roofline(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
         out["min_bytes"] = out["bytes"]  # a profile written before the column: bytes were the minimum
     if "sm_clock_mhz" not in out.columns:
         out["sm_clock_mhz"] = np.nan  # not sampled: the roofs stay at their own clock
+    if "dram_bytes_modelled" not in out.columns:
+        out["dram_bytes_modelled"] = np.nan  # no tensors recorded: one roof per row
     for name in LAUNCH_CONFIG_COLUMNS:
         if name not in out.columns:
             out[name] = np.nan  # a CPU table, or a profile written before the trace's were kept

@@ -58,6 +58,7 @@ COLUMN_RANGES: dict[str, tuple[float, float | None, bool]] = {
     "measured_launches": (0.0, None, True),
     "measured_own_launches": (0.0, None, True),
     "dram_bytes_warm": (0.0, None, True),
+    "dram_bytes_modelled": (0.0, None, True),
 }
 COLUMN_VALUES: dict[str, tuple[str, ...]] = {"bound": BOUNDS, "cost_source": COST_SOURCES}
 # Columns a profile may lack: it was written before they existed (the readers take them as unknown:

@@ -227,7 +227,7 @@ def summary_text(data: ProfileData) -> Text:
     if isinstance(cached, (int, float)) and cached > 0:
         level = "L2" if c.device_kind == "cuda" else "last-level cache"
         lines.append(f"{percent(cached)} of kernel time is cache-resident, held to the {level} roof "
-                     "(memory_level; its footprint fits and its inputs were just written, or it repeats on them)")
+                     "(memory_level: its inputs were still cached, by the reuse distance of the tensors it read)")
     lines += [plain(line) for line in source_lines_note(m)]
     above = int(data.kernels["above_roof"].sum()) if len(data.kernels) else 0
     if above:

@@ -6,14 +6,14 @@
 # `validate` on each. FIGURE lines (scripts/counters_warm_figures.py): the warm run, the share of
 # memory-bound time where the analytic level matches the counters' (target >= 90%), groups
 # L2-served by counters and by the analytic guess, rows above their roof by more than 3%.
-# Expected runtime (not yet measured): ceilings cached by piece 10, else ~30 s; the loops ~30 s;
-# each training script 60-120 s (the profiled run, then ncu twice: cold replays of ~100-200
-# sampled launches at ~0.4 s each, the warm run one pass each), each cut at 150 s: about 5-6
-# minutes for all three, so run it as `GPU_PIECES=75 PIECE_TIMEOUT_S=500 GPU_TESTS=0 bash
-# scripts/gpu-check`. In ~150 s: COUNTERS_WARM_MODELS=llama. COUNTERS_WARM_MODELS="llama gpt2
-# resnet" picks the training scripts (in that order); COUNTERS_WARM_LAUNCHES=N caps the launches ncu
-# measures per script (default: 1000 for all three; 120 for ResNet-50 measured only its setup launches on
-# 2026-12-02, and profile now refuses such a cap: its ~250 sampling classes take a few minutes under ncu).
+# Measured on the H200 (2026-12-02, ceilings cached): the two loops ~55 s; Llama-style 126 s; GPT-2
+# 126 s; ResNet-50 294 s (about 250 sampling classes: 235 s of cold ncu replays, 40 s warm). All four
+# do not fit one device call: run `GPU_PIECES=75 COUNTERS_WARM_MODELS="llama gpt2" PIECE_TIMEOUT_S=500
+# GPU_TESTS=0 bash scripts/gpu-check`, then COUNTERS_WARM_MODELS=resnet (cut at COUNTERS_WARM_RESNET_S,
+# default 330; the others at 150 s). COUNTERS_WARM_LAUNCHES=N caps the launches ncu measures per script
+# (default 1000; 120 for ResNet-50 measured only its setup launches on 2026-12-02, and profile now
+# refuses such a cap). Each script's capture file comes back too, so the analytic level can be compared
+# with the counters again offline (scripts/counters_levels_offline.py).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/75-counters-warm}"
 mkdir -p "$out"
@@ -74,7 +74,7 @@ for m in ${COUNTERS_WARM_MODELS:-llama gpt2 resnet}; do
   case $m in
     llama) model llama "${COUNTERS_WARM_LAUNCHES:-1000}" 150 llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
     gpt2) model gpt2 "${COUNTERS_WARM_LAUNCHES:-1000}" 150 gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
-    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-1000}" "${COUNTERS_WARM_RESNET_S:-280}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
+    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-1000}" "${COUNTERS_WARM_RESNET_S:-330}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
   esac
 done
 step "done"

@@ -1,0 +1,52 @@
+"""The analytic memory level against the H200's warm-cache counters, on recorded training runs
+(issue 29): the capture of each run is analysed again on the CPU, with the profile's roofs, and
+its analytic level compared with the level the counters decided, group by group.
+
+The counters are an independent measurement (Nsight Compute's DRAM bytes with the caches as the
+program left them, tests/data/README.md). The shape rule alone fails here: 86.8% on GPT-2 and
+64.0% on ResNet-50 (92.3% on Llama-style; docs/benchmarks/accuracy.md). The figures asserted are
+those measured with the tensor-identity model: Llama-style 90.4%, GPT-2 93.2%, ResNet-50 88.9%
+(short of the 90% target).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rooflinectl.analysis.counter_levels import level_agreement
+from rooflinectl.analysis.roofline import place_on_roofline
+from rooflinectl.capture.run.session import load_capture
+from rooflinectl.outputs.profile_file import load_profile
+from rooflinectl.pipeline import analyse_trace
+
+DATA = Path(__file__).parent / "data" / "h200_levels"
+KEYS = ["kernel", "op", "shapes", "calls"]
+
+
+def _analytic(name: str):
+    data = load_profile(str(DATA / f"{name}.profile.json.gz"))
+    capture = load_capture(str(DATA / f"{name}.capture.json.gz"))
+    table, _, _ = analyse_trace(capture.trace, capture.device_kind, capture.metadata, data.ceilings)
+    recorded = data.kernels.reset_index(drop=True)
+    assert (table[KEYS].astype(str).to_numpy() == recorded[KEYS].astype(str).to_numpy()).all()
+    return recorded.assign(memory_level_analytic=table["memory_level"].to_numpy(),
+                           dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy()), data.ceilings
+
+
+@pytest.mark.parametrize(("name", "agreement"), [("llama", 0.90), ("gpt2", 0.93), ("resnet", 0.885)])
+def test_the_analytic_level_agrees_with_the_counters(name: str, agreement: float) -> None:
+    table, _ = _analytic(name)
+    agreed = level_agreement(table)
+    assert agreed["level_compared_time_share"] > 0.9  # the counters decided most memory-bound time
+    assert agreed["level_agree_time_share"] >= agreement, agreed
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "resnet"])
+def test_no_row_sits_above_the_roof_its_analytic_level_holds_it_to(name: str) -> None:
+    table, ceilings = _analytic(name)
+    placed = place_on_roofline(table.assign(memory_level=table["memory_level_analytic"], memory_level_source="analytic")
+                               .drop(columns=["roof_time_s"], errors="ignore"), ceilings)
+    known = placed[placed["cost_source"] != "none"]
+    assert (known["efficiency"] <= 1.03).all(), known.loc[known["efficiency"] > 1.03, ["op", "shapes", "efficiency"]]
