@@ -28,8 +28,8 @@ def main() -> None:
     args = p.parse_args()
     try:
         from transformers import GPT2Config, GPT2LMHeadModel
-    except ImportError:
-        sys.exit("gpt2_forward.py needs transformers (pip install transformers)")
+    except ImportError as exc:
+        sys.exit(f"gpt2_forward.py needs transformers (pip install transformers): {exc}")
     device = pick_device(args.device)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     torch.manual_seed(0)

@@ -23,8 +23,8 @@ def main() -> None:
     args = p.parse_args()
     try:
         from transformers import GPT2Config, GPT2LMHeadModel
-    except ImportError:
-        sys.exit("gpt2_train.py needs transformers (pip install transformers)")
+    except ImportError as exc:
+        sys.exit(f"gpt2_train.py needs transformers (pip install transformers): {exc}")
     device = pick_device(args.device)
     torch.manual_seed(0)
     config = GPT2Config(n_layer=args.layers, n_positions=max(1024, args.seq))

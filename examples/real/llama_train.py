@@ -28,8 +28,8 @@ def main() -> None:
     args = p.parse_args()
     try:
         from transformers import LlamaConfig, LlamaForCausalLM
-    except ImportError:
-        sys.exit("llama_train.py needs transformers (pip install transformers)")
+    except ImportError as exc:
+        sys.exit(f"llama_train.py needs transformers (pip install transformers): {exc}")
     device = pick_device(args.device)
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=int(args.hidden * 8 / 3) // 64 * 64,

@@ -27,8 +27,8 @@ def main() -> None:
     args = p.parse_args()
     try:
         from transformers import MixtralConfig, MixtralForCausalLM
-    except ImportError:
-        sys.exit("mixtral_forward.py needs transformers (pip install transformers)")
+    except ImportError as exc:
+        sys.exit(f"mixtral_forward.py needs transformers (pip install transformers): {exc}")
     device = pick_device(args.device)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     torch.manual_seed(0)

@@ -97,26 +97,47 @@ def min_time(fn: Callable[[], Any], *, reps: int) -> float:
     return max(best, 1e-9)
 
 
+def matmul_shapes(call_s: Callable[[int], float]) -> list[tuple[int, int, int]]:
+    """(m, k, n) problems to try: squares from 256 up, doubling until one call takes 50 ms (or
+    4096), flat ones beside the larger squares, and a long-K one. Small ones count: a problem that fits the caches runs faster than a
+    large one, and the roof must hold every real kernel (an mm of [64, 1024] x [1024, 256] beat a
+    roof taken from 2048-squares alone on this project's 2-core machine)."""
+    shapes, n = [], 256
+    while True:
+        shapes.append((n, n, n))
+        if n >= 1024:
+            shapes += [(n // 4, n, n), (n, n, n // 4)]  # flat problems: one operand stays in the caches
+        if call_s(n) > 0.05 or n >= 4096:
+            break
+        n *= 2
+    return shapes + [(256, 4096, 256)]
+
+
 def measure_matmul(precision: str, threads: int) -> Measurement:
-    """fp32 or fp64 matmul peak, the best of three layouts (a CPU has no spec table: the measured
-    best is its roof); the size grows until one call takes at least 50 ms."""
+    """fp32 or fp64 matmul peak: a CPU has no spec table, so the roof is the best measured rate,
+    over problem sizes (matmul_shapes) and three layouts, each its fastest call."""
     import torch
 
     dtype = torch.float32 if precision == "fp32" else torch.float64
-    n = 512
-    while True:
+
+    def call_s(n: int) -> float:
         x, y = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
         t0 = time.perf_counter()
         torch.mm(x, y)
-        if time.perf_counter() - t0 > 0.05 or n >= 4096:
-            break
-        n *= 2
+        return time.perf_counter() - t0
+
     best: tuple[float, str] = (0.0, "")
-    for layout, (a, b) in (("NN", (x, y)), ("NT", (x, y.t())), ("TN", (x.t(), y))):  # the spec is unknown: the best
-        t, reps = time_cpu(lambda a=a, b=b: torch.mm(a, b), budget_s=0.2)
-        if 2.0 * n**3 / t > best[0]:
-            best = (2.0 * n**3 / t, f"torch.mm {n}x{n}x{n} {layout} {precision}, {threads} threads, best median of "
-                                    f"NN/NT/TN, {reps} calls")
+    for m, k, n in matmul_shapes(call_s):
+        x, y = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
+        layouts = (("NN", x, y), ("NT", x, y.t().contiguous().t()), ("TN", x.t().contiguous().t(), y))
+        for layout, a, b in layouts:  # the spec is unknown: the best
+            t0 = time.perf_counter()
+            torch.mm(a, b)
+            reps = max(3, min(20, int(0.1 / max(time.perf_counter() - t0, 1e-6))))  # about 0.1 s a layout
+            rate = 2.0 * m * k * n / min_time(lambda a=a, b=b: torch.mm(a, b), reps=reps)
+            if rate > best[0]:
+                best = (rate, f"torch.mm [{m}, {k}] x [{k}, {n}] {layout} {precision}, {threads} threads, the "
+                              f"fastest of {reps} calls; best of NN/NT/TN over squares, flat problems and a long K")
     return Measurement(f"simt.{precision}", best[0], "flop/s", best[1])
 
 
