@@ -83,3 +83,11 @@ def test_the_readers_own_traffic_is_interleaved_with_the_read() -> None:
     before its writes fill the 20 MB left is cached: (60 - 40) / 40 of the read."""
     dram, _ = _run(([], [1, 40 * MB]), ([1, 40 * MB], [2, 40 * MB]))
     assert dram[1] == pytest.approx(20 * MB + 40 * MB)
+
+
+def test_a_long_run_models_its_latest_launches(monkeypatch) -> None:
+    import rooflinectl.analysis.reuse_distance as reuse
+
+    monkeypatch.setattr(reuse, "MAX_MODELLED_LAUNCHES", 2)
+    dram, _ = _run(([], [1, MB]), ([], [2, MB]), ([2, MB], []))
+    assert np.isnan(dram[0]) and dram[1] == MB and dram[2] == 0

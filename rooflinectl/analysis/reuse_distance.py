@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-MAX_MODELLED_LAUNCHES = 300_000  # launches the LRU walk covers (pure Python: ~10 us per tensor touched)
+MAX_MODELLED_LAUNCHES = 300_000  # the latest launches the LRU walk covers (pure Python: ~10 us per tensor touched)
 
 
 class _Fenwick:
@@ -73,13 +73,14 @@ def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], 
                         capacity_bytes: float) -> tuple[np.ndarray, np.ndarray]:
     """Per launch: (DRAM bytes, bytes its tensors span), both NaN for a launch without accesses
     (its `other_bytes` still pass through the modelled cache, as data never read again)."""
-    n = min(len(accesses), MAX_MODELLED_LAUNCHES)
-    dram = np.full(len(accesses), np.nan)
-    touched = np.full(len(accesses), np.nan)
+    n = len(accesses)
+    first = max(0, n - MAX_MODELLED_LAUNCHES)  # the latest: the capture keeps the latest ops' tensors too
+    dram = np.full(n, np.nan)
+    touched = np.full(n, np.nan)
     lru = _Fenwick(n)  # one position per launch: its tensors are touched all through its run, interleaved
     last: dict[int, tuple[int, int]] = {}  # identity -> (launch position, bytes) of its last touch
-    fill = np.nan_to_num(np.asarray(other_bytes, dtype=float)[:n], nan=0.0, posinf=0.0)
-    for i in range(n):
+    fill = np.nan_to_num(np.asarray(other_bytes, dtype=float), nan=0.0, posinf=0.0)
+    for i in range(first, n):
         access = accesses[i]
         if access is None:
             lru.add(i, int(fill[i]))
