@@ -22,7 +22,7 @@ from rooflinectl.analysis.advice import Verification, advise, with_verifications
 from rooflinectl.cli.main import main as cli
 from rooflinectl.outputs.advice_render import render_text
 from rooflinectl.outputs.profile_file import save_profile
-from rooflinectl.verify import plan, rebuild
+from rooflinectl.verify import plan, tensors
 from rooflinectl.verify.registry import Trial
 
 H200 = h200_ceilings()
@@ -31,7 +31,7 @@ H200 = h200_ceilings()
 @pytest.fixture
 def on_meta(monkeypatch):
     """Rebuilt ops on the meta device: shapes and dtypes, no arithmetic."""
-    monkeypatch.setattr(rebuild, "DEVICE", "meta")
+    monkeypatch.setattr(tensors, "DEVICE", "meta")
 
 
 def trials_of(data, rule_id):

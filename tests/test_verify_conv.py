@@ -20,7 +20,7 @@ import rooflinectl
 from rooflinectl.analysis.advice import advise
 from rooflinectl.capture.read.trace import read_chrome_trace
 from rooflinectl.outputs.profile_file import load_profile, save_profile
-from rooflinectl.verify import plan, rebuild, rebuild_conv
+from rooflinectl.verify import plan, rebuild_conv, tensors
 from rooflinectl.verify.registry import NotRebuilt
 
 H200 = h200_ceilings()
@@ -29,12 +29,12 @@ STEM = ("aten::cudnn_convolution", "aten::convolution_backward")  # resnet50's s
 
 @pytest.fixture
 def on_meta(monkeypatch):
-    monkeypatch.setattr(rebuild, "DEVICE", "meta")
+    monkeypatch.setattr(tensors, "DEVICE", "meta")
 
 
 @pytest.fixture
 def on_cpu(monkeypatch):
-    monkeypatch.setattr(rebuild, "DEVICE", "cpu")
+    monkeypatch.setattr(tensors, "DEVICE", "cpu")
 
 
 def flops_of(call) -> int:

@@ -14,7 +14,7 @@ from gpu_trace import Launch, traced_profile
 import rooflinectl
 from rooflinectl.analysis.advice import advise
 from rooflinectl.analysis.advice.registry import make_finding
-from rooflinectl.verify import plan, rebuild, rebuild_launches, rebuild_ops
+from rooflinectl.verify import plan, rebuild_launches, rebuild_ops, tensors
 from rooflinectl.verify.registry import NotRebuilt
 
 H200 = h200_ceilings()
@@ -22,7 +22,7 @@ H200 = h200_ceilings()
 
 @pytest.fixture
 def on_cpu(monkeypatch):
-    monkeypatch.setattr(rebuild, "DEVICE", "cpu")
+    monkeypatch.setattr(tensors, "DEVICE", "cpu")
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_bf16_storage_is_rebuilt_as_the_same_ops_in_fp32_and_bf16(on_cpu):
 
 
 def test_moe_expert_gemms_are_rebuilt_as_a_loop_and_one_grouped_mm(monkeypatch):
-    monkeypatch.setattr(rebuild, "DEVICE", "meta")
+    monkeypatch.setattr(tensors, "DEVICE", "meta")
     kernel = "nvjet_sm90_tst_64x64_64x13_1x2_h_bz_NNT"
     counts = [512, 256, 128, 64, 64, 32, 32, 16]  # tokens per expert: two pairs share a row
     launches = [Launch("aten::mm", [[m, 1024], [1024, 2048]], kernel, 20.0) for m in counts] * 3

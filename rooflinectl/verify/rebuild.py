@@ -27,26 +27,8 @@ from rooflinectl.analysis.advice.common import (
 from rooflinectl.analysis.advice.gemm_kernels import GemmDims, gemm_dims
 from rooflinectl.analysis.advice.registry import Finding
 from rooflinectl.analysis.advice.rules_gemm import misaligned
+from rooflinectl.verify import rebuild_conv, tensors
 from rooflinectl.verify.registry import NotRebuilt, Pair, Trial, rebuilds
-
-DEVICE = "cuda"  # where rebuilt ops run (tests build them on the CPU to check their shapes)
-DTYPES: dict[str, torch.dtype] = {
-    "bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
-    "fp32": torch.float32, "float32": torch.float32, "int8": torch.int8,
-}
-
-
-def dtype_of(row: pd.Series) -> torch.dtype:
-    name = (cell_text(row, "dtype") or cell_text(row, "precision")).replace("torch.", "")
-    if name not in DTYPES:
-        raise NotRebuilt(f"no rebuild for dtype {name or '?'}")
-    return DTYPES[name]
-
-
-def _random(*shape: int, dtype: torch.dtype) -> torch.Tensor:
-    if dtype == torch.int8:
-        return torch.randint(-64, 64, shape, device=DEVICE, dtype=dtype)
-    return torch.randn(*shape, device=DEVICE, dtype=torch.float32).to(dtype)
 
 
 def _dims(row: pd.Series) -> GemmDims:
@@ -61,16 +43,19 @@ def gemm_call(op: str, dims: GemmDims, dtype: torch.dtype, transposed_a: bool = 
     [K, M]), B the transposed view of a [N, K] weight, a bias for addmm ([N], as a Linear's) and
     baddbmm (a full [batch, M, N] one)."""
     if dims.batch > 1 or op in ("aten::bmm", "aten::baddbmm"):
-        a = _random(dims.batch, dims.m, dims.k, dtype=dtype)
-        b = _random(dims.batch, dims.n, dims.k, dtype=dtype).transpose(1, 2)
+        a = tensors.random_tensor(dims.batch, dims.m, dims.k, dtype=dtype)
+        b = tensors.random_tensor(dims.batch, dims.n, dims.k, dtype=dtype).transpose(1, 2)
         if op == "aten::baddbmm":
-            bias = _random(dims.batch, dims.m, dims.n, dtype=dtype)
+            bias = tensors.random_tensor(dims.batch, dims.m, dims.n, dtype=dtype)
             return lambda: torch.baddbmm(bias, a, b)
         return lambda: torch.bmm(a, b)
-    a = _random(dims.k, dims.m, dtype=dtype).t() if transposed_a else _random(dims.m, dims.k, dtype=dtype)
-    b = _random(dims.n, dims.k, dtype=dtype).t()
+    if transposed_a:
+        a = tensors.random_tensor(dims.k, dims.m, dtype=dtype).t()
+    else:
+        a = tensors.random_tensor(dims.m, dims.k, dtype=dtype)
+    b = tensors.random_tensor(dims.n, dims.k, dtype=dtype).t()
     if op == "aten::addmm":
-        bias = _random(dims.n, dtype=dtype)
+        bias = tensors.random_tensor(dims.n, dtype=dtype)
         return lambda: torch.addmm(bias, a, b)
     if op == "aten::_int_mm":
         return lambda: torch._int_mm(a, b)
@@ -90,7 +75,6 @@ def _rows(finding: Finding, kernels: pd.DataFrame) -> list[tuple[int, pd.Series]
 def padded_gemm(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
     """Each GEMM row as profiled and with its misaligned dimensions padded to the suggested size;
     each convolution likewise, its channels padded (rebuild_conv.padded_convs)."""
-    from rooflinectl.verify import rebuild_conv  # it builds on this module's helpers
 
     trials, convs = [], []
     for r, row in _rows(finding, kernels):
@@ -100,7 +84,7 @@ def padded_gemm(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
         if case.family == "conv":
             convs.append((row, case))
             continue
-        op, dims, dtype = cell_text(row, "op"), _dims(row), dtype_of(row)
+        op, dims, dtype = cell_text(row, "op"), _dims(row), tensors.dtype_of(row)
         fixed = GemmDims(m=case.padded.get("M", dims.m), n=case.padded.get("N", dims.n),
                          k=case.padded.get("K", dims.k), batch=dims.batch)
         transposed = "M" in case.dims
@@ -130,7 +114,6 @@ def _with_tf32(enabled: bool, call: Callable[[], Any]) -> Callable[[], Any]:
 def tf32_gemm(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
     """Each fp32 GEMM row with TF32 off (as profiled) and on (the fix); each convolution with
     cuDNN's TF32 off and on (rebuild_conv.tf32_convs)."""
-    from rooflinectl.verify import rebuild_conv  # it builds on this module's helpers
 
     trials, convs = [], []
     for _, row in _rows(finding, kernels):
@@ -168,12 +151,12 @@ def sdpa(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
     if head_dim is None:
         raise NotRebuilt("no matmul of the scores with V gives the head dimension")
     batch, (s_q, s_k) = scores[:-2], scores[-2:]
-    dtype = dtype_of(softmax)
+    dtype = tensors.dtype_of(softmax)
 
     def make() -> Pair:
-        q = _random(*batch, s_q, head_dim, dtype=dtype)
-        k = _random(*batch, s_k, head_dim, dtype=dtype)
-        v = _random(*batch, s_k, head_dim, dtype=dtype)
+        q = tensors.random_tensor(*batch, s_q, head_dim, dtype=dtype)
+        k = tensors.random_tensor(*batch, s_k, head_dim, dtype=dtype)
+        v = tensors.random_tensor(*batch, s_k, head_dim, dtype=dtype)
         scale = 1.0 / math.sqrt(head_dim)
 
         def naive() -> torch.Tensor:
@@ -191,11 +174,11 @@ def loop_and_batch(op: str, dims: GemmDims, count: int, dtype: torch.dtype) -> P
     """A Python loop of `count` matmuls on operands indexed out of stacked tensors (x[i] @ w[i];
     F.linear(x[i], w[i], b[i]) for addmm and linear), and one bmm (baddbmm) over the same tensors:
     both start from the same data, and the loop pays its host launches as the user's does."""
-    a = _random(count, dims.m, dims.k, dtype=dtype)
-    w = _random(count, dims.n, dims.k, dtype=dtype)  # weight layout [N, K], as nn.Linear's
+    a = tensors.random_tensor(count, dims.m, dims.k, dtype=dtype)
+    w = tensors.random_tensor(count, dims.n, dims.k, dtype=dtype)  # weight layout [N, K], as nn.Linear's
     b = w.transpose(1, 2)
     if op in ("aten::addmm", "aten::linear"):
-        bias = _random(count, dims.n, dtype=dtype)
+        bias = tensors.random_tensor(count, dims.n, dtype=dtype)
         rows = bias[:, None, :]
         return (lambda: [torch.nn.functional.linear(a[i], w[i], bias[i]) for i in range(count)],
                 lambda: torch.baddbmm(rows, a, b))
@@ -208,7 +191,7 @@ def batched(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
     stacked operands. One call of each is one run, timed end to end (the loop's host launch cost
     included): the measured difference counts once per run the profile saw (launches in runs / n)."""
     ((_, row),) = _rows(finding, kernels)
-    op, dims, dtype = cell_text(row, "op"), _dims(row), dtype_of(row)
+    op, dims, dtype = cell_text(row, "op"), _dims(row), tensors.dtype_of(row)
     n = int(finding.numbers.get("run_length", 0))
     if n < 2:
         raise NotRebuilt("the run length is not recorded")
@@ -232,9 +215,9 @@ def fp8_instead_of_int8(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
         raise NotRebuilt("not an 8-bit product")
 
     def make() -> Pair:
-        a8 = _random(dims.m, dims.k, dtype=torch.float32).to(torch.float8_e4m3fn)
-        b8 = _random(dims.n, dims.k, dtype=torch.float32).to(torch.float8_e4m3fn).t()
-        one = torch.ones((), device=DEVICE, dtype=torch.float32)
+        a8 = tensors.random_tensor(dims.m, dims.k, dtype=torch.float32).to(torch.float8_e4m3fn)
+        b8 = tensors.random_tensor(dims.n, dims.k, dtype=torch.float32).to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device=tensors.DEVICE, dtype=torch.float32)
         scaled = lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)  # noqa: E731
         return gemm_call("aten::_int_mm", dims, torch.int8), scaled
 

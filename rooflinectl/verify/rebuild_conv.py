@@ -31,7 +31,7 @@ import torch
 from rooflinectl.analysis.advice.common import cell_float, cell_text, parse_shapes
 from rooflinectl.analysis.advice.rules_gemm import Misaligned
 from rooflinectl.costs.conv import conv_out_shape
-from rooflinectl.verify import rebuild
+from rooflinectl.verify import tensors
 from rooflinectl.verify.registry import NotRebuilt, Pair, Trial
 
 BACKWARD = "aten::convolution_backward"
@@ -100,7 +100,7 @@ def padded_case(case: ConvCase, padded: dict[str, int]) -> ConvCase:
 
 
 def _tensor(shape: tuple[int, ...], dtype: torch.dtype, layout: str) -> torch.Tensor:
-    t = rebuild._random(*shape, dtype=dtype)
+    t = tensors.random_tensor(*shape, dtype=dtype)
     if layout == "channels_last" and len(shape) in (4, 5):
         return t.contiguous(memory_format=torch.channels_last if len(shape) == 4 else torch.channels_last_3d)
     return t
@@ -116,7 +116,7 @@ def _conv(case: ConvCase, dtype: torch.dtype) -> Callable[[], Any]:
     x, w = _tensor(case.x, dtype, layout), _tensor(case.w, dtype, layout)
     lists = (a["stride"], a["padding"], a["dilation"], a["transposed"], a["output_padding"], a["groups"])
     if case.grad is None:
-        bias = rebuild._random(case.w[1] * a["groups"] if a["transposed"] else case.w[0], dtype=dtype) \
+        bias = tensors.random_tensor(case.w[1] * a["groups"] if a["transposed"] else case.w[0], dtype=dtype) \
             if case.bias else None
         call = lambda: torch.ops.aten.convolution(x, w, bias, *lists)  # noqa: E731
     else:
@@ -160,7 +160,7 @@ def padded_convs(rows: list[tuple[pd.Series, Misaligned]]) -> list[Trial]:
     trials = []
     for row, time_s in _by_conv([row for row, _ in rows]):
         misaligned = cases[id(row)]
-        conv, dtype, tf32 = conv_case(row), rebuild.dtype_of(row), cell_text(row, "precision") == "tf32"
+        conv, dtype, tf32 = conv_case(row), tensors.dtype_of(row), cell_text(row, "precision") == "tf32"
         fixed = padded_case(conv, misaligned.padded)
 
         def make(conv: ConvCase = conv, fixed: ConvCase = fixed, dtype: torch.dtype = dtype, tf32: bool = tf32) -> Pair:

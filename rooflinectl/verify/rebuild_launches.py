@@ -18,7 +18,7 @@ import torch
 from rooflinectl.analysis.advice.common import cell_float
 from rooflinectl.analysis.advice.registry import Finding
 from rooflinectl.profile_sections import RunMetadata
-from rooflinectl.verify import rebuild
+from rooflinectl.verify import rebuild, tensors
 from rooflinectl.verify.registry import NotRebuilt, Pair, Trial, rebuilds
 
 
@@ -38,11 +38,11 @@ def expert_rows(finding: Finding, kernels: pd.DataFrame) -> tuple[list[int], int
 def loop_and_grouped(ms: list[int], k: int, n: int, dtype: torch.dtype) -> Pair:
     """A Python loop of one matmul per expert over its slice of the tokens (x[a:b] @ w[e].T), and
     one torch._grouped_mm over the same tokens and weights (offsets: the slices' ends)."""
-    x = rebuild._random(sum(ms), k, dtype=dtype)
-    w = rebuild._random(len(ms), n, k, dtype=dtype)  # [experts, N, K]: nn.Linear's layout
+    x = tensors.random_tensor(sum(ms), k, dtype=dtype)
+    w = tensors.random_tensor(len(ms), n, k, dtype=dtype)  # [experts, N, K]: nn.Linear's layout
     ends = [sum(ms[:i + 1]) for i in range(len(ms))]
     bounds = list(zip([0, *ends[:-1]], ends))
-    offs = torch.tensor(ends, device=rebuild.DEVICE, dtype=torch.int32)
+    offs = torch.tensor(ends, device=tensors.DEVICE, dtype=torch.int32)
     return ((lambda: [x[a:b] @ w[e].t() for e, (a, b) in enumerate(bounds)]),
             (lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs=offs)))
 
@@ -54,7 +54,7 @@ def grouped(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
     if not hasattr(torch, "_grouped_mm"):
         raise NotRebuilt("this torch has no torch._grouped_mm (PyTorch 2.8+)")
     ms, k, n, runs = expert_rows(finding, kernels)
-    dtype = rebuild.dtype_of(kernels.iloc[finding.rows[0]])
+    dtype = tensors.dtype_of(kernels.iloc[finding.rows[0]])
     size = torch.empty((), dtype=dtype).element_size()
     needed = 2 * (sum(ms) * (k + n) + len(ms) * k * n) * size
     profiled_s = sum(cell_float(kernels.iloc[r], "time_s", 0.0) for r in finding.rows if r < len(kernels))

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from rooflinectl.analysis.advice.common import cell_float, cell_text, numel, parse_shapes
 from rooflinectl.analysis.advice.registry import Finding
-from rooflinectl.verify import rebuild
+from rooflinectl.verify import tensors
 from rooflinectl.verify.registry import NotRebuilt, Pair, Trial, rebuilds
 
 SCALAR = 0.5
@@ -70,7 +70,7 @@ class Step:
     extras: tuple[tuple[int, ...] | None, ...]  # None: a scalar operand
 
     def operands(self, dtype: torch.dtype) -> list[Any]:
-        return [SCALAR if s is None else rebuild._random(*s, dtype=dtype) for s in self.extras]
+        return [SCALAR if s is None else tensors.random_tensor(*s, dtype=dtype) for s in self.extras]
 
 
 def step_of(row: pd.Series) -> Step:
@@ -131,7 +131,7 @@ def replayed(call: Callable[[], Any]) -> Callable[[], Any]:
     (what the profile counted for this work), not the host's: a few small element-wise kernels
     launch in less time than Python and torch.compile's guards take to issue them. Warmed up on a
     side stream first (compiling there), as torch.cuda.graphs asks. Off the GPU: the call itself."""
-    if rebuild.DEVICE != "cuda":
+    if tensors.DEVICE != "cuda":
         return call
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -168,7 +168,7 @@ def compiled_chain(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
     if "chains" in first.numbers:
         raise NotRebuilt("an optimizer's per-parameter update: its fix is the optimizer's fused=True, not a chain")
     steps = [step_of(row) for row in rows]
-    dtype = rebuild.dtype_of(rows[0])
+    dtype = tensors.dtype_of(rows[0])
     chains = finding.instances or (finding,)
     rows_s = sum(cell_float(kernels.iloc[r], "time_s", 0.0) for r in finding.rows if r < len(kernels))
     chains_s = sum(f.numbers.get("chain_time_s", 0.0) * f.numbers.get("occurrences", 1.0) for f in chains)
@@ -176,7 +176,7 @@ def compiled_chain(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
     start = max((s.main for s in steps), key=numel)
 
     def make() -> Pair:
-        x = rebuild._random(*start, dtype=dtype)
+        x = tensors.random_tensor(*start, dtype=dtype)
         operands = [s.operands(dtype) for s in steps]
         eager = run_chain(steps)
         compiled = torch.compile(run_chain(steps), dynamic=False)
@@ -207,7 +207,7 @@ def bf16_ops(finding: Finding, kernels: pd.DataFrame) -> list[Trial]:
 
         def make(step: Step = step) -> Pair:
             def version(dtype: torch.dtype) -> Callable[[], torch.Tensor]:
-                x = rebuild._random(*step.main, dtype=dtype)
+                x = tensors.random_tensor(*step.main, dtype=dtype)
                 extra = step.operands(dtype)
                 return replayed(lambda: step.fn(x, *extra))
             return version(torch.float32), version(torch.bfloat16)
