@@ -34,7 +34,7 @@ def fake_cpu_steps(monkeypatch):
     def steps(threads: int, llc_bytes: int | None = None):
         calls.append(threads)
         return [("fake", lambda: [Measurement("dram.copy", 30e9, "bytes/s", "fake copy"),
-                                  Measurement("simt.fp32", 200e9, "flop/s", "fake mm"),
+                                  Measurement("simt.fp32", 200e9, "flop/s", "fake mm, the fastest of 3 calls"),
                                   Measurement("launch.empty_kernel", 2e-6, "s", "fake op"),
                                   Measurement("cache.copy", 200e9, "bytes/s", "fake cache copy")])]
 
@@ -160,3 +160,25 @@ def test_a_cpu_cache_from_before_the_cache_roof_gets_it_measured_once(cache_dir,
     second = measure_ceilings("cpu")
     assert second.memory_bytes_per_s["cache"].value == 300e9 and len(calls) == 1
     assert measure_ceilings("cpu").memory_bytes_per_s["cache"].value == 300e9 and len(calls) == 1
+
+
+def test_a_cpu_matmul_roof_of_the_older_method_is_measured_again_once(cache_dir, monkeypatch) -> None:
+    """The fp32 roof cached from the median call of one 2048-square (real matmuls beat it) is
+    measured again, alone, and replaced; the next call reads the new figure from the cache."""
+    import rooflinectl.ceilings.measure_cpu as measure_cpu
+    from rooflinectl.ceilings import measure_ceilings
+
+    old = "torch.mm 2048x2048x2048 NN fp32, 2 threads, best median of NN/NT/TN, 3 calls"
+    calls = []
+    made_before = [("fake", lambda: [Measurement("dram.copy", 30e9, "bytes/s", "fake copy"),
+                                     Measurement("cache.copy", 300e9, "bytes/s", "fake cache copy"),
+                                     Measurement("simt.fp32", 75e9, "flop/s", old)])]
+    monkeypatch.setattr(measure_cpu, "cpu_steps", lambda threads, llc=None: made_before)
+    assert measure_ceilings("cpu").compute_roof("simt", "fp32").value == 75e9  # cached as an older version did
+    monkeypatch.setattr(measure_cpu, "cpu_steps", lambda threads, llc=None: made_before + [
+        ("CPU fp32 matmul", lambda: calls.append("fp32") or [
+            Measurement("simt.fp32", 150e9, "flop/s", "torch.mm ..., the fastest of 20 calls")])])
+    second = measure_ceilings("cpu")
+    assert second.compute_roof("simt", "fp32").value == 150e9 and calls == ["fp32"]
+    assert second.memory_bytes_per_s["dram"].value == 30e9  # the rest kept
+    assert measure_ceilings("cpu").compute_roof("simt", "fp32").value == 150e9 and calls == ["fp32"]
