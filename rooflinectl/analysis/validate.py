@@ -28,7 +28,7 @@ from rooflinectl.ceilings.model import Ceilings
 ROW_COLUMNS = ["kernel", "op", "op_family", "shapes", "calls", "measured_launches", "time_s", "time_share",
                "flops", "measured_flops", "flops_ratio", "bytes", "dram_bytes", "bytes_ratio", "l2_bytes",
                "l1_bytes", "analytic_roof", "measured_precision", "bound", "measured_bound", "agree", "dram_bytes_warm",
-               "memory_level_analytic", "memory_level", "memory_level_source", "level_agree"]
+               "dram_bytes_modelled", "memory_level_analytic", "memory_level", "memory_level_source", "level_agree"]
 CLASSES = ("memory", "compute")
 
 
@@ -54,7 +54,8 @@ def validate_rows(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
     out["measured_bound"] = measured["bound"]
     both = out["bound"].isin(CLASSES) & out["measured_bound"].isin(CLASSES)
     out["agree"] = np.where(both, out["bound"] == out["measured_bound"], None)
-    for name, empty in (("dram_bytes_warm", np.nan), ("memory_level_analytic", ""), ("memory_level", "dram"),
+    for name, empty in (("dram_bytes_warm", np.nan), ("dram_bytes_modelled", np.nan), ("memory_level_analytic", ""),
+                        ("memory_level", "dram"),
                         ("memory_level_source", "analytic")):
         out[name] = analytic[name] if name in analytic.columns else empty
     decided = out["memory_level_source"] == "counters"

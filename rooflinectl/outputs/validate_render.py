@@ -107,7 +107,7 @@ def kernel_rows_table(rows: pd.DataFrame, top: int) -> Table:
     grid = Table(title="By kernel group (largest time first)", title_justify="left", header_style="bold",
                  pad_edge=False)
     left = ("kernel", "op · shapes", "roof → ran on", "bound → measured", "level → counters")
-    for name in ("share", "FLOPs", "measured", "ratio", "bytes", "DRAM", "ratio ", "DRAM warm", "L2", "L1",
+    for name in ("share", "FLOPs", "measured", "ratio", "bytes", "DRAM", "ratio ", "DRAM warm", "DRAM model", "L2", "L1",
                  "roof → ran on", "bound → measured", "level → counters", "kernel", "op · shapes"):
         grid.add_column(name, justify="left" if name in left else "right", overflow="fold")
     for r in rows.head(top).itertuples(index=False):
@@ -119,7 +119,7 @@ def kernel_rows_table(rows: pd.DataFrame, top: int) -> Table:
             level.append(" ✗", style="red")
         grid.add_row(percent(r.time_share), si(r.flops, "FLOP"), si(r.measured_flops, "FLOP"), _ratio(r.flops_ratio),
                      si(r.bytes, "B"), si(r.dram_bytes, "B"), _ratio(r.bytes_ratio), si(r.dram_bytes_warm, "B"),
-                     si(r.l2_bytes, "B"), si(r.l1_bytes, "B"),
+                     si(r.dram_bytes_modelled, "B"), si(r.l2_bytes, "B"), si(r.l1_bytes, "B"),
                      rich_text(f"{r.analytic_roof} → {r.measured_precision or 'no FLOPs'}"), bound, level,
                      rich_text(shorten_kernel_name(str(r.kernel), 40)), rich_text(f"{r.op} · {r.shapes}"))
     if top < len(rows):  # nothing left out without saying so
@@ -144,13 +144,14 @@ def validate_markdown(summary: dict[str, Any], rows: pd.DataFrame, families: pd.
                    f"{si(r.measured_flops, 'FLOP')} | {_ratio(r.flops_ratio)} | {si(r.bytes, 'B')} | "
                    f"{si(r.dram_bytes, 'B')} | {_ratio(r.bytes_ratio)} | {percent(r.agree_time_share)} |")
     out += ["", "| share | op · shapes | kernel | FLOPs ratio | bytes ratio | L2 / DRAM | warm / cold DRAM | "
-            "bound → measured | level → counters |", "|---:|---|---|---:|---:|---:|---:|---|---|"]
+            "modelled / warm DRAM | bound → measured | level → counters |", "|---:|---|---|---:|---:|---:|---:|---:|---|---|"]
     for r in rows.head(top).itertuples(index=False):
         l2 = r.l2_bytes / r.dram_bytes if r.dram_bytes and r.dram_bytes > 0 else math.nan
         warm = r.dram_bytes_warm / r.dram_bytes if r.dram_bytes and r.dram_bytes > 0 else math.nan
+        modelled = r.dram_bytes_modelled / r.dram_bytes_warm if r.dram_bytes_warm and r.dram_bytes_warm > 0 else math.nan
         out.append(f"| {percent(r.time_share)} | {markdown(r.op)} · {markdown(r.shapes)} | "
                    f"{markdown(shorten_kernel_name(str(r.kernel), 48))} | "
-                   f"{_ratio(r.flops_ratio)} | {_ratio(r.bytes_ratio)} | {_ratio(l2)} | {_ratio(warm)} | "
+                   f"{_ratio(r.flops_ratio)} | {_ratio(r.bytes_ratio)} | {_ratio(l2)} | {_ratio(warm)} | {_ratio(modelled)} | "
                    f"{r.bound} → {r.measured_bound} | {level_text(r)}{' ✗' if r.level_agree is False else ''} |")
     return "\n".join(out) + "\n"
 
