@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 import pandas as pd
+from counters_warm_figures import above  # scripts/: the same count of rows above their roof
 
 from rooflinectl.analysis.counter_levels import level_agreement
 from rooflinectl.analysis.roofline import place_on_roofline
@@ -24,7 +25,6 @@ from rooflinectl.pipeline import analyse_trace
 from rooflinectl.profile_model import ProfileData
 
 KEYS = ["kernel", "op", "shapes", "calls"]
-TOLERANCE = 1.03
 
 
 def reanalysed(profile_path: str, capture_path: str) -> tuple[pd.DataFrame, ProfileData]:
@@ -48,9 +48,9 @@ def figures(name: str, profile_path: str, capture_path: str) -> None:
           f"{agreed['cache_groups_counters']}, analytic {agreed['cache_groups_analytic']}")
     analytic = place_on_roofline(table.assign(memory_level=table["memory_level_analytic"], memory_level_source="analytic")
                                  .drop(columns=["roof_time_s"], errors="ignore"), data.ceilings)
-    known = analytic[analytic["cost_source"] != "none"]
+    count, worst = above(analytic)
     print(f"FIGURE {name} offline rows above their roof by more than 3% with the analytic levels: "
-          f"{int((known['efficiency'] > TOLERANCE).sum())} (max {known['efficiency'].max():.3f})")
+          f"{count} (max {worst:.3f})")
     decided = table[(table["memory_level_source"] == "counters") & (table["bound"] == "memory")]
     wrong = decided[decided["memory_level"] != decided["memory_level_analytic"]].sort_values("time_s", ascending=False)
     if len(wrong):
