@@ -31,13 +31,20 @@ def dram_binding_share(dram_bytes_per_s: float, cache_bytes_per_s: float) -> flo
     return float(dram_bytes_per_s) / float(cache_bytes_per_s)
 
 
+def dram_term_binds(dram_bytes: np.ndarray, nbytes: np.ndarray, binding_share: float) -> np.ndarray:
+    """Per row, whether DRAM's term binds the two-level roof: its DRAM bytes (capped at its
+    bytes) are at least binding_share of its bytes. The one rule for measured (warm counters) and
+    modelled (analysis/memory_levels.py) DRAM bytes."""
+    return np.fmin(nbytes, dram_bytes) >= binding_share * nbytes
+
+
 def counters_levels(table: pd.DataFrame, cache_level: str, binding_share: float) -> pd.Series:
     """Per row, the level whose term binds the two-level roof (cache_level or "dram"), '' where
     there is no warm figure, no bytes to compare it with, or the row is a copy over a link.
     binding_share: dram_binding_share of the ceilings."""
     warm = _column(table, "dram_bytes_warm")
     nbytes = _column(table, "bytes")
-    level = np.where(np.fmin(nbytes, warm) >= binding_share * nbytes, "dram", cache_level).astype(object)
+    level = np.where(dram_term_binds(warm, nbytes, binding_share), "dram", cache_level).astype(object)
     known = ~np.isnan(warm) & (nbytes > 0) & np.isfinite(binding_share)
     if "memory_level" in table.columns:
         known &= table["memory_level"].isin(DECIDED_LEVELS).to_numpy()

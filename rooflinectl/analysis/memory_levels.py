@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from rooflinectl.analysis.counter_levels import dram_binding_share
+from rooflinectl.analysis.counter_levels import dram_binding_share, dram_term_binds
 from rooflinectl.analysis.reuse_distance import dram_bytes_by_reuse
 from rooflinectl.attribution.tensor_accesses import Accesses
 from rooflinectl.attribution.transfers import copy_link
@@ -134,7 +134,8 @@ def row_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, capacity_by
     if "modelled_dram_bytes" in launches.columns and capacity_bytes and np.isfinite(binding_share):
         dram_share = _modelled_dram_share(launches, row_of, n_rows)
         known = ~np.isnan(dram_share)
-        levels[known] = np.where(dram_share[known] >= binding_share, "dram", cache_level)
+        binds = dram_term_binds(dram_share[known], np.ones(int(known.sum())), binding_share)  # shares of 1 byte
+        levels[known] = np.where(binds, "dram", cache_level)
     kernels = launches["kernel"].astype(str).to_numpy()
     for row, position in first_launches(row_of).items():
         link = copy_link(kernels[position])
