@@ -29,3 +29,15 @@ def test_no_mlp_matmul_beats_the_measured_fp32_roof(m: int, k: int, n: int) -> N
     reps = max(5, min(50, int(0.2 / max(time.perf_counter() - t0, 1e-6))))
     rate = 2.0 * m * k * n / min_time(lambda: torch.mm(a, b), reps=reps)
     assert rate <= 1.10 * roof, (rate / 1e9, roof / 1e9)
+
+
+def test_the_cache_roof_is_measured_before_the_matmul_sweeps() -> None:
+    """The matmul sweeps take most of the budget: measured first, a busy first run (quickstart,
+    just after an install) skipped the cache roof, and every cache-resident row was held to DRAM
+    and shown above its roof (the MLP's add_ at 153%)."""
+    from rooflinectl.ceilings.measure_cpu import cpu_steps
+
+    names = [name for name, _ in cpu_steps(2, 32 << 20)]
+    first_matmul = min(i for i, name in enumerate(names) if "matmul" in name)
+    assert names.index("CPU cache bandwidth") < first_matmul
+    assert names.index("CPU op floor") < first_matmul

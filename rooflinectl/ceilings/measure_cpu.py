@@ -165,10 +165,14 @@ def stale_cpu_step_names(cached: list[Measurement]) -> set[str]:
 
 
 def cpu_steps(threads: int, llc_bytes: int | None = None) -> list[tuple[str, Callable[[], list[Measurement]]]]:
+    """In order of what a roof needs most per second spent: the cache roof and the op floor take
+    0.2 s each and come before the matmul sweeps (5 s and 3 s on the 2-core machine), which a
+    busy first run (quickstart, just after an install) pushed past the budget: without a cache
+    roof every cache-resident row was held to DRAM and shown above its roof."""
     return [
         ("CPU memory bandwidth", lambda: measure_stream(threads)),
+        ("CPU cache bandwidth", lambda: measure_cache(threads, llc_bytes)),
+        ("CPU op floor", lambda: [measure_op_floor(threads)]),
         ("CPU fp32 matmul", lambda: [measure_matmul("fp32", threads)]),
         ("CPU fp64 matmul", lambda: [measure_matmul("fp64", threads)]),
-        ("CPU op floor", lambda: [measure_op_floor(threads)]),
-        ("CPU cache bandwidth", lambda: measure_cache(threads, llc_bytes)),
     ]
