@@ -67,7 +67,7 @@ def timed(tensors: dict[int, torch.Tensor], flush: torch.Tensor, repeats: int = 
                     consume = (lambda y=y: torch.exp(y)) if pattern == "chain" else y.sum
                 else:
                     x.amax()
-                    consume = (lambda: torch.sigmoid(x)) if pattern == "twice" else x.sum
+                    consume = (lambda x=x: torch.sigmoid(x)) if pattern == "twice" else x.sum
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 consume()

@@ -91,3 +91,25 @@ def test_a_long_run_models_its_latest_launches(monkeypatch) -> None:
     monkeypatch.setattr(reuse, "MAX_MODELLED_LAUNCHES", 2)
     dram, _ = _run(([], [1, MB]), ([], [2, MB]), ([2, MB], []))
     assert np.isnan(dram[0]) and dram[1] == MB and dram[2] == 0
+
+
+def test_a_tensor_only_read_last_holds_less_of_the_cache_than_one_written_last() -> None:
+    """The H200's L2 keeps read lines in both halves (scripts/l2_reuse_sweep.py): a 48 MB tensor
+    re-read after a launch that wrote it is cached, after one that only read it is not (48 MB is
+    over CLEAN_SHARE of 60 MB, 42 MB, and under 60 MB)."""
+    written, read = 1, 2
+    after_write = _run(([], [written, 48 * MB]), ([written, 48 * MB], []))[0]
+    after_read = _run(([read, 48 * MB], []), ([read, 48 * MB], []))[0]
+    assert after_write.tolist() == [48 * MB, 0]
+    assert after_read.tolist() == [48 * MB, 48 * MB]
+
+
+def test_an_in_place_update_makes_its_tensor_a_written_one() -> None:
+    """add_ is recorded as reading its first input: told it updates it in place, the next reader
+    sees written lines (all of the cache), not read ones."""
+    x, y = 1, 2
+    steps = [([x, 48 * MB], []), ([x, 48 * MB, y, 1 * MB], []), ([x, 48 * MB], [])]
+    plain = dram_bytes_by_reuse(steps, np.zeros(3), CAPACITY)[0]
+    updated = dram_bytes_by_reuse(steps, np.zeros(3), CAPACITY, in_place=[False, True, False])[0]
+    assert plain[2] == 48 * MB  # 49 MB since a read-only touch: over 42 MB
+    assert updated[2] == 0  # 49 MB since a write: under 60 MB

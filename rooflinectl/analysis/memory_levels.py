@@ -164,6 +164,11 @@ def _modelled_dram_share(launches: pd.DataFrame, row_of: np.ndarray, n_rows: int
         return np.where(spanned_sum > 0, dram_sum / spanned_sum, np.nan)
 
 
+def is_in_place(op: str) -> bool:
+    """An ATen op that updates its first input (`aten::add_`), not a dunder (`aten::__and__`)."""
+    return op.endswith("_") and not op.endswith("__")
+
+
 def with_modelled_dram(launches: pd.DataFrame, accesses: Sequence[Accesses | None], ceilings: Ceilings) -> pd.DataFrame:
     """The launches (all of them, in launch order: the cache's state runs through setup and
     steady state alike) with `modelled_dram_bytes` and `spanned_bytes` from their tensors
@@ -172,7 +177,9 @@ def with_modelled_dram(launches: pd.DataFrame, accesses: Sequence[Accesses | Non
     capacity = ceilings.cache_bytes()
     if cache is None or not capacity or not any(a is not None for a in accesses):
         return launches
-    dram, spanned = dram_bytes_by_reuse(accesses, launches["bytes"].to_numpy(dtype=float), capacity)
+    ops = launches["op"].astype(str) if "op" in launches.columns else pd.Series([""] * len(launches))
+    in_place = [is_in_place(op) for op in ops]
+    dram, spanned = dram_bytes_by_reuse(accesses, launches["bytes"].to_numpy(dtype=float), capacity, in_place)
     return launches.assign(modelled_dram_bytes=dram, spanned_bytes=spanned)
 
 
