@@ -6,9 +6,11 @@ The counters are an independent measurement (Nsight Compute's DRAM bytes with th
 program left them, tests/data/README.md). The shape rule alone fails here: 86.8% on GPT-2 and
 64.0% on ResNet-50 (92.3% on Llama-style; docs/benchmarks/accuracy.md). The figures asserted are
 those measured with the tensor-identity model and read-only tensors held to 0.7 of the L2
-(CLEAN_SHARE, from scripts/l2_reuse_sweep.py): Llama-style 90.1%, GPT-2 93.2%, ResNet-50 89.7% on
-the first run (short of the 90% target) and 90.8% on a second (resnet-2, recorded later the same
-day; with one capacity for every tensor they were 90.4%, 93.2%, 88.9% and 89.8%).
+(CLEAN_SHARE, from scripts/l2_reuse_sweep.py), on two or three runs of each script recorded the
+same day (NAME-2, NAME-3 after the model was chosen on the first runs and resnet-2):
+Llama-style 90.1% and 85.1%, GPT-2 93.2% and 93.5%, ResNet-50 89.7%, 90.8% and 89.4%. The 90%
+target is not met on every run (docs/benchmarks/accuracy.md). With one capacity for every tensor
+they were 90.4%, 85.4%, 93.2%, 93.5%, 88.9%, 89.8% and 92.3%.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from rooflinectl.pipeline import analyse_trace
 
 DATA = Path(__file__).parent / "data" / "h200_levels"
 KEYS = ["kernel", "op", "shapes", "calls"]
+RUNS = ["llama", "llama-2", "gpt2", "gpt2-2", "resnet", "resnet-2", "resnet-3"]
 
 
 def _analytic(name: str):
@@ -37,8 +40,9 @@ def _analytic(name: str):
                            dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy()), data.ceilings
 
 
-@pytest.mark.parametrize(("name", "agreement"), [("llama", 0.90), ("gpt2", 0.93), ("resnet", 0.895),
-                                                  ("resnet-2", 0.90)])
+@pytest.mark.parametrize(("name", "agreement"), [
+    ("llama", 0.90), ("llama-2", 0.85), ("gpt2", 0.93), ("gpt2-2", 0.93),
+    ("resnet", 0.895), ("resnet-2", 0.90), ("resnet-3", 0.89)])
 def test_the_analytic_level_agrees_with_the_counters(name: str, agreement: float) -> None:
     table, _ = _analytic(name)
     agreed = level_agreement(table)
@@ -46,7 +50,7 @@ def test_the_analytic_level_agrees_with_the_counters(name: str, agreement: float
     assert agreed["level_agree_time_share"] >= agreement, agreed
 
 
-@pytest.mark.parametrize("name", ["llama", "gpt2", "resnet", "resnet-2"])
+@pytest.mark.parametrize("name", RUNS)
 def test_no_row_sits_above_the_roof_its_analytic_level_holds_it_to(name: str) -> None:
     table, ceilings = _analytic(name)
     placed = place_on_roofline(table.assign(memory_level=table["memory_level_analytic"], memory_level_source="analytic")
@@ -55,10 +59,11 @@ def test_no_row_sits_above_the_roof_its_analytic_level_holds_it_to(name: str) ->
     assert (known["efficiency"] <= 1.03).all(), known.loc[known["efficiency"] > 1.03, ["op", "shapes", "efficiency"]]
 
 
-@pytest.mark.parametrize("name", ["llama", "gpt2", "resnet", "resnet-2"])
+@pytest.mark.parametrize("name", RUNS)
 def test_the_modelled_dram_bytes_sum_to_the_warm_counters_within_a_quarter(name: str) -> None:
     """Over the memory-bound groups the counters decided, the model's DRAM bytes against the warm
-    run's: 0.968, 0.947, 0.923 and 0.925 of them (docs/benchmarks/accuracy.md), and
+    run's: 0.968 and 0.977 (Llama-style), 0.947 and 0.946 (GPT-2), 0.923, 0.925 and 0.900 (ResNet-50)
+    of them (docs/benchmarks/accuracy.md), and
     `validate` shows them beside each other."""
     from rooflinectl.analysis.validate import validate_rows
     from rooflinectl.outputs.validate_render import validate_markdown
