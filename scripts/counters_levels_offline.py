@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pandas as pd
 from counters_warm_figures import above  # scripts/: the same count of rows above their roof
 
-from rooflinectl.analysis.counter_levels import level_agreement
+from rooflinectl.analysis.counter_levels import dram_binding_share, level_agreement
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.capture.run.session import load_capture
 from rooflinectl.outputs.profile_file import load_profile
@@ -52,10 +53,27 @@ def figures(name: str, profile_path: str, capture_path: str) -> None:
     print(f"FIGURE {name} offline rows above their roof by more than 3% with the analytic levels: "
           f"{count} (max {worst:.3f})")
     decided = table[(table["memory_level_source"] == "counters") & (table["bound"] == "memory")]
+    near_ties(name, decided[~decided["cost_source"].isin(["none", "ncu"])], data.ceilings)
     wrong = decided[decided["memory_level"] != decided["memory_level_analytic"]].sort_values("time_s", ascending=False)
     if len(wrong):
         cols = ["op", "shapes", "calls", "time_s", "bytes", "dram_bytes_warm", "memory_level_analytic", "memory_level"]
         print(wrong.head(10)[cols].assign(shapes=lambda f: f["shapes"].str.slice(0, 44)).to_string(index=False))
+
+
+def near_ties(name: str, decided: pd.DataFrame, ceilings) -> None:
+    """Groups whose two roof terms (bytes at the L2 roof, warm DRAM bytes at DRAM's) are within 10%
+    of each other: there the level moves the roof by less than 10%, and the roofs measured on
+    another machine (DRAM binding from 0.543 to 0.578 of the bytes on three H200s) can flip it."""
+    cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
+    binding = dram_binding_share(ceilings.memory_roof("dram", fall_back=True).value, cache.value)
+    share = np.fmin(decided["bytes"], decided["dram_bytes_warm"]) / decided["bytes"] / binding
+    tie = (share >= 1 / 1.1) & (share <= 1.1)
+    same = decided["memory_level"] == decided["memory_level_analytic"]
+    time_s, total = decided["time_s"], float(decided["time_s"].sum())
+    outside = float(time_s[~tie].sum())
+    print(f"FIGURE {name} offline near-ties (terms within 10%): {float(time_s[tie].sum()) / total:.1%} of the decided "
+          f"time, the analytic level agrees on {float(time_s[tie & same].sum()) / max(float(time_s[tie].sum()), 1e-12):.1%} "
+          f"of it; outside them on {float(time_s[~tie & same].sum()) / outside:.1%} (DRAM binds from {binding:.3f})")
 
 
 if __name__ == "__main__":
