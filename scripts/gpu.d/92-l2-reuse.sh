@@ -3,7 +3,9 @@
 # producer/consumer patterns at 4-128 MiB, measured three ways: the consumer's time (CUDA events),
 # ncu's DRAM read/write bytes per launch with the caches as the program left them, and a
 # `rooflinectl profile --save-capture` of one sweep, whose tensor records give the cache model's
-# DRAM bytes per launch (scripts/l2_reuse_figures.py pairs them offline). About 2 minutes.
+# DRAM bytes per launch (scripts/l2_reuse_figures.py pairs them offline, with a profile holding this
+# GPU's measured roofs: run piece 10 or 75 first, or pass another profile of the same GPU). 44 s on
+# the H200 (2026-12-02): timing 5 s, ncu 26 s, profile 13 s.
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/92-l2-reuse}"
 mkdir -p "$out"
