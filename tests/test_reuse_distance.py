@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rooflinectl.analysis.memory_levels import row_levels
-from rooflinectl.analysis.reuse_distance import dram_bytes_by_reuse
+from rooflinectl.analysis.reuse_distance import CLEAN_SHARE, dram_bytes_by_reuse
 
 MB = 1_000_000
 CAPACITY = 60 * MB
@@ -98,10 +98,16 @@ def test_a_tensor_only_read_last_holds_less_of_the_cache_than_one_written_last()
     re-read after a launch that wrote it is cached, after one that only read it is not (48 MB is
     over CLEAN_SHARE of 60 MB, 42 MB, and under 60 MB)."""
     written, read = 1, 2
-    after_write = _run(([], [written, 48 * MB]), ([written, 48 * MB], []))[0]
-    after_read = _run(([read, 48 * MB], []), ([read, 48 * MB], []))[0]
+    after_write = _run_gpu(([], [written, 48 * MB]), ([written, 48 * MB], []))
+    after_read = _run_gpu(([read, 48 * MB], []), ([read, 48 * MB], []))
     assert after_write.tolist() == [48 * MB, 0]
     assert after_read.tolist() == [48 * MB, 48 * MB]
+    on_a_cpu = _run(([read, 48 * MB], []), ([read, 48 * MB], []))[0]  # not measured there: one capacity
+    assert on_a_cpu.tolist() == [48 * MB, 0]
+
+
+def _run_gpu(*accesses, in_place=None):
+    return dram_bytes_by_reuse(list(accesses), np.zeros(len(accesses)), CAPACITY, in_place, CLEAN_SHARE)[0]
 
 
 def test_an_in_place_update_makes_its_tensor_a_written_one() -> None:
@@ -109,7 +115,7 @@ def test_an_in_place_update_makes_its_tensor_a_written_one() -> None:
     sees written lines (all of the cache), not read ones."""
     x, y = 1, 2
     steps = [([x, 48 * MB], []), ([x, 48 * MB, y, 1 * MB], []), ([x, 48 * MB], [])]
-    plain = dram_bytes_by_reuse(steps, np.zeros(3), CAPACITY)[0]
-    updated = dram_bytes_by_reuse(steps, np.zeros(3), CAPACITY, in_place=[False, True, False])[0]
+    plain = _run_gpu(*steps)
+    updated = _run_gpu(*steps, in_place=[False, True, False])
     assert plain[2] == 48 * MB  # 49 MB since a read-only touch: over 42 MB
     assert updated[2] == 0  # 49 MB since a write: under 60 MB

@@ -13,13 +13,14 @@ old as the start of the launch that last touched it. A read is then
   (capacity - distance) / own traffic;
 - from DRAM otherwise, and when the tensor is read for the first time in the profile (a weight at
   the first step).
-A tensor whose last touch only read it (weights, inputs read again: clean lines) is held to
-CLEAN_SHARE of the capacity; one written or updated in place by its last toucher to all of it.
-The H200's L2 keeps read lines in both of its halves, written lines in one: in
+On a GPU, a tensor whose last touch only read it (weights, inputs read again: clean lines) is held
+to CLEAN_SHARE of the capacity, one written or updated in place by its last toucher to all of it.
+The H200's L2 behaves as if it kept read lines in both of its halves and written lines in one: in
 scripts/l2_reuse_sweep.py (ncu, caches as the program left them) a tensor read right after being
 written came half from DRAM at 47 MiB, one read right after being read at 35 MiB (0.74 of it);
-over the sweep's five patterns the share 0.7 fits best (mean error of the consumers' DRAM share
-0.091, against 0.166 with one capacity; docs/benchmarks/accuracy.md).
+over the sweep's five patterns 0.7 fits best (mean error of the consumers' DRAM share 0.091; 0.101
+with 0.6, 0.103 with 0.8, 0.166 with one capacity; docs/benchmarks/accuracy.md). A CPU's cache
+was not measured so: there every tensor gets the whole capacity.
 What a launch writes goes to DRAM once (L2 is write-back: the lines are written back when
 evicted, which on a cache full of written data happens as the writer brings its own lines in), so
 written bytes count as DRAM bytes.
@@ -36,7 +37,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-CLEAN_SHARE = 0.7  # of the capacity, for a tensor its last toucher only read (measured: see above)
+CLEAN_SHARE = 0.7  # of a GPU's L2, for a tensor its last toucher only read (measured on the H200: see above)
 MAX_MODELLED_LAUNCHES = 300_000  # the latest launches the LRU walk covers (pure Python: ~10 us per tensor touched)
 
 
@@ -78,11 +79,13 @@ def cached_bytes(distance_bytes: float, own_bytes: float, nbytes: int, capacity_
 
 
 def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], other_bytes: np.ndarray,
-                        capacity_bytes: float, in_place: Sequence[bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                        capacity_bytes: float, in_place: Sequence[bool] | None = None,
+                        clean_share: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Per launch: (DRAM bytes, bytes its tensors span), both NaN for a launch without accesses
     (its `other_bytes` still pass through the modelled cache, as data never read again).
     in_place: per launch, whether its op updates its first input in place (`add_`): the capture
-    records that input as read only, but its lines are then written ones."""
+    records that input as read only, but its lines are then written ones. clean_share: the share
+    of the capacity a tensor its last toucher only read is held to (CLEAN_SHARE on a GPU)."""
     n = len(accesses)
     first = max(0, n - MAX_MODELLED_LAUNCHES)  # the latest: the capture keeps the latest ops' tensors too
     dram = np.full(n, np.nan)
@@ -107,7 +110,7 @@ def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], 
                 continue
             # the distance: bytes at positions from the launch that last touched it on (that launch's whole footprint)
             own = written + sum(b for other, b, at in inputs if other != identity and (at is None or at[0] < seen[0]))
-            capacity = capacity_bytes if written_last.get(identity, False) else capacity_bytes * CLEAN_SHARE
+            capacity = capacity_bytes if written_last.get(identity, False) else capacity_bytes * clean_share
             from_dram += nbytes - cached_bytes(lru.after(seen[0] - 1), own, nbytes, capacity)
         for j in range(1, len(writes), 2):
             from_dram += writes[j]
