@@ -63,7 +63,7 @@ def figures(name: str, profile_path: str, capture_path: str) -> None:
 def near_ties(name: str, decided: pd.DataFrame, ceilings) -> None:
     """Groups whose two roof terms (bytes at the L2 roof, warm DRAM bytes at DRAM's) are within 10%
     of each other: there the level moves the roof by less than 10%, and the roofs measured on
-    another machine (DRAM binding from 0.543 to 0.578 of the bytes on three H200s) can flip it."""
+    another machine (DRAM binding from 0.543 to 0.578 of the bytes on four H200 machines) can flip it."""
     cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
     binding = dram_binding_share(ceilings.memory_roof("dram", fall_back=True).value, cache.value)
     share = np.fmin(decided["bytes"], decided["dram_bytes_warm"]) / decided["bytes"] / binding
