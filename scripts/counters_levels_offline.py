@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from counters_warm_figures import above  # scripts/: the same count of rows above their roof
 
-from rooflinectl.analysis.counter_levels import dram_binding_share, level_agreement
+from rooflinectl.analysis.counter_levels import ceilings_binding_share, level_agreement
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.capture.run.session import load_capture
 from rooflinectl.outputs.profile_file import load_profile
@@ -64,8 +64,7 @@ def near_ties(name: str, decided: pd.DataFrame, ceilings) -> None:
     """Groups whose two roof terms (bytes at the L2 roof, warm DRAM bytes at DRAM's) are within 10%
     of each other: there the level moves the roof by less than 10%, and the roofs measured on
     another machine (DRAM binding from 0.543 to 0.578 of the bytes on four H200 machines) can flip it."""
-    cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
-    binding = dram_binding_share(ceilings.memory_roof("dram", fall_back=True).value, cache.value)
+    binding = ceilings_binding_share(ceilings)
     share = np.fmin(decided["bytes"], decided["dram_bytes_warm"]) / decided["bytes"] / binding
     tie = (share >= 1 / 1.1) & (share <= 1.1)
     same = decided["memory_level"] == decided["memory_level_analytic"]

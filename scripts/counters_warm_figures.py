@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from rooflinectl.analysis.counter_levels import dram_binding_share, level_agreement
+from rooflinectl.analysis.counter_levels import ceilings_binding_share, level_agreement
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.outputs.profile_file import load_profile
 
@@ -37,9 +37,7 @@ def distribution(name: str, t: pd.DataFrame, ceilings) -> None:
     edges = [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.1, np.inf]
     shares = [float(decided.loc[(ratio >= lo) & (ratio < hi), "time_s"].sum()) / total if total > 0 else 0.0
               for lo, hi in zip(edges, edges[1:])]
-    cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
-    dram = ceilings.memory_roof("dram", fall_back=True)
-    binding = dram_binding_share(dram.value, cache.value) if cache is not None and dram is not None else float("nan")
+    binding = ceilings_binding_share(ceilings)
     print(f"FIGURE {name} warm/bytes of decided memory-bound time: " + ", ".join(
         f"[{lo:g},{hi:g}) {share:.0%}" for lo, hi, share in zip(edges, edges[1:], shares))
         + f"; DRAM's term binds from {binding:.3f}")

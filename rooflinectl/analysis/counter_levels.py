@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rooflinectl.ceilings.model import Ceilings
+
 DECIDED_LEVELS = ("dram", "l2", "cache")  # levels the counters may replace (not a copy's host or peer link)
 
 
@@ -29,6 +31,13 @@ def dram_binding_share(dram_bytes_per_s: float, cache_bytes_per_s: float) -> flo
     if not (dram_bytes_per_s > 0 and cache_bytes_per_s > 0):
         return float("nan")
     return float(dram_bytes_per_s) / float(cache_bytes_per_s)
+
+
+def ceilings_binding_share(ceilings: Ceilings) -> float:
+    """dram_binding_share of these ceilings' DRAM roof and cache roof (NaN without a cache roof)."""
+    cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
+    dram = ceilings.memory_roof("dram", fall_back=True)
+    return dram_binding_share(dram.value, cache.value) if cache is not None and dram is not None else float("nan")
 
 
 def dram_term_binds(dram_bytes: np.ndarray, nbytes: np.ndarray, binding_share: float) -> np.ndarray:

@@ -11,12 +11,10 @@ a group, its DRAM bytes decide the memory level the row is held to (analysis/cou
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
-from rooflinectl.analysis.counter_levels import dram_binding_share, with_counters_levels
+from rooflinectl.analysis.counter_levels import ceilings_binding_share, with_counters_levels
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.schema import COUNTER_COLUMNS, KERNEL_COLUMNS
@@ -61,11 +59,8 @@ def apply_counters(table: pd.DataFrame, by_row: pd.DataFrame, ceilings: Ceilings
         out.loc[unknown, "precision"] = [p or "fp32" for _, p in units]
     _measured_flops_for_bytes_only(out)
     level = ceilings.cache_level()
-    cache_roof = ceilings.memory_roof(level, fall_back=False)
-    if cache_roof is not None:  # without a cache roof every row stays on DRAM
-        dram_roof = ceilings.memory_roof("dram", fall_back=True)
-        share = dram_binding_share(dram_roof.value if dram_roof is not None else math.nan, cache_roof.value)
-        out = with_counters_levels(out, level, share)
+    if ceilings.memory_roof(level, fall_back=False) is not None:  # without a cache roof every row stays on DRAM
+        out = with_counters_levels(out, level, ceilings_binding_share(ceilings))
     placed = place_on_roofline(out.drop(columns=["roof_time_s"], errors="ignore"), ceilings)
     return placed[[c for c in KERNEL_COLUMNS if c in placed.columns]]
 

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from rooflinectl.analysis.counter_levels import dram_binding_share, dram_term_binds
+from rooflinectl.analysis.counter_levels import ceilings_binding_share, dram_term_binds
 from rooflinectl.analysis.reuse_distance import CLEAN_SHARE, dram_bytes_by_reuse
 from rooflinectl.attribution.tensor_accesses import Accesses
 from rooflinectl.attribution.transfers import copy_link
@@ -173,13 +173,13 @@ def with_modelled_dram(launches: pd.DataFrame, accesses: Sequence[Accesses | Non
     """The launches (all of them, in launch order: the cache's state runs through setup and
     steady state alike) with `modelled_dram_bytes` and `spanned_bytes` from their tensors
     (analysis/reuse_distance.py), NaN where unknown; unchanged without a cache roof or accesses."""
-    cache = ceilings.memory_roof(ceilings.cache_level(), fall_back=False)
+    level = ceilings.cache_level()
     capacity = ceilings.cache_bytes()
-    if cache is None or not capacity or not any(a is not None for a in accesses):
+    if ceilings.memory_roof(level, fall_back=False) is None or not capacity or not any(a is not None for a in accesses):
         return launches
     ops = launches["op"].astype(str) if "op" in launches.columns else pd.Series([""] * len(launches))
     in_place = [is_in_place(op) for op in ops]
-    clean_share = CLEAN_SHARE if ceilings.cache_level() == "l2" else 1.0  # measured on the H200's L2 only
+    clean_share = CLEAN_SHARE if level == "l2" else 1.0  # measured on the H200's L2 only
     dram, spanned = dram_bytes_by_reuse(accesses, launches["bytes"].to_numpy(dtype=float), capacity, in_place,
                                         clean_share)
     return launches.assign(modelled_dram_bytes=dram, spanned_bytes=spanned)
@@ -189,10 +189,8 @@ def analytic_levels(launches: pd.DataFrame, rows: pd.Series, n_rows: int, ceilin
     """row_levels against these ceilings: the cache level only where they hold a roof for it and
     know its capacity (else every row stays on DRAM or its link)."""
     level = ceilings.cache_level()
-    cache = ceilings.memory_roof(level, fall_back=False)
-    capacity = ceilings.cache_bytes() if cache is not None else None
-    dram = ceilings.memory_roof("dram", fall_back=True)
-    binding = dram_binding_share(dram.value, cache.value) if cache is not None and dram is not None else float("nan")
+    capacity = ceilings.cache_bytes() if ceilings.memory_roof(level, fall_back=False) is not None else None
+    binding = ceilings_binding_share(ceilings)
     return row_levels(launches.reset_index(drop=True), rows.reset_index(drop=True), n_rows, capacity, level, binding)
 
 
