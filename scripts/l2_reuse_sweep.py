@@ -19,6 +19,7 @@ and the second is the measured one), so `scripts/l2_reuse_figures.py` pairs ncu'
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import torch
 
@@ -34,22 +35,23 @@ def launches() -> list[tuple[str, int, str]]:
     return [(p, s, role) for s in SIZES_MIB for p in PATTERNS for role in ("flush", "producer", "consumer")]
 
 
-def _step(pattern: str, x: torch.Tensor, flush: torch.Tensor) -> torch.Tensor:
+def _produce(pattern: str, x: torch.Tensor, flush: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """Flush, run the pattern's producer on x, and return its consumer (not yet run)."""
     flush.zero_()
     if pattern == "rw":
         x.fill_(1.0)
-        return x.sum()
+        return x.sum
     if pattern in ("chain", "chain_sum"):
         y = torch.neg(x)
-        return torch.exp(y) if pattern == "chain" else y.sum()
+        return (lambda: torch.exp(y)) if pattern == "chain" else y.sum
     x.amax()
-    return torch.sigmoid(x) if pattern == "twice" else x.sum()
+    return (lambda: torch.sigmoid(x)) if pattern == "twice" else x.sum
 
 
 def sweep(tensors: dict[int, torch.Tensor], flush: torch.Tensor) -> None:
     for size in SIZES_MIB:
         for pattern in PATTERNS:
-            _step(pattern, tensors[size], flush)
+            _produce(pattern, tensors[size], flush)()
 
 
 def timed(tensors: dict[int, torch.Tensor], flush: torch.Tensor, repeats: int = 20) -> None:
@@ -58,16 +60,7 @@ def timed(tensors: dict[int, torch.Tensor], flush: torch.Tensor, repeats: int = 
         for size in SIZES_MIB:
             x, times = tensors[size], []
             for _ in range(repeats):
-                flush.zero_()
-                if pattern == "rw":
-                    x.fill_(1.0)
-                    consume = x.sum
-                elif pattern.startswith("chain"):
-                    y = torch.neg(x)
-                    consume = (lambda y=y: torch.exp(y)) if pattern == "chain" else y.sum
-                else:
-                    x.amax()
-                    consume = (lambda x=x: torch.sigmoid(x)) if pattern == "twice" else x.sum
+                consume = _produce(pattern, x, flush)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 consume()

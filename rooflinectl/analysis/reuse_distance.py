@@ -91,8 +91,7 @@ def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], 
     dram = np.full(n, np.nan)
     touched = np.full(n, np.nan)
     lru = _Fenwick(n)  # one position per launch: its tensors are touched all through its run, interleaved
-    last: dict[int, tuple[int, int]] = {}  # identity -> (launch position, bytes) of its last touch
-    written_last: dict[int, bool] = {}  # identity -> whether its last toucher wrote it
+    last: dict[int, tuple[int, int, bool]] = {}  # identity -> (launch position, bytes, written) of its last touch
     fill = np.nan_to_num(np.asarray(other_bytes, dtype=float), nan=0.0, posinf=0.0)
     for i in range(first, n):
         access = accesses[i]
@@ -110,7 +109,7 @@ def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], 
                 continue
             # the distance: bytes at positions from the launch that last touched it on (that launch's whole footprint)
             own = written + sum(b for other, b, at in inputs if other != identity and (at is None or at[0] < seen[0]))
-            capacity = capacity_bytes if written_last.get(identity, False) else capacity_bytes * clean_share
+            capacity = capacity_bytes if seen[2] else capacity_bytes * clean_share
             from_dram += nbytes - cached_bytes(lru.after(seen[0] - 1), own, nbytes, capacity)
         for j in range(1, len(writes), 2):
             from_dram += writes[j]
@@ -125,7 +124,6 @@ def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], 
                 if seen is not None:
                     lru.add(seen[0], -seen[1])
                 lru.add(i, nbytes)
-                last[identity] = (i, nbytes)
-                written_last[identity] = identity in updated
+                last[identity] = (i, nbytes, identity in updated)
         dram[i], touched[i] = from_dram, spanned
     return dram, touched
