@@ -209,3 +209,20 @@ def test_the_join_finds_ncus_selection_and_shares_it_over_the_layers(twelve_laye
         assert table.loc[row, "measured_flops"] == pytest.approx(flops_of[row_class[row]] * calls[row])
     assert int(table["measured_own_launches"].sum()) == len(measured)  # each measured launch is one row's own
     assert int((table["measured_own_launches"] == 0).sum()) >= len(rows) - len(measured)  # the rest share
+
+
+def test_the_warm_dram_bytes_are_a_rows_own_not_its_class():
+    # two layers of one class (rows 0 and 1: one launch each per forward, two forwards): the cold
+    # run's counters are shared over the class, the warm run's DRAM bytes are not (what ran
+    # before a launch sets them): row 1, whose launches the warm run did not measure, gets none
+    def key(group):
+        return LaunchKey("mul", (64, 1, 1), (128, 1, 1), 0, group, "mul a")
+
+    keys = [key(0), key(1), key(0), key(1)]
+    calls = pd.Series([2, 2])
+    cold = CounterJoin([(0, _launch(10, 100))], "name")
+    warm = CounterJoin([(0, _launch(0, 30)), (2, _launch(0, 50))], "name")  # both of row 0's launches
+    table = counters_by_row(keys, cold, calls, warm)
+    assert table.loc[0, "dram_bytes"] == table.loc[1, "dram_bytes"] == pytest.approx(100 * 2)  # shared by class
+    assert table.loc[0, "dram_bytes_warm"] == pytest.approx((30 + 50) / 2 * 2)
+    assert math.isnan(table.loc[1, "dram_bytes_warm"])

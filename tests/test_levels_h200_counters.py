@@ -4,13 +4,21 @@ its analytic level compared with the level the counters decided, group by group.
 
 The counters are an independent measurement (Nsight Compute's DRAM bytes with the caches as the
 program left them, tests/data/README.md). The shape rule alone fails here: 86.8% on GPT-2 and
-64.0% on ResNet-50 (92.3% on Llama-style; docs/benchmarks/accuracy.md). The figures asserted are
-those measured with the tensor-identity model and read-only tensors held to 0.7 of the L2
-(CLEAN_SHARE, from scripts/l2_reuse_sweep.py), on two or three runs of each script recorded the
-same day (NAME-2, NAME-3 after the model was chosen on the first runs and resnet-2):
-Llama-style 90.1% and 85.1%, GPT-2 93.2% and 93.5%, ResNet-50 89.7%, 90.8% and 89.4%. The 90%
-target is not met on every run (docs/benchmarks/accuracy.md). With one capacity for every tensor
-they were 90.4%, 85.4%, 93.2%, 93.5%, 88.9%, 89.8% and 92.3%.
+64.0% on ResNet-50 (92.3% on Llama-style; docs/benchmarks/accuracy.md).
+
+Runs NAME, NAME-2, NAME-3 were recorded when a group's warm figure was shared by its sampling
+class (another layer's launch): a figure borrowed from another context scrambles the level (Llama-
+style and GPT-2: 55-79% agreement on those groups, 96-98% on the rest). Since 2026-12-02 a group
+gets only its own launches' figure (attribution/counters.py); on these runs that is exactly the
+figure of groups whose measured launches were all their own, so only those keep a counters' level
+here. NAME-4 were recorded with own figures only (piece 75, 2026-12-02 14:29-14:36 UTC).
+Agreement with the tensor-identity model, read-only tensors held to 0.7 of the L2, a tensor's
+lines as old as where its last toucher touched them (analysis/reuse_distance.py):
+- own-only, recorded: Llama-style 95.3%, GPT-2 95.4%, ResNet-50 89.8% (llama-4, gpt2-4, resnet-4);
+- own-only, from the earlier runs: Llama-style 97.6% and 96.4%, GPT-2 99.0% and 98.7%, ResNet-50
+  92.9%, 93.1% and 92.8%;
+- shared by class, as recorded (for the record): 89.6%, 84.6%, 94.3%, 93.6%, 88.7%, 89.9%, 89.9%.
+ResNet-50's resnet-4 misses the 90% target (docs/benchmarks/accuracy.md).
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflinectl.analysis.counter_levels import level_agreement
+from rooflinectl.analysis.counter_levels import ceilings_binding_share, level_agreement, with_counters_levels
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.capture.run.session import load_capture
 from rooflinectl.outputs.profile_file import load_profile
@@ -27,27 +35,50 @@ from rooflinectl.pipeline import analyse_trace
 
 DATA = Path(__file__).parent / "data" / "h200_levels"
 KEYS = ["kernel", "op", "shapes", "calls"]
-RUNS = ["llama", "llama-2", "gpt2", "gpt2-2", "resnet", "resnet-2", "resnet-3"]
+SHARED_RUNS = ["llama", "llama-2", "gpt2", "gpt2-2", "resnet", "resnet-2", "resnet-3"]  # warm figures shared by class
+OWN_RUNS = ["llama-4", "gpt2-4", "resnet-4"]  # own launches' figures only
+RUNS = SHARED_RUNS + OWN_RUNS
 
 
-def _analytic(name: str):
+def _analytic(name: str, own_only: bool = False):
+    """The recorded table with this checkout's analytic level beside the counters'; own_only: the
+    counters decide only groups whose measured launches were all their own (a shared run's figure
+    is then what a group's own launches alone give)."""
     data = load_profile(str(DATA / f"{name}.profile.json.gz"))
     capture = load_capture(str(DATA / f"{name}.capture.json.gz"))
     table, _, _ = analyse_trace(capture.trace, capture.device_kind, capture.metadata, data.ceilings)
     recorded = data.kernels.reset_index(drop=True)
     assert (table[KEYS].astype(str).to_numpy() == recorded[KEYS].astype(str).to_numpy()).all()
-    return recorded.assign(memory_level_analytic=table["memory_level"].to_numpy(),
-                           dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy()), data.ceilings
+    out = recorded.assign(memory_level_analytic=table["memory_level"].to_numpy(),
+                          dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy())
+    if own_only:
+        shared = out["measured_own_launches"].fillna(0) < out["measured_launches"].fillna(0)
+        out = with_counters_levels(out.assign(dram_bytes_warm=out["dram_bytes_warm"].mask(shared),
+                                              memory_level=out["memory_level_analytic"], memory_level_source="analytic"),
+                                   data.ceilings.cache_level(), ceilings_binding_share(data.ceilings))
+    return out, data.ceilings
 
 
-@pytest.mark.parametrize(("name", "agreement"), [
-    ("llama", 0.90), ("llama-2", 0.85), ("gpt2", 0.93), ("gpt2-2", 0.93),
-    ("resnet", 0.895), ("resnet-2", 0.90), ("resnet-3", 0.89)])
-def test_the_analytic_level_agrees_with_the_counters(name: str, agreement: float) -> None:
-    table, _ = _analytic(name)
+@pytest.mark.parametrize(("name", "agreement", "compared"), [
+    ("llama-4", 0.95, 0.77), ("gpt2-4", 0.95, 0.90), ("resnet-4", 0.895, 0.56),
+    ("llama", 0.97, 0.55), ("llama-2", 0.96, 0.5), ("gpt2", 0.985, 0.6), ("gpt2-2", 0.98, 0.6),
+    ("resnet", 0.925, 0.3), ("resnet-2", 0.93, 0.3), ("resnet-3", 0.925, 0.3)])
+def test_the_analytic_level_agrees_with_the_counters_own_figures(name: str, agreement: float, compared: float) -> None:
+    table, _ = _analytic(name, own_only=name in SHARED_RUNS)
     agreed = level_agreement(table)
-    assert agreed["level_compared_time_share"] > 0.9  # the counters decided most memory-bound time
+    assert agreed["level_compared_time_share"] > compared, agreed  # the share of memory-bound time the counters decided
     assert agreed["level_agree_time_share"] >= agreement, agreed
+
+
+def test_a_figure_shared_by_class_agrees_less_than_an_own_one() -> None:
+    """On the shared runs of the Llama-style and GPT-2 scripts, the groups whose warm figure was
+    borrowed from another group's launches agree with the analytic level far less than those
+    measured by their own (attribution/counters.py's reason not to share it)."""
+    for name in ("llama", "llama-2", "gpt2", "gpt2-2"):
+        table, _ = _analytic(name)
+        own = table["measured_own_launches"].fillna(0) >= table["measured_launches"].fillna(0)
+        shared, mine = level_agreement(table[~own]), level_agreement(table[own])
+        assert shared["level_agree_time_share"] < 0.8 < 0.95 < mine["level_agree_time_share"], (name, shared, mine)
 
 
 @pytest.mark.parametrize("name", RUNS)

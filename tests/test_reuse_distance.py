@@ -85,6 +85,15 @@ def test_the_readers_own_traffic_is_interleaved_with_the_read() -> None:
     assert dram[1] == pytest.approx(20 * MB + 40 * MB)
 
 
+def test_a_tensors_last_lines_are_as_old_as_the_end_of_the_launch_that_wrote_them() -> None:
+    """A convolution-like launch reads 48 MB and writes 24 MB (72 MB: more than 60 MB), then a
+    reader of its output with no traffic of its own: the output's line at t is followed by
+    (1 - t) x 72 MB of the writer's traffic and, as the reader goes, by t x 24 MB of the output
+    re-read, so it is cached where 72 - 48 t <= 60: t >= 0.25, three quarters of it."""
+    dram, _ = _run(([1, 48 * MB], [2, 24 * MB]), ([2, 24 * MB], []))
+    assert dram[1] == pytest.approx(0.25 * 24 * MB)
+
+
 def test_a_long_run_models_its_latest_launches(monkeypatch) -> None:
     import rooflinectl.analysis.reuse_distance as reuse
 

@@ -3,14 +3,18 @@ identities from the profiler, attribution/tensor_accesses.py) and an LRU model o
 
 Pure: launches in launch order in, two numbers per launch out. The cache is modelled as LRU over
 tensors (the GPU's L2 is not exactly LRU, and holds lines, not tensors), one position per launch:
-a launch touches its tensors all through its run, interleaved, so a tensor's first lines are as
-old as the start of the launch that last touched it. A read is then
-- served by the cache when that launch's whole footprint and every distinct byte touched since
-  (the tensor included) fit, and the reading launch's own traffic (its writes, its other inputs
-  not already counted) fits beside them;
-- served in part when only the distance fits: the reading launch's own traffic is interleaved
-  with the read, so the share read before it pushes the distance past the capacity is cached,
-  (capacity - distance) / own traffic;
+a launch touches its tensors all through its run, interleaved and in order, so a tensor's first
+lines are as old as the start of the launch that last touched it and its last lines as old as
+that launch's end. A read, in the same order, is then (cached_bytes)
+- served by the cache when every line's age fits: for the first lines, that launch's whole
+  footprint and every distinct byte touched since; for the last, only what came after that launch,
+  plus the tensor itself and the reading launch's own traffic (its writes, its other inputs not
+  already counted), which the read interleaves with and which push the lines not yet read older;
+- served in part when only some lines fit (the age changes linearly along the tensor). Before
+  2026-12-02 every line was as old as the first: a batch norm reading the 24.5 MB output of a
+  convolution with a 73.6 MB footprint was all DRAM; by the counters 26% of its bytes were, and
+  the model's DRAM bytes over all measured ResNet-50 rows went from 1.15 to 1.06 of the counters'
+  (docs/benchmarks/accuracy.md);
 - from DRAM otherwise, and when the tensor is read for the first time in the profile (a weight at
   the first step).
 On a GPU, a tensor whose last touch only read it (weights, inputs read again: clean lines) is held
@@ -18,8 +22,8 @@ to CLEAN_SHARE of the capacity, one written or updated in place by its last touc
 The H200's L2 behaves as if it kept read lines in both of its halves and written lines in one: in
 scripts/l2_reuse_sweep.py (ncu, caches as the program left them) a tensor read right after being
 written came half from DRAM at 47 MiB, one read right after being read at 35 MiB (0.74 of it);
-over the sweep's five patterns 0.7 fits best (mean error of the consumers' DRAM share 0.091; 0.101
-with 0.6, 0.103 with 0.8, 0.166 with one capacity; docs/benchmarks/accuracy.md). A CPU's cache
+over the sweep's five patterns 0.7 fits best (mean error of the consumers' DRAM share 0.087; 0.097
+with 0.6, 0.099 with 0.8, 0.162 with one capacity; docs/benchmarks/accuracy.md). A CPU's cache
 was not measured so: there every tensor gets the whole capacity.
 What a launch writes goes to DRAM once (L2 is write-back: the lines are written back when
 evicted, which on a cache full of written data happens as the writer brings its own lines in), so
@@ -65,17 +69,25 @@ class _Fenwick:
         return self.total - upto
 
 
-def cached_bytes(distance_bytes: float, own_bytes: float, nbytes: int, capacity_bytes: float) -> float:
-    """Bytes of a re-read tensor the cache still holds. distance_bytes: what was touched from the
-    start of the launch that last touched it on (the tensor included); own_bytes: what the reading
-    launch brings in beside it (its writes, its other inputs not counted in the distance), which
-    it interleaves with the read: the part read before those bytes push the distance past the
-    capacity is cached, a share (capacity - distance) / own_bytes in an in-order read."""
-    if distance_bytes > capacity_bytes:
-        return 0.0
-    if distance_bytes + own_bytes <= capacity_bytes:
+def cached_bytes(distance_bytes: float, footprint_bytes: float, own_bytes: float, nbytes: int,
+                 capacity_bytes: float) -> float:
+    """Bytes of a re-read tensor the cache still holds, in an LRU whose launches touch their
+    tensors all through their run, in order. distance_bytes: what was touched from the start of the
+    launch that last touched it on (the tensor included); footprint_bytes: that launch's share of
+    it; own_bytes: what the reading launch brings in beside it (its writes, its other inputs not
+    counted in the distance). The tensor's line at t (0: first, 1: last, read in the same order)
+    was followed by (1 - t) of the last toucher's footprint and everything since, then, as the
+    reader interleaves, by t of the tensor itself and of the reader's own bytes:
+        age(t) = distance - t * footprint + t * (nbytes + own_bytes)
+    and is cached where age(t) <= capacity: a share of t in [0, 1], as age is linear in t."""
+    start, slope = distance_bytes, nbytes + own_bytes - footprint_bytes
+    end = start + slope
+    if start <= capacity_bytes and end <= capacity_bytes:
         return float(nbytes)
-    return nbytes * (capacity_bytes - distance_bytes) / own_bytes
+    if start > capacity_bytes and end > capacity_bytes:
+        return 0.0
+    t = (capacity_bytes - start) / slope  # where age crosses the capacity
+    return nbytes * (1.0 - t if slope < 0 else t)
 
 
 def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], other_bytes: np.ndarray,
@@ -110,7 +122,9 @@ def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], 
             # the distance: bytes at positions from the launch that last touched it on (that launch's whole footprint)
             own = written + sum(b for other, b, at in inputs if other != identity and (at is None or at[0] < seen[0]))
             capacity = capacity_bytes if seen[2] else capacity_bytes * clean_share
-            from_dram += nbytes - cached_bytes(lru.after(seen[0] - 1), own, nbytes, capacity)
+            distance = lru.after(seen[0] - 1)
+            footprint = distance - lru.after(seen[0])  # the last toucher's bytes not touched again since
+            from_dram += nbytes - cached_bytes(distance, footprint, own, nbytes, capacity)
         for j in range(1, len(writes), 2):
             from_dram += writes[j]
             spanned += writes[j]

@@ -26,6 +26,12 @@ Rules:
   measured_own_launches how many of those were its own (fewer: shared). On the H200 (GPT-2
   small forward, 2026-11-30, every row measured on its own) the rows of one class agreed within
   0.12% in FLOPs, 2.9% in DRAM bytes and 4.6% in L2 bytes per call.
+- The warm run's DRAM bytes are not shared: a row gets the mean of its own measured launches, or
+  none (its level stays the analytic guess). With the caches as the program left them a launch's
+  DRAM bytes depend on what ran before it, not only on its work: on seven recorded H200 runs
+  (tests/data/h200_levels, Llama-style and GPT-2) the rows whose warm figure was shared from
+  another row's launches agreed with the analytic level on 55-79% of their time, the rows measured
+  only by their own launches on 96-98% (docs/benchmarks/accuracy.md).
 """
 
 from __future__ import annotations
@@ -149,9 +155,20 @@ def counters_by_row(keys: list[LaunchKey], join: CounterJoin, calls: pd.Series,
         }
     out = pd.DataFrame.from_dict(records, orient="index")
     if warm is not None:
-        warm_bytes = {row: launch.dram_bytes * float(calls.iloc[row]) for row, (launch, _, _) in _row_means(keys, warm).items()}
+        warm_bytes = {row: launch.dram_bytes * float(calls.iloc[row]) for row, launch in _own_means(keys, warm).items()}
         out["dram_bytes_warm"] = pd.Series(warm_bytes, dtype=float).reindex(out.index)
     return out
+
+
+def _own_means(keys: list[LaunchKey], join: CounterJoin) -> dict[int, MeasuredLaunch]:
+    """Row -> the mean of its own measured launches, for rows with any (setup left out). Not
+    shared by class: where a launch's bytes come from depends on what ran before it (the forward's
+    weight cast and the backward's gradient cast are one class), not only on its work."""
+    own: dict[int, list[MeasuredLaunch]] = defaultdict(list)
+    for position, m in join.pairs:
+        if keys[position].group >= 0:
+            own[keys[position].group].append(m)
+    return {row: _mean_launch(items) for row, items in own.items()}
 
 
 def _row_means(keys: list[LaunchKey], join: CounterJoin) -> dict[int, tuple[MeasuredLaunch, int, int]]:
