@@ -27,7 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from rooflinectl.analysis.counter_levels import ceilings_binding_share, level_agreement, with_counters_levels
+from rooflinectl.analysis.counter_levels import (
+    ceilings_binding_share,
+    level_agreement,
+    with_counters_levels,
+)
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.capture.run.session import load_capture
 from rooflinectl.outputs.profile_file import load_profile
