@@ -15,7 +15,7 @@ that launch's end. A read, in the same order, is then (cached_bytes)
   convolution with a 73.6 MB footprint was all DRAM; by the counters 26% of its bytes were. Over
   all of a ResNet-50 run's measured rows the model's DRAM bytes went from 1.15 to 1.06 of the
   counters' (each capped at the row's bytes), over its memory-bound rows from 0.92 to 0.85: the
-  level agreement moved by less than a point either way (docs/benchmarks/accuracy.md);
+  level agreement moved by a point or less either way (docs/benchmarks/accuracy.md);
 - from DRAM otherwise, and when the tensor is read for the first time in the profile (a weight at
   the first step).
 On a GPU, a tensor whose last touch only read it (weights, inputs read again: clean lines) is held
