@@ -6,8 +6,9 @@ from DRAM is held to ncu's.
 
 ncu is the independent measurement. With one capacity for every tensor (the model before
 CLEAN_SHARE) the mean error over the 80 consumers is 0.166 and a read-after-read pattern's 0.238;
-with read-only tensors held to 0.7 of the L2, 0.091 and 0.120; and with a tensor's last lines as
-old as the end of the launch that touched it (2026-12-02; one capacity: 0.162), 0.087 and 0.120.
+with read-only tensors held to 0.7 of the L2, 0.091 and 0.120; with a tensor's last lines as old
+as the end of the launch that touched it (2026-12-02), 0.087 and 0.120; and with lines leaving
+the L2 gradually, from 0.7 to 1.3 times its size (FALL_OFF), 0.054 and 0.081.
 """
 
 from __future__ import annotations
@@ -63,6 +64,6 @@ def test_the_sweep_pairs_with_its_launches(consumers) -> None:
 
 def test_the_modelled_dram_share_follows_ncu(consumers) -> None:
     errors = {p: [abs(m - n) for (q, _), (m, n) in consumers.items() if q == p] for p in PATTERNS}
-    assert np.mean(sum(errors.values(), [])) < 0.11, {p: round(float(np.mean(e)), 3) for p, e in errors.items()}
+    assert np.mean(sum(errors.values(), [])) < 0.065, {p: round(float(np.mean(e)), 3) for p, e in errors.items()}
     for pattern, errs in errors.items():
-        assert np.mean(errs) < 0.15, (pattern, float(np.mean(errs)))
+        assert np.mean(errs) < 0.10, (pattern, float(np.mean(errs)))

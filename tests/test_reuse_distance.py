@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rooflinectl.analysis.memory_levels import row_levels
-from rooflinectl.analysis.reuse_distance import CLEAN_SHARE, dram_bytes_by_reuse
+from rooflinectl.analysis.reuse_distance import CLEAN_SHARE, FALL_OFF, dram_bytes_by_reuse
 
 MB = 1_000_000
 CAPACITY = 60 * MB
@@ -92,6 +92,17 @@ def test_a_tensors_last_lines_are_as_old_as_the_end_of_the_launch_that_wrote_the
     re-read, so it is cached where 72 - 48 t <= 60: t >= 0.25, three quarters of it."""
     dram, _ = _run(([1, 48 * MB], [2, 24 * MB]), ([2, 24 * MB], []))
     assert dram[1] == pytest.approx(0.25 * 24 * MB)
+
+
+def test_with_a_fall_off_a_line_at_the_capacity_is_half_cached() -> None:
+    """A 10 MB tensor written, then 50 MB of other writes, then read: every line is 60 MB old, the
+    capacity. An exact LRU keeps it all; an L2 letting lines go from 0.7 to 1.3 times its size
+    (FALL_OFF 0.3) keeps (1.3 - 1) / (1.3 - 0.7) of it, half."""
+    steps = [([], [1, 10 * MB]), ([], [2, 50 * MB]), ([1, 10 * MB], [])]
+    exact, _ = dram_bytes_by_reuse(steps, np.zeros(3), CAPACITY)
+    gradual, _ = dram_bytes_by_reuse(steps, np.zeros(3), CAPACITY, fall_off=FALL_OFF)
+    assert exact[2] == 0 and FALL_OFF == 0.3
+    assert gradual[2] == pytest.approx(5 * MB)
 
 
 def test_a_long_run_models_its_latest_launches(monkeypatch) -> None:

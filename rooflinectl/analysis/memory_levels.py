@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from rooflinectl.analysis.counter_levels import ceilings_binding_share, dram_term_binds
-from rooflinectl.analysis.reuse_distance import CLEAN_SHARE, dram_bytes_by_reuse
+from rooflinectl.analysis.reuse_distance import CLEAN_SHARE, FALL_OFF, dram_bytes_by_reuse
 from rooflinectl.attribution.tensor_accesses import Accesses
 from rooflinectl.attribution.transfers import copy_link
 from rooflinectl.ceilings.model import Ceilings
@@ -179,9 +179,9 @@ def with_modelled_dram(launches: pd.DataFrame, accesses: Sequence[Accesses | Non
         return launches
     ops = launches["op"].astype(str) if "op" in launches.columns else pd.Series([""] * len(launches))
     in_place = [is_in_place(op) for op in ops]
-    clean_share = CLEAN_SHARE if level == "l2" else 1.0  # measured on the H200's L2 only
+    gpu = level == "l2"  # CLEAN_SHARE and FALL_OFF were measured on the H200's L2 only
     dram, spanned = dram_bytes_by_reuse(accesses, launches["bytes"].to_numpy(dtype=float), capacity, in_place,
-                                        clean_share)
+                                        CLEAN_SHARE if gpu else 1.0, FALL_OFF if gpu else 0.0)
     return launches.assign(modelled_dram_bytes=dram, spanned_bytes=spanned)
 
 

@@ -30,8 +30,8 @@ Rules:
   none (its level stays the analytic guess). With the caches as the program left them a launch's
   DRAM bytes depend on what ran before it, not only on its work: on seven recorded H200 runs
   (tests/data/h200_levels, Llama-style and GPT-2) the rows whose warm figure was shared from
-  another row's launches agreed with the analytic level on 55-79% of their time, the rows measured
-  only by their own launches on 96-99% (docs/benchmarks/accuracy.md).
+  another row's launches agreed with the analytic level on 53-80% of their time, the rows measured
+  only by their own launches on 95-99% (docs/benchmarks/accuracy.md).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@
 # refuses such a cap). Each script's capture file comes back too, so the analytic level can be compared
 # with the counters again offline (scripts/counters_levels_offline.py).
 # Again on 2026-12-02 14:29 UTC with a group's own warm figures only (attribution/counters.py): loops,
-# Llama-style and GPT-2 in one call (311 s of piece, fresh machine), ResNet-50 in another (329 s).
+# Llama-style and GPT-2 in one call (311 s of piece, fresh machine), ResNet-50 in another (329 s),
+# ResNet-50 again on a fresh machine (374 s: 408 s for the call).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/75-counters-warm}"
 mkdir -p "$out"
