@@ -160,26 +160,30 @@ def counters_by_row(keys: list[LaunchKey], join: CounterJoin, calls: pd.Series,
     return out
 
 
-def _own_means(keys: list[LaunchKey], join: CounterJoin) -> dict[int, MeasuredLaunch]:
-    """Row -> the mean of its own measured launches, for rows with any (setup left out). Not
-    shared by class: where a launch's bytes come from depends on what ran before it (the forward's
-    weight cast and the backward's gradient cast are one class), not only on its work."""
+def _own_launches(keys: list[LaunchKey], join: CounterJoin) -> dict[int, list[MeasuredLaunch]]:
+    """Row -> its own measured launches, for rows with any (setup left out)."""
     own: dict[int, list[MeasuredLaunch]] = defaultdict(list)
     for position, m in join.pairs:
         if keys[position].group >= 0:
             own[keys[position].group].append(m)
-    return {row: _mean_launch(items) for row, items in own.items()}
+    return own
+
+
+def _own_means(keys: list[LaunchKey], join: CounterJoin) -> dict[int, MeasuredLaunch]:
+    """Row -> the mean of its own measured launches. Not shared by class: where a launch's bytes
+    come from depends on what ran before it (the forward's weight cast and the backward's gradient
+    cast are one class), not only on its work."""
+    return {row: _mean_launch(items) for row, items in _own_launches(keys, join).items()}
 
 
 def _row_means(keys: list[LaunchKey], join: CounterJoin) -> dict[int, tuple[MeasuredLaunch, int, int]]:
     """Row -> (one launch's mean counters over the row's launches, launches measured in its
     classes, launches measured of its own)."""
     by_class: dict = defaultdict(list)
-    own: dict[int, int] = defaultdict(int)
     for position, m in join.pairs:
         if keys[position].group >= 0:
             by_class[sampling_class(keys[position])].append(m)
-            own[keys[position].group] += 1
+    own = _own_launches(keys, join)
     class_mean = {cls: _mean_launch(items) for cls, items in by_class.items()}
     row_classes: dict[int, list] = defaultdict(list)  # one entry per launch of the row whose class was measured
     for key in keys:
@@ -187,7 +191,7 @@ def _row_means(keys: list[LaunchKey], join: CounterJoin) -> dict[int, tuple[Meas
         if key.group >= 0 and cls in class_mean:
             row_classes[key.group].append(cls)
     return {row: (_mean_launch([class_mean[cls] for cls in classes]),  # classes repeat: weighted by launches
-                  sum(len(by_class[cls]) for cls in set(classes)), own.get(row, 0))
+                  sum(len(by_class[cls]) for cls in set(classes)), len(own.get(row, [])))
             for row, classes in row_classes.items()}
 
 
