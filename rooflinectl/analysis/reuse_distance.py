@@ -109,11 +109,12 @@ def _mean_clipped(u0: float, u1: float) -> float:
     """The mean of clip(u, 0, 1) for u going linearly from u0 to u1."""
     if abs(u1 - u0) < 1e-12:
         return min(max(u0, 0.0), 1.0)
+    return (_clipped_integral(u1) - _clipped_integral(u0)) / (u1 - u0)
 
-    def integral(u: float) -> float:  # of clip(x, 0, 1) from 0 to u
-        return 0.0 if u <= 0 else u * u / 2 if u <= 1 else u - 0.5
 
-    return (integral(u1) - integral(u0)) / (u1 - u0)
+def _clipped_integral(u: float) -> float:
+    """The integral of clip(x, 0, 1) from 0 to u (module level: called once per re-read tensor)."""
+    return 0.0 if u <= 0 else u * u / 2 if u <= 1 else u - 0.5
 
 
 def dram_bytes_by_reuse(accesses: Sequence[tuple[list[int], list[int]] | None], other_bytes: np.ndarray,
