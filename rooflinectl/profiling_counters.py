@@ -12,6 +12,7 @@ it joins: capture/ncu runs ncu and reads its output, and knows nothing of profil
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import shutil
 import sys
@@ -42,6 +43,7 @@ from rooflinectl.capture.ncu.sampling import (
     plan_numbers,
     predict,
     sampling_class,
+    warm_class,
 )
 from rooflinectl.capture.ncu.warm import measure_warm
 from rooflinectl.capture.run.session import Capture
@@ -98,6 +100,8 @@ class CounterPlan:
     keys: list[LaunchKey]  # every launch ncu will see, setup included (group -1)
     numbers: list[int] | None  # the launches to measure (their numbers among keys); None: every launch
     expected: int  # launches ncu is expected to measure
+    warm_numbers: list[int] | None  # the warm run's: one launch of each row's classes (sampling.warm_class)
+    warm_expected: int
     info: NcuInfo
     metrics: list[str]
     missing: list[str]  # metrics this ncu or GPU lacks
@@ -134,7 +138,12 @@ def plan_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture,
         notes.append("this ncu has no --kernel-id: every launch is measured (up to --ncu-launch-count)")
     chosen = predict(keys, numbers, PLAN_RULE, options.launch_count)
     _check_cap(keys, chosen, len(predict(keys, numbers, PLAN_RULE)), options.launch_count, notes)
-    return CounterPlan(keys, numbers, len(chosen), info, metrics, missing, notes)
+    warm_numbers = None if numbers is None else plan_numbers(keys, eligible, 1, class_of=warm_class)
+    warm_chosen = predict(keys, warm_numbers, PLAN_RULE, options.launch_count)
+    if options.warm and len(warm_chosen) < len(predict(keys, warm_numbers, PLAN_RULE)):
+        notes.append(f"--ncu-launch-count {options.launch_count} cuts the warm run's plan (one launch per row) to "
+                     f"its first {len(warm_chosen)} launches: later rows keep the analytic memory level")
+    return CounterPlan(keys, numbers, len(chosen), warm_numbers, len(warm_chosen), info, metrics, missing, notes)
 
 
 def _check_cap(keys: list[LaunchKey], chosen: list[int], planned: int, launch_count: int | None,
@@ -198,10 +207,14 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
     join = join_measurements(plan.keys, run.measured, plan.numbers, options.launch_count)
     warm_join, warm_info = None, {"status": "off"}
     if options.warm:  # the caches as the program left them decide the memory level (capture/ncu/warm.py)
-        say("counters: running it once more with the caches as the program leaves them (DRAM bytes, one pass each)")
-        warm_join, warm_info = measure_warm(plan.info, spec, target.child_args(status, regions), work, lambda measured:
-                                            join_measurements(plan.keys, measured, plan.numbers, options.launch_count),
+        say(f"counters: running it once more with the caches as the program leaves them (DRAM bytes, one pass each, "
+            f"{plan.warm_expected} launches: one of each row's own)")
+        warm = dataclasses.replace(spec, kernel_id=kernel_id_filter(plan.warm_numbers) if plan.warm_numbers else None)
+        warm_join, warm_info = measure_warm(plan.info, warm, target.child_args(status, regions), work, lambda measured:
+                                            join_measurements(plan.keys, measured, plan.warm_numbers,
+                                                              options.launch_count),
                                             timeout_s=options.timeout_s, env=_child_env())
+        warm_info.update(launches_expected=plan.warm_expected, selection=warm.kernel_id or "every launch")
     if warm_info["status"] != "failed":
         shutil.rmtree(work, ignore_errors=True)  # kept on failure: the messages point into it
     summary_info: dict[str, Any] = {

@@ -24,7 +24,13 @@ from rooflinectl.attribution.counters import (
     launch_keys,
 )
 from rooflinectl.capture.ncu.metrics import MeasuredLaunch
-from rooflinectl.capture.ncu.sampling import LaunchKey, kernel_id_filter, plan_numbers, predict
+from rooflinectl.capture.ncu.sampling import (
+    LaunchKey,
+    kernel_id_filter,
+    plan_numbers,
+    predict,
+    warm_class,
+)
 from rooflinectl.capture.run.session import Capture
 from rooflinectl.pipeline import build_profile
 
@@ -132,6 +138,20 @@ def test_twelve_identical_layers_are_sampled_once_not_twelve_times(twelve_layers
     assert {work_of(keys[p]) for p in measured} == classes
     assert len(measured) == cheapest_cover(keys, 2) < len(rows) / 5
     assert predict(keys, numbers, "name") == measured
+
+
+def test_the_warm_plan_measures_every_row_of_a_class_on_its_own_launch(twelve_layers):
+    # a warm figure depends on what ran before the launch: twelve identical layers are one class
+    # for the cold run but twelve rows, each measured in the warm run
+    keys = twelve_layers
+    rows = {k.group for k in keys if k.group >= 0}
+    cold = ncu_selects(keys, plan_numbers(keys, [True] * len(keys), 1))
+    warm_numbers = plan_numbers(keys, [True] * len(keys), 1, class_of=warm_class)
+    warm = ncu_selects(keys, warm_numbers)
+    assert {keys[p].group for p in cold} < rows  # the cold plan leaves most rows to their class
+    assert {keys[p].group for p in warm if keys[p].group >= 0} == rows
+    assert predict(keys, warm_numbers, "name") == warm
+    assert len(warm) <= 2 * len(rows)  # the cover keeps the measured launches near one per row
 
 
 def test_samples_per_class_and_the_launch_skip(twelve_layers):

@@ -53,8 +53,10 @@ print(f"CHECK loop {name}: " + ("ok" if ok else f"FAILED: expected every row hel
 sys.exit(0 if ok else 1)
 PY
 }
-loop small
-loop big
+if [ "${COUNTERS_WARM_LOOPS:-1}" = 1 ]; then  # COUNTERS_WARM_LOOPS=0: the models only (a call with ResNet-50)
+  loop small
+  loop big
+fi
 
 model() {  # name launches seconds script args...
   local name=$1 launches=$2 seconds=$3 script=$4
@@ -75,9 +77,9 @@ model() {  # name launches seconds script args...
 }
 for m in ${COUNTERS_WARM_MODELS:-llama gpt2 resnet}; do
   case $m in
-    llama) model llama "${COUNTERS_WARM_LAUNCHES:-1000}" 150 llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
-    gpt2) model gpt2 "${COUNTERS_WARM_LAUNCHES:-1000}" 150 gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
-    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-1000}" "${COUNTERS_WARM_RESNET_S:-330}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
+    llama) model llama "${COUNTERS_WARM_LAUNCHES:-1000}" 200 llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
+    gpt2) model gpt2 "${COUNTERS_WARM_LAUNCHES:-1000}" 200 gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
+    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-2000}" "${COUNTERS_WARM_RESNET_S:-470}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
   esac
 done
 step "done"

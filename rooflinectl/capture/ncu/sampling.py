@@ -24,6 +24,10 @@ no row), and its work (op, shapes, dtype of that row). Launch indices are positi
 launch sequence (kernels only, in launch order) that ncu sees between cudaProfilerStart and
 cudaProfilerStop in the child run: setup launches included, since ncu numbers them too; only
 launches of table rows are planned.
+
+The warm run (capture/ncu/warm.py) plans the same way over warm_class, a sampling class within
+one row: a row's warm DRAM bytes are its own launch's, so every row is measured (ResNet-50
+training on the H200: 884 launches for the 52 numbers of the cold plan, 1,665 for the warm one's 157).
 """
 
 from __future__ import annotations
@@ -50,6 +54,14 @@ class LaunchKey:
 def sampling_class(key: LaunchKey) -> Hashable:
     """What a launch shares with every launch that does the same work: one measurement serves them all."""
     return key.name, key.grid, key.block, key.shared_memory, key.work
+
+
+def warm_class(key: LaunchKey) -> Hashable:
+    """The warm run's unit: a sampling class within one kernel-table row. Where a launch's bytes
+    come from depends on what ran before it, which differs between rows of one class (the forward's
+    and the backward's weight casts; two identical blocks after different layers), so each row is
+    measured on its own launch (attribution/counters.py keeps a row's own warm figure only)."""
+    return sampling_class(key), key.group
 
 
 _ANON = re.compile(r"\(anonymous namespace\)|<unnamed>")
@@ -92,18 +104,20 @@ def invocation_numbers(keys: list[LaunchKey], rule: str = PLAN_RULE) -> list[int
     return out
 
 
-def plan_numbers(keys: list[LaunchKey], eligible: list[bool], samples: int, rule: str = PLAN_RULE) -> list[int] | None:
-    """Invocation numbers to ask ncu for so that every sampling class has `samples` measured
-    launches among its eligible ones (a filter can pass only the launches it trusts; setup
-    launches, group -1, are never planned), chosen to keep the launches ncu measures few (set
-    cover, module docstring); None when samples <= 0: measure every launch."""
+def plan_numbers(keys: list[LaunchKey], eligible: list[bool], samples: int, rule: str = PLAN_RULE,
+                 class_of: Callable[[LaunchKey], Hashable] = sampling_class) -> list[int] | None:
+    """Invocation numbers to ask ncu for so that every class (class_of: sampling_class, or
+    warm_class for the warm run) has `samples` measured launches among its eligible ones (a
+    filter can pass only the launches it trusts; setup launches, group -1, are never planned),
+    chosen to keep the launches ncu measures few (set cover, module docstring); None when
+    samples <= 0: measure every launch."""
     if samples <= 0:
         return None
     numbers = invocation_numbers(keys, rule)
     problem = _Cover(Counter(numbers), defaultdict(Counter), Counter())
     for launch, number, ok in zip(keys, numbers, eligible):
         if ok and launch.group >= 0:
-            cls = sampling_class(launch)
+            cls = class_of(launch)
             problem.covers[number][cls] += 1
             problem.need[cls] = min(samples, problem.need[cls] + 1)
     return sorted(problem.improve(problem.greedy()))

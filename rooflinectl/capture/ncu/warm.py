@@ -2,8 +2,10 @@
 
 The counters run (--cache-control all) flushes the caches before each replay pass, so a 16 MB
 tensor just written by the previous kernel, which really comes from the H200's 60 MB L2, shows
-DRAM bytes equal to the minimum traffic (issue 29). A second ncu run over the same program and
-the same launch selection reads only DRAM read and write bytes with `--cache-control none`.
+DRAM bytes equal to the minimum traffic (issue 29). A second ncu run over the same program reads
+only DRAM read and write bytes with `--cache-control none`, on its own launch selection: one
+launch of every row (capture/ncu/sampling.warm_class), not one per sampling class, since a
+launch's warm figure depends on what ran before it.
 
 One pass, or it is not warm: in kernel replay ncu saves the memory a kernel can reach before the
 first pass and restores it before each later one, and without flushing a later pass sees the
@@ -48,7 +50,8 @@ def launch_passes(log_text: str) -> list[int]:
 
 
 def warm_spec(cold: CounterRunSpec, log_path: Path) -> CounterRunSpec:
-    """The cold run's launch selection with the warm metrics, caches left alone, no report."""
+    """`cold` (the caller gives it the warm launch selection) with the warm metrics, caches left
+    alone, no report."""
     return dataclasses.replace(cold, metrics=list(WARM_METRICS), log_path=str(log_path), report_path=None,
                                cache_control="none")
 
@@ -116,7 +119,7 @@ def measure_warm(info: NcuInfo, cold: CounterRunSpec, child_argv: list[str], wor
                  join: Callable[[list[MeasuredLaunch]], T], *, timeout_s: float,
                  env: dict[str, str] | None = None) -> tuple[T | None, dict]:
     """run_warm, its launches joined by `join` (attribution/counters.join_measurements with the
-    cold run's plan), never raising a RooflineError: (the join or None, the record for
+    warm plan), never raising a RooflineError: (the join or None, the record for
     summary["counters"]["warm"]). A failed warm run costs the memory level, never the cold counters."""
     try:
         run = run_warm(info, cold, child_argv, work, timeout_s=timeout_s, env=env)
