@@ -19,7 +19,7 @@ import pandas as pd
 from rooflinectl.analysis.advice.gemm_kernels import is_helper
 from rooflinectl.analysis.clocks import clock_summary, device_samples, with_sm_clock
 from rooflinectl.analysis.communication import communication_summary
-from rooflinectl.analysis.counter_levels import level_summary
+from rooflinectl.analysis.counter_levels import dram_peak_bytes_per_s, level_summary
 from rooflinectl.analysis.counters import apply_counters
 from rooflinectl.analysis.host_time import host_figures
 from rooflinectl.analysis.launch_runs import back_to_back_runs
@@ -301,7 +301,7 @@ def add_counters(data: ProfileData, keys: list[LaunchKey], join: CounterJoin, in
         "time_share_measured": float(table.loc[measured, "time_s"].sum()) / total_s if total_s > 0 else None,
         "numbering_rule": join.rule,
         "unmatched": join.unmatched,
-        **level_summary(table),
+        **level_summary(table, dram_peak_bytes_per_s(data.ceilings)),
         "notes": [*info.get("notes", []), *join.notes] + ([
             f"{measured_setup} measured launches were setup (outside the steady state): left out of the table"]
             if measured_setup else []),

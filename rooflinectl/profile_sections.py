@@ -124,6 +124,7 @@ class Counters(TypedDict, total=False):
     rows_warm: int  # groups whose memory level the warm counters decided (analysis/counter_levels.py)
     rows_cache_counters: int
     rows_cache_analytic: int
+    rows_warm_beyond_peak: int  # groups whose warm figure DRAM could not have moved in their time: analytic level kept
     clock_control: str
     wall_s: float
     ncu_warnings: Any

@@ -18,7 +18,13 @@ import numpy as np
 import pandas as pd
 from counters_warm_figures import above  # scripts/: the same count of rows above their roof
 
-from rooflinectl.analysis.counter_levels import ceilings_binding_share, level_agreement
+from rooflinectl.analysis.counter_levels import (
+    ceilings_binding_share,
+    dram_peak_bytes_per_s,
+    level_agreement,
+    warm_beyond_peak,
+    with_counters_levels,
+)
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.capture.run.session import load_capture
 from rooflinectl.outputs.profile_file import load_profile
@@ -29,15 +35,19 @@ KEYS = ["kernel", "op", "shapes", "calls"]
 
 
 def reanalysed(profile_path: str, capture_path: str) -> tuple[pd.DataFrame, ProfileData]:
-    """The profile's table with `memory_level_analytic` from this checkout's analytic tier."""
+    """The profile's table with `memory_level_analytic` from this checkout's analytic tier and the
+    counters' level decided again from the recorded warm figures by this checkout's rule."""
     data = load_profile(profile_path)
     capture = load_capture(capture_path)
     table, _, _ = analyse_trace(capture.trace, capture.device_kind, capture.metadata, data.ceilings)
     old = data.kernels.reset_index(drop=True)
     if len(table) != len(old) or not (table[KEYS].astype(str).to_numpy() == old[KEYS].astype(str).to_numpy()).all():
         raise SystemExit("the capture's rows differ from the profile's: not the same run, or the grouping changed")
-    return old.assign(memory_level_analytic=table["memory_level"].replace("", "dram").to_numpy(),
-                      dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy()), data
+    analytic = table["memory_level"].replace("", "dram").to_numpy()
+    out = old.assign(memory_level_analytic=analytic, memory_level=analytic, memory_level_source="analytic",
+                     dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy())
+    return with_counters_levels(out, data.ceilings.cache_level(), ceilings_binding_share(data.ceilings),
+                                dram_peak_bytes_per_s(data.ceilings)), data  # the counters' level by this checkout's rule
 
 
 def figures(name: str, profile_path: str, capture_path: str) -> None:
@@ -52,6 +62,10 @@ def figures(name: str, profile_path: str, capture_path: str) -> None:
     count, worst = above(analytic)
     print(f"FIGURE {name} offline rows above their roof by more than 3% with the analytic levels: "
           f"{count} (max {worst:.3f})")
+    count, worst = above(place_on_roofline(table.drop(columns=["roof_time_s"], errors="ignore"), data.ceilings))
+    print(f"FIGURE {name} offline rows above their roof by more than 3% with the counters' levels where they decide: "
+          f"{count} (max {worst:.3f}; warm figures beyond DRAM's peak in their time: "
+          f"{int(warm_beyond_peak(table, dram_peak_bytes_per_s(data.ceilings)).sum())})")
     decided = table[(table["memory_level_source"] == "counters") & (table["bound"] == "memory")]
     near_ties(name, decided[~decided["cost_source"].isin(["none", "ncu"])], data.ceilings)
     wrong = decided[decided["memory_level"] != decided["memory_level_analytic"]].sort_values("time_s", ascending=False)

@@ -18,7 +18,10 @@ from test_counters_run import collect, fake_ncu  # noqa: F401 - the fixture
 from rooflinectl.analysis.counter_levels import (
     counters_levels,
     dram_binding_share,
+    dram_peak_bytes_per_s,
     level_agreement,
+    level_summary,
+    warm_beyond_peak,
     with_counters_levels,
 )
 from rooflinectl.analysis.roofline import place_on_roofline
@@ -107,6 +110,23 @@ def test_counters_hold_each_group_to_the_level_whose_term_binds():
     assert math.isnan(dram_binding_share(4.67e12, 0.0))
 
 
+def test_a_warm_figure_dram_could_not_have_moved_in_the_rows_time_leaves_the_analytic_level():
+    # the copy's 1.9 GB in 4 s is 0.475 GB/s: beyond a peak of 0.4 GB/s, within one of 0.5. The
+    # mul's 1 MB in 1 s and the gemm's 30 MB in 64 s stay within both; a row without warm bytes
+    # is never beyond (NaN compares false)
+    assert warm_beyond_peak(_table(), 0.4e9).tolist() == [False, True, False, False, False, False, False]
+    assert not warm_beyond_peak(_table(), 0.5e9).any()
+    levels = counters_levels(_table(), "l2", SHARE, dram_peak_bytes_per_s=0.4e9)
+    assert levels.tolist() == ["l2", "", "l2", "", "", "", "dram"]
+    out = with_counters_levels(_table(), "l2", SHARE, 0.4e9)
+    assert out.loc[1, "memory_level_source"] == "analytic" and out.loc[1, "memory_level"] == "dram"
+    assert level_summary(out, 0.4e9)["rows_warm_beyond_peak"] == 1
+    assert level_summary(out)["rows_warm_beyond_peak"] == 0  # no peak known: nothing is beyond it
+    # the peak: the larger of the spec sheet's DRAM figure and the measured roof
+    assert dram_peak_bytes_per_s(H200) == max(H200.memory_roof("dram", fall_back=False).value,
+                                              H200.details.get("spec_roofs", {}).get("dram", {}).get("value", 0))
+
+
 def test_the_counters_level_replaces_the_guess_which_is_kept_beside_it():
     out = with_counters_levels(_table(), "l2", SHARE)
     assert out["memory_level"].tolist() == ["l2", "dram", "l2", "l2", "host_pinned", "dram", "dram"]
@@ -164,6 +184,11 @@ def test_end_to_end_the_warm_counters_set_the_level_and_the_roof(fake_ncu, recor
     t = result.kernels
     decided = t[t["memory_level_source"] == "counters"]
     assert len(decided) == counters["rows_warm"] > 0
+    # the warm run selects one launch of every row (test_counters_sampling.py: also of rows whose
+    # class the cold run measured through another row): every kernel row has its own warm figure
+    kernel_rows = ~t["kernel"].str.startswith(("Memcpy", "Memset"))
+    assert (t.loc[kernel_rows, "dram_bytes_warm"].notna()).all()
+    assert _value(warm_args, "--kernel-id") == counters["warm"]["selection"]
     # warm: scale x (read + write); cold: read + the larger of the writes and the L2 stores
     assert (decided["dram_bytes_warm"] <= float(scale) * decided["dram_bytes"] + decided["calls"]).all()  # rounding: 1 B per launch
     assert (decided["dram_bytes_warm"] > 0).all()

@@ -30,6 +30,7 @@ import pytest
 
 from rooflinectl.analysis.counter_levels import (
     ceilings_binding_share,
+    dram_peak_bytes_per_s,
     level_agreement,
     with_counters_levels,
 )
@@ -42,29 +43,32 @@ DATA = Path(__file__).parent / "data" / "h200_levels"
 KEYS = ["kernel", "op", "shapes", "calls"]
 SHARED_RUNS = ["llama", "llama-2", "gpt2", "gpt2-2", "resnet", "resnet-2", "resnet-3"]  # warm figures shared by class
 OWN_RUNS = ["llama-4", "gpt2-4", "resnet-4", "resnet-5"]  # own launches' figures only
-RUNS = SHARED_RUNS + OWN_RUNS
+EVERY_ROW_RUNS = ["llama-5", "gpt2-5", "resnet-6"]  # the warm run measured one launch of every row
+RUNS = SHARED_RUNS + OWN_RUNS + EVERY_ROW_RUNS
 
 
 def _analytic(name: str, own_only: bool = False):
-    """The recorded table with this checkout's analytic level beside the counters'; own_only: the
-    counters decide only groups whose measured launches were all their own (a shared run's figure
-    is then what a group's own launches alone give)."""
+    """The recorded table with this checkout's analytic level, and the counters' level decided
+    again from the recorded warm figures by this checkout's rule; own_only: the counters decide
+    only groups whose measured launches were all their own (a shared run's figure is then what a
+    group's own launches alone give)."""
     data = load_profile(str(DATA / f"{name}.profile.json.gz"))
     capture = load_capture(str(DATA / f"{name}.capture.json.gz"))
     table, _, _ = analyse_trace(capture.trace, capture.device_kind, capture.metadata, data.ceilings)
     recorded = data.kernels.reset_index(drop=True)
     assert (table[KEYS].astype(str).to_numpy() == recorded[KEYS].astype(str).to_numpy()).all()
-    out = recorded.assign(memory_level_analytic=table["memory_level"].to_numpy(),
+    analytic = table["memory_level"].replace("", "dram").to_numpy()
+    out = recorded.assign(memory_level_analytic=analytic, memory_level=analytic, memory_level_source="analytic",
                           dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy())
-    if own_only:
-        shared = out["measured_own_launches"].fillna(0) < out["measured_launches"].fillna(0)
-        out = with_counters_levels(out.assign(dram_bytes_warm=out["dram_bytes_warm"].mask(shared),
-                                              memory_level=out["memory_level_analytic"], memory_level_source="analytic"),
-                                   data.ceilings.cache_level(), ceilings_binding_share(data.ceilings))
+    shared = out["measured_own_launches"].fillna(0) < out["measured_launches"].fillna(0)
+    warm = out["dram_bytes_warm"].mask(shared) if own_only else out["dram_bytes_warm"]
+    out = with_counters_levels(out.assign(dram_bytes_warm=warm), data.ceilings.cache_level(),  # this checkout's rule
+                               ceilings_binding_share(data.ceilings), dram_peak_bytes_per_s(data.ceilings))
     return out, data.ceilings
 
 
 @pytest.mark.parametrize(("name", "agreement", "compared"), [
+    ("llama-5", 0.875, 0.99), ("gpt2-5", 0.93, 0.99), ("resnet-6", 0.88, 0.92),
     ("llama-4", 0.94, 0.77), ("gpt2-4", 0.95, 0.90), ("resnet-4", 0.895, 0.56), ("resnet-5", 0.89, 0.56),
     ("llama", 0.97, 0.55), ("llama-2", 0.95, 0.5), ("gpt2", 0.985, 0.6), ("gpt2-2", 0.98, 0.6),
     ("resnet", 0.925, 0.3), ("resnet-2", 0.93, 0.3), ("resnet-3", 0.925, 0.3)])
@@ -93,6 +97,33 @@ def test_no_row_sits_above_the_roof_its_analytic_level_holds_it_to(name: str) ->
                                .drop(columns=["roof_time_s"], errors="ignore"), ceilings)
     known = placed[placed["cost_source"] != "none"]
     assert (known["efficiency"] <= 1.03).all(), known.loc[known["efficiency"] > 1.03, ["op", "shapes", "efficiency"]]
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_no_row_sits_above_the_roof_the_counters_hold_it_to(name: str) -> None:
+    table, ceilings = _analytic(name)
+    placed = place_on_roofline(table.drop(columns=["roof_time_s"], errors="ignore"), ceilings)
+    known = placed[placed["cost_source"] != "none"]
+    assert (known["efficiency"] <= 1.03).all(), known.loc[known["efficiency"] > 1.03, ["op", "shapes", "efficiency"]]
+
+
+def test_a_warm_figure_beyond_drams_peak_leaves_the_analytic_level() -> None:
+    """resnet-6, as recorded: an in-place ReLU of 25.7 MB (layer2.2) ran at 5.0 TB/s, while its
+    warm figure from ncu's run (57 MB a launch, more than its 51 MB) held it to DRAM: 107% of the
+    4.68 TB/s roof. DRAM's peak (4.8 TB/s by the spec sheet) could not have moved that in its
+    time, so the analytic level (L2) stays, and the row sits under its roof."""
+    recorded = load_profile(str(DATA / "resnet-6.profile.json.gz")).kernels.reset_index(drop=True)
+    relu = (recorded["op"] == "aten::clamp_min_") & (recorded["module"] == "ResNet.layer2.2.relu") \
+        & (recorded["shapes"] == "[32, 512, 28, 28]")
+    assert relu.sum() == 1
+    row = recorded[relu].iloc[0]
+    assert row["memory_level_source"] == "counters" and row["efficiency"] > 1.05  # as recorded
+    assert row["dram_bytes_warm"] > row["bytes"] > 4.8e12 * row["time_s"]
+    table, ceilings = _analytic("resnet-6")
+    placed = place_on_roofline(table.drop(columns=["roof_time_s"], errors="ignore"), ceilings)
+    again = placed[relu.to_numpy()].iloc[0]
+    assert again["memory_level_source"] == "analytic" and again["memory_level"] == "l2"
+    assert again["efficiency"] < 1.0
 
 
 @pytest.mark.parametrize("name", RUNS)

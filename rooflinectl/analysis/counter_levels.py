@@ -13,6 +13,14 @@ to is the term that binds: DRAM when its warm DRAM bytes are at least DRAM roof 
 bytes (0.55 on the H200: 4.67 of 8.55 TB/s), else L2. No threshold is chosen: the roofs set it,
 and a group near it has nearly the same roof either way. A group without a warm figure keeps the
 analytic guess (analysis/memory_levels.py), held to one roof.
+
+The warm figure comes from another run of the program (under ncu, each launch serialised), so
+its caches may differ from the profiled run's. Where the profiled run's time is shorter than DRAM
+could have moved the warm figure in at its peak (the larger of the spec sheet's and the measured
+roof: `warm_beyond_peak`), the figure does not describe this run, and the row keeps the analytic
+guess (counted in summary["counters"]["rows_warm_beyond_peak"]). On the H200 (2026-12-02) a
+ResNet-50 in-place ReLU of 25.7 MB ran at 5.0 TB/s while its warm figure (57 MB a launch, more
+than its 51 MB of bytes) held it to DRAM: 107% of the 4.68 TB/s roof.
 """
 
 from __future__ import annotations
@@ -47,21 +55,43 @@ def dram_term_binds(dram_bytes: np.ndarray, nbytes: np.ndarray, binding_share: f
     return np.fmin(nbytes, dram_bytes) >= binding_share * nbytes
 
 
-def counters_levels(table: pd.DataFrame, cache_level: str, binding_share: float) -> pd.Series:
+def dram_peak_bytes_per_s(ceilings: Ceilings) -> float:
+    """The most DRAM can move per second: the larger of the spec sheet's figure and the measured
+    roof (NaN when neither is known)."""
+    spec = (ceilings.details.get("spec_roofs") or {}).get("dram") or {}
+    roof = ceilings.memory_roof("dram", fall_back=False)
+    values = [v for v in (spec.get("value"), roof.value if roof is not None else None)
+              if isinstance(v, (int, float)) and v > 0]
+    return float(max(values)) if values else float("nan")
+
+
+def warm_beyond_peak(table: pd.DataFrame, dram_peak_bytes_per_s: float) -> np.ndarray:
+    """Per row, whether its warm DRAM bytes (capped at its bytes, as the roof takes them) are more
+    than DRAM could move at its peak in the row's measured time: the warm run's caches were not
+    the profiled run's (module docstring). False where anything is unknown."""
+    warm = np.fmin(_column(table, "dram_bytes_warm"), _column(table, "bytes"))
+    with np.errstate(invalid="ignore"):
+        return np.nan_to_num(warm > dram_peak_bytes_per_s * _column(table, "time_s"), nan=0.0).astype(bool)
+
+
+def counters_levels(table: pd.DataFrame, cache_level: str, binding_share: float,
+                    dram_peak_bytes_per_s: float = float("nan")) -> pd.Series:
     """Per row, the level whose term binds the two-level roof (cache_level or "dram"), '' where
-    there is no warm figure, no bytes to compare it with, or the row is a copy over a link.
-    binding_share: dram_binding_share of the ceilings."""
+    there is no warm figure, no bytes to compare it with, the row is a copy over a link, or its
+    warm figure is beyond DRAM's peak in the row's time (warm_beyond_peak). binding_share:
+    dram_binding_share of the ceilings."""
     warm = _column(table, "dram_bytes_warm")
     nbytes = _column(table, "bytes")
     level = np.where(dram_term_binds(warm, nbytes, binding_share), "dram", cache_level).astype(object)
-    known = ~np.isnan(warm) & (nbytes > 0) & np.isfinite(binding_share)
+    known = ~np.isnan(warm) & (nbytes > 0) & np.isfinite(binding_share) & ~warm_beyond_peak(table, dram_peak_bytes_per_s)
     if "memory_level" in table.columns:
         known &= table["memory_level"].isin(DECIDED_LEVELS).to_numpy()
     level[~known] = ""
     return pd.Series(level, index=table.index, dtype=object)
 
 
-def with_counters_levels(table: pd.DataFrame, cache_level: str, binding_share: float) -> pd.DataFrame:
+def with_counters_levels(table: pd.DataFrame, cache_level: str, binding_share: float,
+                         dram_peak_bytes_per_s: float = float("nan")) -> pd.DataFrame:
     """The table with `memory_level` from the counters where they decide (`memory_level_source`
     counters), the analytic guess kept in `memory_level_analytic` for every row."""
     out = table.copy()
@@ -71,7 +101,7 @@ def with_counters_levels(table: pd.DataFrame, cache_level: str, binding_share: f
         analytic = analytic.where(~redone, out["memory_level_analytic"])
     out["memory_level_analytic"] = analytic.fillna("dram").replace("", "dram")
     out["memory_level"] = out["memory_level_analytic"]
-    levels = counters_levels(out, cache_level, binding_share)
+    levels = counters_levels(out, cache_level, binding_share, dram_peak_bytes_per_s)
     decided = levels != ""
     out.loc[decided, "memory_level"] = levels[decided]
     out["memory_level_source"] = np.where(decided, "counters", "analytic")
@@ -101,16 +131,17 @@ def level_agreement(table: pd.DataFrame) -> dict[str, float | int | None]:
     }
 
 
-def level_summary(table: pd.DataFrame) -> dict[str, int]:
-    """For summary["counters"]: groups with a warm figure, and of those how many each tier holds
-    to the cache."""
+def level_summary(table: pd.DataFrame, dram_peak_bytes_per_s: float = float("nan")) -> dict[str, int]:
+    """For summary["counters"]: groups with a warm figure, of those how many each tier holds to
+    the cache, and the groups whose warm figure was beyond DRAM's peak in their time."""
     if "memory_level_source" not in table.columns:
-        return {"rows_warm": 0, "rows_cache_counters": 0, "rows_cache_analytic": 0}
+        return {"rows_warm": 0, "rows_cache_counters": 0, "rows_cache_analytic": 0, "rows_warm_beyond_peak": 0}
     decided = table[table["memory_level_source"] == "counters"]
     cached = ("l2", "cache")
     return {"rows_warm": int(decided.shape[0]),
             "rows_cache_counters": int(decided["memory_level"].isin(cached).sum()),
-            "rows_cache_analytic": int(decided["memory_level_analytic"].isin(cached).sum())}
+            "rows_cache_analytic": int(decided["memory_level_analytic"].isin(cached).sum()),
+            "rows_warm_beyond_peak": int(warm_beyond_peak(table, dram_peak_bytes_per_s).sum())}
 
 
 def _column(table: pd.DataFrame, name: str) -> np.ndarray:

@@ -43,10 +43,14 @@ def coverage_text(c: dict[str, Any]) -> str:
 
 def warm_text(c: dict[str, Any]) -> str:
     """The warm run in a few words, for the counters line: 'warm caches: the level of 40 groups
-    (12 l2)', or why not ('' for profiles from before the warm run)."""
+    (12 l2)', the groups whose warm figure was beyond DRAM's peak, or why not ('' for profiles
+    from before the warm run)."""
     warm = c.get("warm") or {}
     if warm.get("status") == "measured":
-        return f"warm caches: the level of {c.get('rows_warm', 0)} groups ({c.get('rows_cache_counters', 0)} l2)"
+        beyond = c.get("rows_warm_beyond_peak", 0)
+        return (f"warm caches: the level of {c.get('rows_warm', 0)} groups ({c.get('rows_cache_counters', 0)} l2)"
+                + (f"; {beyond} kept the analytic level (their warm DRAM bytes beyond DRAM's peak in their time)"
+                   if beyond else ""))
     if warm.get("status") == "failed":
         return f"warm caches: no level ({warm.get('reason', '')})"
     return ""
