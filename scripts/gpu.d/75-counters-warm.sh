@@ -8,15 +8,18 @@
 # L2-served by counters and by the analytic guess, rows above their roof by more than 3%.
 # Measured on the H200 (2026-12-02, ceilings cached): the two loops ~55 s; Llama-style 126 s; GPT-2
 # 126 s; ResNet-50 294 s (about 250 sampling classes: 235 s of cold ncu replays, 40 s warm). All four
-# do not fit one device call: run `GPU_PIECES=75 COUNTERS_WARM_MODELS="llama gpt2" PIECE_TIMEOUT_S=500
-# GPU_TESTS=0 bash scripts/gpu-check`, then COUNTERS_WARM_MODELS=resnet (cut at COUNTERS_WARM_RESNET_S,
-# default 330; the others at 150 s). COUNTERS_WARM_LAUNCHES=N caps the launches ncu measures per script
-# (default 1000; 120 for ResNet-50 measured only its setup launches on 2026-12-02, and profile now
-# refuses such a cap). Each script's capture file comes back too, so the analytic level can be compared
+# do not fit one device call: run `GPU_PIECES=75 COUNTERS_WARM_MODELS="llama gpt2" PIECE_TIMEOUT_S=540
+# GPU_TESTS=0 bash scripts/gpu-check`, then COUNTERS_WARM_MODELS=resnet COUNTERS_WARM_LOOPS=0 (cut at
+# COUNTERS_WARM_RESNET_S, default 470; the others at 200 s). COUNTERS_WARM_LAUNCHES=N caps the launches
+# ncu measures per script (default 1000, 2000 for ResNet-50, whose warm plan is 1,344 launches; 120
+# for ResNet-50 measured only its setup launches on 2026-12-02, and profile now refuses such a cap). Each script's capture file comes back too, so the analytic level can be compared
 # with the counters again offline (scripts/counters_levels_offline.py).
 # Again on 2026-12-02 14:29 UTC with a group's own warm figures only (attribution/counters.py): loops,
 # Llama-style and GPT-2 in one call (311 s of piece, fresh machine), ResNet-50 in another (329 s),
 # ResNet-50 again on a fresh machine (374 s: 408 s for the call).
+# Again at 16:17 UTC with the warm run measuring one launch of every row (capture/ncu/sampling.py):
+# ResNet-50 without the loops 318 s on a fresh machine (cold run 204 s, warm 50 s); loops, Llama-style
+# and GPT-2 296 s (warm runs 30.5 and 24.5 s).
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/75-counters-warm}"
 mkdir -p "$out"

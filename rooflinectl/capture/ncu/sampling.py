@@ -26,8 +26,9 @@ cudaProfilerStop in the child run: setup launches included, since ncu numbers th
 launches of table rows are planned.
 
 The warm run (capture/ncu/warm.py) plans the same way over warm_class, a sampling class within
-one row: a row's warm DRAM bytes are its own launch's, so every row is measured (ResNet-50
-training on the H200: 884 launches for the 52 numbers of the cold plan, 1,665 for the warm one's 157).
+one row: a row's warm DRAM bytes are its own launch's, so every row is measured (on the H200,
+2026-12-02: ResNet-50 training 735 launches in the cold plan, 1,344 in the warm one; Llama-style
+191 and 486; GPT-2 189 and 317).
 """
 
 from __future__ import annotations
