@@ -208,7 +208,7 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
     warm_join, warm_info = None, {"status": "off"}
     if options.warm:  # the caches as the program left them decide the memory level (capture/ncu/warm.py)
         say(f"counters: running it once more with the caches as the program leaves them (DRAM bytes, one pass each, "
-            f"{plan.warm_expected} launches: one of each row's own)")
+            f"{plan.warm_expected} launches: one per row)")
         warm = dataclasses.replace(spec, kernel_id=kernel_id_filter(plan.warm_numbers) if plan.warm_numbers else None)
         warm_join, warm_info = measure_warm(plan.info, warm, target.child_args(status, regions), work, lambda measured:
                                             join_measurements(plan.keys, measured, plan.warm_numbers,

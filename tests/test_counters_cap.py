@@ -47,5 +47,6 @@ def test_a_cap_that_cuts_the_plan_is_noted(fake_ncu, marked):  # noqa: F811
     result, _ = _collect(marked, launch_count=20)
     notes = result.summary["counters"]["notes"]
     assert any("cuts the plan's 48 launches to the first 20 (4 of them in the steady state)" in n for n in notes), notes
+    assert any("cuts the warm run's plan (one launch per row) to its first 20 launches" in n for n in notes), notes
     whole, _ = _collect(marked)  # the default cap (1000) holds the plan: no note
-    assert not any("cuts the plan" in n for n in whole.summary["counters"]["notes"])
+    assert not any("cuts the" in n for n in whole.summary["counters"]["notes"])
