@@ -43,10 +43,16 @@ def test_the_profile_is_kept_and_says_why(fake_ncu, marked):  # noqa: F811
     assert len(kept.kernels) == len(data.kernels)
 
 
-def test_a_cap_that_cuts_the_plan_is_noted(fake_ncu, marked):  # noqa: F811
+def test_a_cap_that_cuts_the_plan_is_noted(fake_ncu, marked, monkeypatch):  # noqa: F811
     result, _ = _collect(marked, launch_count=20)
     notes = result.summary["counters"]["notes"]
     assert any("cuts the plan's 48 launches to the first 20 (4 of them in the steady state)" in n for n in notes), notes
+    assert not any("warm run's plan" in n for n in notes), notes  # the warm run's cap is 4 x 20
+    args = (fake_ncu / "ncu-args.txt.warm").read_text().splitlines()
+    assert args[args.index("--launch-count") + 1] == "80"
+    monkeypatch.setattr("rooflinectl.profiling_counters.WARM_LAUNCH_FACTOR", 1)
+    result, _ = _collect(marked, launch_count=20)
+    notes = result.summary["counters"]["notes"]
     assert any("cuts the warm run's plan (one launch per row) to its first 20 launches" in n for n in notes), notes
     whole, _ = _collect(marked)  # the default cap (1000) holds the plan: no note
     assert not any("cuts the" in n for n in whole.summary["counters"]["notes"])

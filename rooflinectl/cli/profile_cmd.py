@@ -129,7 +129,7 @@ class IterationsMode(click.ParamType):
               help="counters: launches measured per sampling class: same kernel, launch configuration, op, "
                    "shapes (0: every launch, as plain ncu does)")
 @click.option("--ncu-launch-count", "launch_count", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="counters: at most this many launches measured")
+              help="counters: at most this many launches measured (the warm run, one pass each: 4 times as many)")
 @click.option("--ncu-launch-skip", "launch_skip", type=click.IntRange(min=0), default=0, show_default=True,
               help="counters: measure no launch among the first N counted ones (e.g. a cold first iteration)")
 @click.option("--ncu-timeout", type=FiniteFloatRange(min=1), default=900, show_default=True,

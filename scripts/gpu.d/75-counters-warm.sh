@@ -11,8 +11,9 @@
 # do not fit one device call: run `GPU_PIECES=75 COUNTERS_WARM_MODELS="llama gpt2" PIECE_TIMEOUT_S=540
 # GPU_TESTS=0 bash scripts/gpu-check`, then COUNTERS_WARM_MODELS=resnet COUNTERS_WARM_LOOPS=0 (cut at
 # COUNTERS_WARM_RESNET_S, default 470; the others at 200 s). COUNTERS_WARM_LAUNCHES=N caps the launches
-# ncu measures per script (default 1000, 2000 for ResNet-50, whose warm plan is 1,344 launches; 120
-# for ResNet-50 measured only its setup launches on 2026-12-02, and profile now refuses such a cap). Each script's capture file comes back too, so the analytic level can be compared
+# ncu measures per script (default 1000; the warm run gets 4 times it; the 2026-12-02 16:17 ResNet-50
+# run used 2000; 120 for ResNet-50 measured only its setup launches on 2026-12-02, and profile now
+# refuses such a cap). Each script's capture file comes back too, so the analytic level can be compared
 # with the counters again offline (scripts/counters_levels_offline.py).
 # Again on 2026-12-02 14:29 UTC with a group's own warm figures only (attribution/counters.py): loops,
 # Llama-style and GPT-2 in one call (311 s of piece, fresh machine), ResNet-50 in another (329 s),
@@ -82,7 +83,7 @@ for m in ${COUNTERS_WARM_MODELS:-llama gpt2 resnet}; do
   case $m in
     llama) model llama "${COUNTERS_WARM_LAUNCHES:-1000}" 200 llama_train.py --layers 2 --hidden 1024 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
     gpt2) model gpt2 "${COUNTERS_WARM_LAUNCHES:-1000}" 200 gpt2_train.py --layers 2 --batch 4 --seq 512 --warmup 2 --steps 2 ;;
-    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-2000}" "${COUNTERS_WARM_RESNET_S:-470}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
+    resnet) model resnet "${COUNTERS_WARM_LAUNCHES:-1000}" "${COUNTERS_WARM_RESNET_S:-470}" resnet_train.py --batch 32 --warmup 2 --steps 2 ;;
   esac
 done
 step "done"
