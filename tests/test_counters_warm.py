@@ -243,3 +243,12 @@ def test_validate_reports_the_level_agreement(fake_ncu, recorded, monkeypatch, t
     assert "| level → counters |" in markdown
     table = CliRunner().invoke(main, ["validate", str(path)])
     assert table.exit_code == 0 and "the analytic guess agrees on" in table.output, table.output
+
+
+def test_the_counters_line_counts_warm_figures_beyond_drams_peak():
+    from rooflinectl.outputs.validate_render import warm_text
+
+    counters = {"warm": {"status": "measured"}, "rows_warm": 40, "rows_cache_counters": 12}
+    assert warm_text(counters) == "warm caches: the level of 40 groups (12 l2)"
+    text = warm_text({**counters, "rows_warm_beyond_peak": 1})
+    assert text.startswith("warm caches: the level of 40 groups (12 l2); 1 kept the analytic level")
