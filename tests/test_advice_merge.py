@@ -111,7 +111,11 @@ def test_every_format_shows_the_merged_form(blocks_profile, fmt):
     pattern = f"h.{{0-{BLOCKS - 1}}}.act"
     text = text.replace("\\", "") if fmt == "markdown" else text  # markdown escapes the braces
     assert pattern in text, text
-    assert "h.1.act" not in text or fmt == "json"  # other layers appear only as json's instances
+    # the merged instances after the first (the evidence) appear only as json's instances. Not "no
+    # h.1.act at all": with every finding shown, a finding of another kind may name a layer (that
+    # check failed 2 times in about 45 runs on the 2-core CI machine, under load; not reproduced)
+    others_named = any(i.subject in text for i in top.instances[1:])
+    assert others_named == (fmt == "json")
     if fmt == "json":
         (entry,) = [f for f in json.loads(text)["findings"] if f["subject"] == top.subject]
         assert entry["count"] == BLOCKS and len(entry["instances"]) == BLOCKS
