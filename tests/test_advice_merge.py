@@ -113,7 +113,7 @@ def test_every_format_shows_the_merged_form(blocks_profile, fmt):
     assert pattern in text, text
     # the merged instances after the first (the evidence) appear only as json's instances. Not "no
     # h.1.act at all": with every finding shown, a finding of another kind may name a layer (that
-    # check failed 2 times in about 45 runs on the 2-core CI machine, under load; not reproduced)
+    # check failed in 2 of about 50 runs on a 2-core machine, both while another test run shared it)
     others_named = any(i.subject in text for i in top.instances[1:])
     assert others_named == (fmt == "json")
     if fmt == "json":
