@@ -23,7 +23,7 @@ from rooflinectl.analysis.counter_levels import (
     dram_peak_bytes_per_s,
     level_agreement,
     warm_beyond_peak,
-    with_counters_levels,
+    with_ceilings_levels,
 )
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.capture.run.session import load_capture
@@ -46,8 +46,7 @@ def reanalysed(profile_path: str, capture_path: str) -> tuple[pd.DataFrame, Prof
     analytic = table["memory_level"].replace("", "dram").to_numpy()
     out = old.assign(memory_level_analytic=analytic, memory_level=analytic, memory_level_source="analytic",
                      dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy())
-    return with_counters_levels(out, data.ceilings.cache_level(), ceilings_binding_share(data.ceilings),
-                                dram_peak_bytes_per_s(data.ceilings)), data  # the counters' level by this checkout's rule
+    return with_ceilings_levels(out, data.ceilings), data  # the counters' level by this checkout's rule
 
 
 def figures(name: str, profile_path: str, capture_path: str) -> None:

@@ -34,10 +34,8 @@ from pathlib import Path
 import pytest
 
 from rooflinectl.analysis.counter_levels import (
-    ceilings_binding_share,
-    dram_peak_bytes_per_s,
     level_agreement,
-    with_counters_levels,
+    with_ceilings_levels,
 )
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.capture.run.session import load_capture
@@ -67,8 +65,7 @@ def _analytic(name: str, own_only: bool = False):
                           dram_bytes_modelled=table["dram_bytes_modelled"].to_numpy())
     shared = out["measured_own_launches"].fillna(0) < out["measured_launches"].fillna(0)
     warm = out["dram_bytes_warm"].mask(shared) if own_only else out["dram_bytes_warm"]
-    out = with_counters_levels(out.assign(dram_bytes_warm=warm), data.ceilings.cache_level(),  # this checkout's rule
-                               ceilings_binding_share(data.ceilings), dram_peak_bytes_per_s(data.ceilings))
+    out = with_ceilings_levels(out.assign(dram_bytes_warm=warm), data.ceilings)  # this checkout's rule
     return out, data.ceilings
 
 

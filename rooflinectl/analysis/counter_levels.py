@@ -108,6 +108,14 @@ def with_counters_levels(table: pd.DataFrame, cache_level: str, binding_share: f
     return out
 
 
+def with_ceilings_levels(table: pd.DataFrame, ceilings: Ceilings) -> pd.DataFrame:
+    """with_counters_levels with the rule's inputs taken from these ceilings: the cache level, the
+    binding share and DRAM's peak (the one place that reads them, for the pipeline and for
+    recorded runs decided again)."""
+    return with_counters_levels(table, ceilings.cache_level(), ceilings_binding_share(ceilings),
+                                dram_peak_bytes_per_s(ceilings))
+
+
 def level_agreement(table: pd.DataFrame) -> dict[str, float | int | None]:
     """Over memory-bound groups whose level the counters decided: the share of their time where
     the analytic guess names the same level, the share of all memory-bound time they cover, and

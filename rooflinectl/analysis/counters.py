@@ -14,11 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rooflinectl.analysis.counter_levels import (
-    ceilings_binding_share,
-    dram_peak_bytes_per_s,
-    with_counters_levels,
-)
+from rooflinectl.analysis.counter_levels import with_ceilings_levels
 from rooflinectl.analysis.roofline import place_on_roofline
 from rooflinectl.ceilings.model import Ceilings
 from rooflinectl.schema import COUNTER_COLUMNS, KERNEL_COLUMNS
@@ -64,7 +60,7 @@ def apply_counters(table: pd.DataFrame, by_row: pd.DataFrame, ceilings: Ceilings
     _measured_flops_for_bytes_only(out)
     level = ceilings.cache_level()
     if ceilings.memory_roof(level, fall_back=False) is not None:  # without a cache roof every row stays on DRAM
-        out = with_counters_levels(out, level, ceilings_binding_share(ceilings), dram_peak_bytes_per_s(ceilings))
+        out = with_ceilings_levels(out, ceilings)
     placed = place_on_roofline(out.drop(columns=["roof_time_s"], errors="ignore"), ceilings)
     return placed[[c for c in KERNEL_COLUMNS if c in placed.columns]]
 
