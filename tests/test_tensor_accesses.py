@@ -97,3 +97,18 @@ def test_a_long_run_keeps_the_latest_ops(monkeypatch) -> None:
     found = accesses.tensor_accesses(prof)
     assert len(found) == 10
     assert "aten::neg" in {name for name, _ in found}
+
+
+def test_tensors_are_known_by_their_storage_address() -> None:
+    """A cache holds lines by address: an op's inputs and outputs are keyed by where their storage
+    lies (a view by its base), so a block the allocator hands to the next tensor keeps its key."""
+    x = torch.rand(128, 256)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                                profile_memory=True) as prof:
+        y = torch.add(x, 1.0)
+        z = torch.mul(y[:64], 2.0)  # a view of y: y's storage
+    found = {name: value for (name, _), value in tensor_accesses(prof).items()}
+    assert x.data_ptr() in [i for i, _ in _pairs(found["aten::add"][0])]  # beside the scalar's tensor
+    assert [i for i, _ in _pairs(found["aten::add"][1])] == [y.data_ptr()]
+    assert y.data_ptr() in [i for i, _ in _pairs(found["aten::mul"][0])]
+    assert [i for i, _ in _pairs(found["aten::mul"][1])] == [z.data_ptr()]

@@ -247,7 +247,7 @@ class ProfilingSession:
         # FunctionEvent list, which costs more time and memory than the whole run on a long trace;
         # we read the exported trace instead.
         # profile_memory: the allocations inside each op name its outputs, and inputs get their
-        # allocation's identity (capture/run/tensor_accesses.py: which kernel wrote what a kernel reads)
+        # allocation's address (capture/run/tensor_accesses.py: which kernel wrote what a kernel reads)
         self.prof = torch.profiler.profile(activities=activities, record_shapes=True, profile_memory=True)
         self.triton_sink: list[dict[str, Any]] = []
         self.hooks = ExitStack()  # everything installed, removed by close()
