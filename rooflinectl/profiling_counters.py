@@ -224,8 +224,7 @@ def collect_counters(data: ProfileData, launches: pd.DataFrame, capture: Capture
         warm = dataclasses.replace(spec, kernel_id=kernel_id_filter(plan.warm_numbers) if plan.warm_numbers else None,
                                    launch_count=warm_launch_count(options))
         warm_join, warm_info = measure_warm(plan.info, warm, target.child_args(status, regions), work, lambda measured:
-                                            join_measurements(plan.keys, measured, plan.warm_numbers,
-                                                              warm_launch_count(options)),
+                                            join_measurements(plan.keys, measured, plan.warm_numbers, warm.launch_count),
                                             timeout_s=options.timeout_s, env=_child_env())
         warm_info.update(launches_expected=plan.warm_expected, selection=warm.kernel_id or "every launch")
     if warm_info["status"] != "failed":

@@ -21,6 +21,8 @@
 # Again at 16:17 UTC with the warm run measuring one launch of every row (capture/ncu/sampling.py):
 # ResNet-50 without the loops 318 s on a fresh machine (cold run 204 s, warm 50 s); loops, Llama-style
 # and GPT-2 296 s (warm runs 30.5 and 24.5 s).
+# Again at 19:08 UTC with tensors keyed by address (capture/run/tensor_accesses.py), one machine:
+# Llama-style and GPT-2 without the loops 284 s (fresh machine), ResNet-50 298 s.
 set -u -o pipefail
 out="${PIECE_OUT:-${OUT_DIR:-.}/75-counters-warm}"
 mkdir -p "$out"
